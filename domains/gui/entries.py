@@ -1,0 +1,55 @@
+"""GUI models of the zoo (facts: research/domain-medical-gui.md §1-2)."""
+
+from __future__ import annotations
+
+from domains.gui.prompts import GUI_G1_USER, UI_S1_SYSTEM, UI_S1_USER, parse_gui_g1, parse_ui_s1
+from zoo.registry import ModelEntry, PromptSpec, register
+
+GUI_G1_3B = register(
+    ModelEntry(
+        name="gui-g1-3b",
+        aliases=("gui-g1",),
+        repo_id="Yuqi-Zhou/GUI-G1-3B-v1",
+        kind="vlm",
+        architecture="qwen2_5_vl",
+        base_model="Qwen/Qwen2.5-VL-3B-Instruct",
+        domain="gui",
+        task="GUI grounding (instruction -> element box)",
+        # grpo_rec.py feeds images at min 3136 / max 12845056 pixels; boxes are absolute pixels
+        # of that (smart-resized) image.
+        prompt=PromptSpec(
+            user=GUI_G1_USER, min_pixels=3136, max_pixels=12845056, coord_frame="resized", max_new_tokens=128
+        ),
+        parser=parse_gui_g1,
+        license="apache-2.0",
+        paper="2505.15810",
+        notes="Repository licence Apache-2.0; the model card's own licence field is unverified.",
+    )
+)
+
+UI_S1_7B = register(
+    ModelEntry(
+        name="ui-s1-7b",
+        aliases=("ui-s1",),
+        repo_id="mPLUG/UI-S1-7B",
+        kind="vlm",
+        architecture="qwen2_5_vl",
+        base_model="Qwen/Qwen2.5-VL-7B-Instruct",
+        domain="gui",
+        task="mobile GUI agent (goal + screenshot -> next action)",
+        # UI-S1/x/qwen/image.py: factor 28, min 1 token, max 12800 tokens of 28x28 pixels.
+        prompt=PromptSpec(
+            system=UI_S1_SYSTEM,
+            user=UI_S1_USER,
+            min_pixels=28 * 28,
+            max_pixels=12800 * 28 * 28,
+            coord_frame="resized",
+            max_new_tokens=512,
+            image_first=False,
+        ),
+        parser=parse_ui_s1,
+        license="mit",
+        paper="2509.11543",
+        notes="Single-step use: the goal is the question; multi-turn history is the caller's to build.",
+    )
+)

@@ -1,0 +1,103 @@
+"""One registry pattern for every pluggable thing in the project.
+
+Models, rewards, advantage estimators and policy losses are all looked up by a
+lowercase kebab-case name. The pattern follows verl's decorator registries: a
+second, *different* object under a taken name is an error (no silent shadowing),
+and a miss names the closest keys so a typo is a one-glance fix.
+
+It lives in ``rewards`` because ``rewards`` imports nothing of ours and both
+``zoo`` and the domains may import it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownNameError(KeyError):
+    """A name that no registry entry carries; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+class Registry(Generic[T]):
+    """Case-insensitive name -> object mapping with explicit aliases.
+
+    ``_`` and ``-`` are interchangeable in lookups so that ``ui_s1`` finds ``ui-s1``.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(self, name: str, obj: T, aliases: tuple[str, ...] = ()) -> T:
+        """Add ``obj`` under ``name`` (and ``aliases``); re-adding the same object is a no-op."""
+        key = _key(name)
+        if key in self._aliases:
+            raise ValueError(f"{self.kind} name {name!r} is already an alias of {self._aliases[key]!r}")
+        if key in self._items and self._items[key] is not obj and self._items[key] != obj:
+            raise ValueError(
+                f"{self.kind} {name!r} is already registered with a different object; "
+                "pick another name or remove the first registration"
+            )
+        self._items[key] = obj
+        for alias in aliases:
+            akey = _key(alias)
+            if akey in self._items or self._aliases.get(akey, key) != key:
+                raise ValueError(f"alias {alias!r} for {self.kind} {name!r} is already taken")
+            self._aliases[akey] = key
+        return obj
+
+    def decorator(self, name: str, aliases: tuple[str, ...] = ()) -> Callable[[T], T]:
+        """``@registry.decorator("name")`` form of :meth:`register`."""
+
+        def wrap(obj: T) -> T:
+            return self.register(name, obj, aliases)
+
+        return wrap
+
+    def canonical(self, name: str) -> str:
+        """The registered key that ``name`` (a key or an alias, any case) refers to."""
+        key = _key(name)
+        key = self._aliases.get(key, key)
+        if key not in self._items:
+            choices = list(self._items) + list(self._aliases)
+            close = difflib.get_close_matches(key, choices, n=3, cutoff=0.5)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            known = ", ".join(sorted(self._items)) if len(self._items) <= 12 else f"{len(self._items)} names"
+            raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} (registered: {known})")
+        return key
+
+    def get(self, name: str) -> T:
+        """The object registered under ``name``; raises :class:`UnknownNameError` with suggestions."""
+        return self._items[self.canonical(name)]
+
+    def list(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._items)
+
+    def aliases_of(self, name: str) -> list[str]:
+        key = self.canonical(name)
+        return sorted(a for a, k in self._aliases.items() if k == key)
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        key = _key(name)
+        return self._aliases.get(key, key) in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.list())
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,232 @@
+"""The ``zoo`` command: list, info, run, train, eval, card.
+
+Heavy imports (torch, transformers, TRL) happen inside the command that needs them, so
+``zoo list`` and ``zoo --help`` answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from rewards.registry import UnknownNameError
+from zoo.registry import info, list_models
+
+logger = logging.getLogger("zoo")
+
+
+def _entry_row(name: str) -> dict[str, str]:
+    e = info(name)
+    return {
+        "name": e.name,
+        "domain": e.domain,
+        "task": e.task,
+        "base model": e.base_model,
+        "licence": e.license,
+        "gated": "yes" if e.gated else "no",
+        "weights": e.repo_id or ("checkpoints/" + e.name if e.released else "not released"),
+    }
+
+
+def markdown_table(domain: str | None = None) -> str:
+    """The README's model table, generated from the registry (a test keeps the README in step)."""
+    keys = ["name", "domain", "task", "base model", "licence", "gated", "weights"]
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for name in list_models(domain=domain):
+        row = _entry_row(name)
+        lines.append("| " + " | ".join(f"`{row[k]}`" if k in ("name", "weights") else row[k] for k in keys) + " |")
+    return "\n".join(lines)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.markdown:
+        print(markdown_table(args.domain))
+        return 0
+    rows = [_entry_row(n) for n in list_models(domain=args.domain)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no models in domain {args.domain!r}")
+        return 0
+    keys = ["name", "domain", "task", "licence", "gated", "weights"]
+    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
+    print("  ".join(k.upper().ljust(widths[k]) for k in keys))
+    for r in rows:
+        print("  ".join(r[k].ljust(widths[k]) for k in keys))
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    e = info(args.name)
+    data = asdict(e)
+    data["parser"] = getattr(e.parser, "__name__", None)
+    data["aliases"] = list(e.aliases)
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return 0
+    print(f"{e.name}  ({e.domain}: {e.task})")
+    for key in ("repo_id", "revision", "architecture", "base_model", "license", "gated", "paper", "aliases"):
+        print(f"  {key:<13} {data[key]}")
+    print(f"  {'pixels':<13} min {e.prompt.min_pixels}, max {e.prompt.max_pixels}; coordinates: {e.prompt.coord_frame}")
+    print(f"  {'parser':<13} {data['parser']}")
+    if e.prompt.system:
+        print(f"  {'system':<13} {e.prompt.system[:200]}{'...' if len(e.prompt.system) > 200 else ''}")
+    if e.prompt.variants:
+        print(f"  {'variants':<13} {', '.join(e.prompt.variants)} (select with --system NAME)")
+    print(f"  {'user':<13} {e.prompt.user[:200]!r}")
+    if e.notes:
+        print(f"  {'notes':<13} {e.notes}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from zoo.load import load
+
+    pipe = load(args.name, revision=args.revision, device=args.device, dtype=args.dtype)
+    generation = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
+    if args.temperature:
+        generation.update(do_sample=True, temperature=args.temperature)
+    pred = pipe(args.image, args.prompt, system=args.system, seed=args.seed, **generation)
+    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, **pred.to_dict()}
+    if args.draw:
+        from zoo.images import load_image
+        from zoo.visualize import draw_prediction
+
+        picture = draw_prediction(load_image(args.image), bbox=pred.bbox, point=pred.point, label=args.prompt)
+        Path(args.draw).parent.mkdir(parents=True, exist_ok=True)
+        picture.save(args.draw)
+        result["drawn"] = str(args.draw)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{pipe.entry.name} @ {pipe.revision} ({pipe.source})")
+        for key, value in result.items():
+            if key not in ("model", "revision", "source"):
+                print(f"  {key}: {value}")
+    return 0
+
+
+TRAIN_DESCRIPTION = "Run a training recipe on this machine (TRL) or export it for a verl cluster."
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    # The train parser lives with the trainer (zoo/train.py) and is built only when asked for,
+    # so that `zoo list` does not pay for importing TRL.
+    from zoo import train
+
+    parser = argparse.ArgumentParser(prog="zoo train", description=TRAIN_DESCRIPTION)
+    train.add_arguments(parser)
+    out = train.run(**vars(parser.parse_args(args.argv)))
+    print(f"run written to {out}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from zoo.load import load
+
+    pipe = load(args.name, revision=args.revision, device=args.device)
+    evaluate = importlib.import_module(f"domains.{pipe.entry.domain}.evaluate")
+    out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
+    metrics = evaluate.run(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit)
+    print(json.dumps(metrics, indent=2, default=str))
+    print(f"details in {out_dir}")
+    return 0
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from zoo.cards import write_card
+
+    path = write_card(args.name, out_dir=Path(args.out))
+    print(f"model card written to {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zoo",
+        description="A zoo of RL-tuned multimodal models: list them, run them, fine-tune and evaluate them.",
+        epilog="Offline? Set HF_HUB_OFFLINE=1; models must then be in the Hugging Face cache or checkpoints/.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="show debug logs")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list registered models", description="List registered models.")
+    p.add_argument("--domain", help="only this domain (gui, medical, ...)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--markdown", action="store_true", help="the README's markdown table")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("info", help="show one model's entry", description="Show a model's catalog entry.")
+    p.add_argument("name", help="model name or alias, e.g. patho-r1")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser(
+        "run",
+        help="answer one question about one image",
+        description="Load a model (checkpoints/, HF cache, or download) and answer one question about one image.",
+    )
+    p.add_argument("name", help="model name/alias or a local model directory")
+    p.add_argument("--image", required=True, help="path of the image")
+    p.add_argument("--prompt", required=True, help="the question or instruction")
+    p.add_argument("--system", help="a named prompt variant of the model (e.g. cod) or your own system prompt")
+    p.add_argument("--revision", help="Hub branch, tag or commit (default: the entry's pinned revision)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
+    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16 (default: auto)")
+    p.add_argument("--max-new-tokens", type=int, help="generation budget (default: the authors')")
+    p.add_argument("--temperature", type=float, help="sample at this temperature (default: greedy)")
+    p.add_argument("--seed", type=int, default=0, help="seed for sampling (default: 0)")
+    p.add_argument("--draw", metavar="PNG", help="save the image with the predicted box/point drawn on it")
+    p.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("train", help="fine-tune with a recipe (GRPO family); see `zoo train --help`", add_help=False)
+    p.add_argument("argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("eval", help="evaluate a model on a benchmark", description="Evaluate a model on a benchmark.")
+    p.add_argument("name", help="model name/alias or a local model directory")
+    p.add_argument("--data", required=True, help="benchmark: screenspot, screenspot-pro, synthetic, u2-bench, pathmmu ...")
+    p.add_argument("--path", help="benchmark files (annotation file or folder); synthetic data needs none")
+    p.add_argument("--limit", type=int, help="evaluate only the first N samples")
+    p.add_argument("--out", help="output folder (default: outputs/eval/NAME-DATA)")
+    p.add_argument("--revision", help="Hub branch, tag or commit")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda ...")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("card", help="write a model's Hugging Face card", description="Generate a model card.")
+    p.add_argument("name", help="model name")
+    p.add_argument("--out", default="model_cards", help="folder for <name>/README.md (default: model_cards)")
+    p.set_defaults(func=cmd_card)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if args.command == "train":  # everything after `train` belongs to the trainer's own parser
+        args.argv = unknown + args.argv
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except UnknownNameError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (RuntimeError, ValueError, FileNotFoundError) as err:
+        # errors of this project carry the next step in their message; a traceback would bury it
+        logger.debug("details", exc_info=True)
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The one sample type every loader yields and every exporter consumes."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image
+
+from rewards.registry import Registry
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One training or evaluation example.
+
+    Attributes:
+        id: stable identifier (file name, record index) so results can be traced back.
+        images: PIL images or paths, in the order the prompt refers to them.
+        prompt: chat messages (``[{"role": "user", "content": [...]}]``) or the bare question text.
+        target: the task's ground truth, e.g. ``{"bbox": [x1, y1, x2, y2], "image_size": [w, h]}``
+            in original-image pixels, or ``{"answer": "B"}``.
+        meta: anything else (platform, element type, difficulty ``rate``) passed through to rewards
+            and evaluation.
+    """
+
+    id: str
+    images: tuple[Image.Image | str, ...] = ()
+    prompt: str | list[dict[str, Any]] = ""
+    target: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def question(self) -> str:
+        """The text of the prompt (the last user text when ``prompt`` is a message list)."""
+        if isinstance(self.prompt, str):
+            return self.prompt
+        for message in reversed(self.prompt):
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            texts = [c.get("text", "") for c in content or [] if c.get("type") == "text"]
+            if texts:
+                return "\n".join(texts)
+        return ""
+
+
+def take(samples: Iterable[Sample], n: int) -> Iterator[Sample]:
+    """The first ``n`` samples of a (possibly endless) generator."""
+    for i, sample in enumerate(samples):
+        if i >= n:
+            return
+        yield sample
+
+
+# Dataset loaders are registered by name as "module:function" strings so that listing them
+# imports nothing; the function is imported when a recipe or `zoo eval` asks for it.
+DATASETS: Registry[str] = Registry("dataset")
+
+
+def register_dataset(name: str, target: str) -> str:
+    """Register a loader ``"package.module:function"`` returning an iterable of :class:`Sample`."""
+    if ":" not in target:
+        raise ValueError(f"dataset target must look like 'package.module:function', got {target!r}")
+    return DATASETS.register(name, target)
+
+
+def load_dataset(name: str, **kwargs: Any) -> Iterable[Sample]:
+    """Call the loader registered under ``name`` with ``kwargs`` (path, split, n, seed, ...)."""
+    from zoo.registry import discover_domains
+
+    if name not in DATASETS:
+        discover_domains()
+    module, _, func = DATASETS.get(name).partition(":")
+    return getattr(importlib.import_module(module), func)(**kwargs)

@@ -1,0 +1,135 @@
+"""Finding a model's files: local directory, shipped checkpoint, Hugging Face cache, download.
+
+Resolution order (ARCHITECTURE.md §3), each step real ``huggingface_hub`` code:
+
+1. ``name`` is an existing directory -> use it;
+2. ``checkpoints/<name>/`` shipped in this repository;
+3. the Hugging Face cache (``snapshot_download(..., local_files_only=True)``);
+4. ``snapshot_download`` from the Hub, safetensors and configs only, at the entry's pinned
+   revision. Fast transfers: ``huggingface_hub`` >= 1.0 uses hf-xet; set
+   ``HF_XET_HIGH_PERFORMANCE=1`` (the old ``HF_HUB_ENABLE_HF_TRANSFER`` is ignored by it).
+
+Every failure is a :class:`ModelNotAvailableError` whose message is the next thing to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from huggingface_hub import snapshot_download
+from huggingface_hub.errors import (
+    GatedRepoError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+
+from zoo.registry import ModelEntry
+
+logger = logging.getLogger(__name__)
+
+#: What is fetched from a repository: weights as safetensors, configs, tokenizer and processor files.
+#: Pickled weights (``*.bin``, ``*.pt``) are never downloaded; ``*.py`` only with trust_remote_code.
+ALLOW_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "*.json", "*.jinja", "*.txt", "*.model", "*.tiktoken"]
+
+#: Shipped checkpoints live next to the packages; ``ZOO_CHECKPOINTS`` points elsewhere.
+CHECKPOINTS_DIR = Path(os.environ.get("ZOO_CHECKPOINTS", Path(__file__).resolve().parents[1] / "checkpoints"))
+
+
+class ModelNotAvailableError(RuntimeError):
+    """The model's files cannot be had right now; the message says how to get them."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a model's files are and how they were found.
+
+    Attributes:
+        path: local directory holding config, weights and processor files.
+        revision: the commit hash of a Hub snapshot, or ``"local"`` for directories.
+        source: ``local``, ``checkpoints``, ``cache`` or ``download``.
+    """
+
+    path: Path
+    revision: str
+    source: str
+
+
+def hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set (read at call time, so tests and users can toggle it)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def download_command(entry: ModelEntry, revision: str | None) -> str:
+    """The shell command that puts ``entry``'s files into the cache (what an offline user runs online)."""
+    rev = f" --revision {revision}" if revision else ""
+    includes = " ".join(f"--include '{p}'" for p in ALLOW_PATTERNS)
+    return f"hf download {entry.repo_id}{rev} {includes}"
+
+
+def _gated_message(entry: ModelEntry) -> str:
+    return (
+        f"{entry.repo_id} is a gated repository (licence {entry.license}). To use {entry.name}:\n"
+        f"  1. open https://huggingface.co/{entry.repo_id}, read the licence and request access"
+        + (f" ({entry.notes})" if entry.notes else "")
+        + "\n  2. once access is granted, log in on this machine: `hf auth login` (or set HF_TOKEN)\n"
+        f"  3. retry, or pre-fetch with: {download_command(entry, entry.revision)}"
+    )
+
+
+def resolve(entry: ModelEntry, revision: str | None = None, *, trust_remote_code: bool = False) -> ResolvedModel:
+    """Find ``entry``'s files (shipped checkpoint, cache, then download) without loading anything."""
+    shipped = CHECKPOINTS_DIR / entry.name
+    if shipped.is_dir() and revision is None:
+        logger.info("%s: using the checkpoint shipped in %s", entry.name, shipped)
+        return ResolvedModel(shipped, "local", "checkpoints")
+    if entry.repo_id is None:
+        if not entry.released:
+            raise ModelNotAvailableError(
+                f"{entry.name} has no public weights yet. {entry.notes} "
+                f"The zoo ships its recipe, reward and evaluation: see domains/{entry.domain}/README.md."
+            )
+        raise ModelNotAvailableError(
+            f"{entry.name} is a checkpoint of this repository but {shipped} is missing; "
+            "restore it with `git checkout -- checkpoints/` or rebuild it with the script named in its model card"
+        )
+    rev = revision or entry.revision
+    patterns = ALLOW_PATTERNS + (["*.py"] if trust_remote_code else [])
+    try:
+        path = snapshot_download(entry.repo_id, revision=rev, allow_patterns=patterns, local_files_only=True)
+        source = "cache"
+    except LocalEntryNotFoundError:
+        if hub_offline():
+            raise ModelNotAvailableError(
+                f"{entry.name} ({entry.repo_id}{'@' + rev if rev else ''}) is not in the Hugging Face cache and "
+                f"HF_HUB_OFFLINE is set. On a machine with network access run:\n  {download_command(entry, rev)}\n"
+                "then copy the cache (HF_HOME) here, or unset HF_HUB_OFFLINE to download now."
+                + ("\n" + _gated_message(entry) if entry.gated else "")
+            ) from None
+        path, source = _download(entry, rev, patterns), "download"
+    snapshot = Path(path)
+    logger.info("%s: %s @ %s (%s)", entry.name, entry.repo_id, snapshot.name, source)
+    return ResolvedModel(snapshot, snapshot.name, source)
+
+
+def _download(entry: ModelEntry, revision: str | None, patterns: list[str]) -> str:
+    logger.info("%s: downloading %s%s", entry.name, entry.repo_id, f"@{revision}" if revision else "")
+    try:
+        return snapshot_download(entry.repo_id, revision=revision, allow_patterns=patterns)
+    except GatedRepoError as err:
+        raise ModelNotAvailableError(_gated_message(entry)) from err
+    except RevisionNotFoundError as err:
+        raise ModelNotAvailableError(
+            f"{entry.repo_id} has no revision {revision!r}; pass an existing branch, tag or commit hash"
+        ) from err
+    except RepositoryNotFoundError as err:
+        hint = _gated_message(entry) if entry.gated else "check the id, or log in if it is private (`hf auth login`)"
+        raise ModelNotAvailableError(f"{entry.repo_id} was not found on the Hub or is not accessible. {hint}") from err
+    except OSError as err:  # connection failures surface as OSError subclasses in huggingface_hub
+        raise ModelNotAvailableError(
+            f"could not download {entry.repo_id}: {err}. Check the network, or fetch it elsewhere with:\n"
+            f"  {download_command(entry, revision)}"
+        ) from err

@@ -1,0 +1,160 @@
+"""Qwen2.5-VL / Qwen3-VL inference with the authors' prompt, resize and parser.
+
+``pipe(image, question)`` returns a :class:`~zoo.pipelines.base.Prediction` whose boxes and
+points are in original-image pixels, whatever frame the model emits: the frame the model saw is
+read back from the processor's ``image_grid_thw`` (so it is right even when the processor's own
+pixel limits resize the image again) and mapped with :mod:`zoo.coords`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from zoo.coords import to_original
+from zoo.hub import ResolvedModel
+from zoo.images import ImageInput, load_image
+from zoo.pipelines.base import Prediction
+from zoo.registry import ModelEntry
+
+logger = logging.getLogger(__name__)
+
+
+class VLMPipeline:
+    """Model + processor + the entry's prompt and parser, callable on images and questions.
+
+    Attributes:
+        entry: the catalog entry this pipeline serves.
+        revision: the resolved revision (commit hash, or ``local``), recorded for reproducibility.
+        source: how the files were found (``checkpoints``, ``cache``, ``download``, ``local``).
+    """
+
+    def __init__(self, model: Any, processor: Any, entry: ModelEntry, resolved: ResolvedModel) -> None:
+        self.model = model
+        self.processor = processor
+        self.entry = entry
+        self.revision = resolved.revision
+        self.source = resolved.source
+        self.path = resolved.path
+        self.patch_size = int(model.config.vision_config.patch_size)
+        self.merge_size = int(getattr(model.config.vision_config, "spatial_merge_size", 2))
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def __repr__(self) -> str:
+        return f"VLMPipeline({self.entry.name!r}, revision={self.revision!r}, device={self.device})"
+
+    def messages(self, image: Any, question: str, system: str | None = None) -> list[dict[str, Any]]:
+        """The chat messages for one question, laid out as the authors lay them out."""
+        spec = self.entry.prompt
+        system = spec.variants.get(system, system) if system else spec.system
+        text = {"type": "text", "text": spec.user.replace("{question}", question)}
+        image_part = {"type": "image", "image": image}
+        content = [image_part, text] if spec.image_first else [text, image_part]
+        return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
+
+    def prepare(self, image: ImageInput) -> Any:
+        """Read ``image`` and smart-resize it with qwen-vl-utils within the entry's pixel limits."""
+        from qwen_vl_utils import fetch_image
+
+        spec = self.entry.prompt
+        original = load_image(image)
+        resized = fetch_image(
+            {"image": original, "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels},
+            image_patch_size=self.patch_size,
+        )
+        return original, resized
+
+    @torch.inference_mode()
+    def __call__(
+        self,
+        image: ImageInput | Sequence[ImageInput],
+        question: str | Sequence[str],
+        *,
+        system: str | None = None,
+        seed: int | None = None,
+        **generation: Any,
+    ) -> Prediction | list[Prediction]:
+        """Answer ``question`` about ``image``; lists of both give a list of predictions.
+
+        Args:
+            image: path, PIL image or array (or a list of them).
+            question: the user's text (or one per image; a single string is used for every image).
+            system: a named prompt variant of the entry (``"cod"``) or a system prompt of your own.
+            seed: seeds torch before generating, so sampled answers are reproducible.
+            **generation: passed to ``model.generate`` (``max_new_tokens``, ``do_sample``, ``temperature``...).
+                Default: greedy decoding with the authors' ``max_new_tokens``.
+        """
+        batched = isinstance(image, (list, tuple))
+        images = list(image) if batched else [image]
+        questions = [question] * len(images) if isinstance(question, str) else list(question)
+        if len(questions) != len(images):
+            raise ValueError(f"got {len(images)} images but {len(questions)} questions; pass one question or one each")
+        prepared = [self.prepare(img) for img in images]
+        texts = [
+            self.processor.apply_chat_template(
+                self.messages(resized, q, system), add_generation_prompt=True, tokenize=False
+            )
+            for (_, resized), q in zip(prepared, questions)
+        ]
+        inputs = self.processor(
+            text=texts, images=[resized for _, resized in prepared], padding=True, return_tensors="pt"
+        ).to(self.device)
+        kwargs = {"max_new_tokens": self.entry.prompt.max_new_tokens, "do_sample": False, **generation}
+        if seed is not None:
+            torch.manual_seed(seed)
+        output = self.model.generate(**inputs, **kwargs)
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        decoded = self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+        grids = inputs["image_grid_thw"].tolist()
+        predictions = [
+            self._predict(text, q, original.size, grid) for text, q, (original, _), grid in zip(decoded, questions, prepared, grids)
+        ]
+        return predictions if batched else predictions[0]
+
+    def _predict(self, text: str, question: str, original_size: tuple[int, int], grid: list[int]) -> Prediction:
+        """Parse one answer and map its coordinates to original pixels."""
+        parser = self.entry.parser
+        parsed = parser(text, question) if parser else {"answer": text.strip()}
+        prediction = Prediction.from_parsed(text, parsed)
+        # image_grid_thw counts patches; the model saw (grid_h * patch) x (grid_w * patch) pixels.
+        seen = (grid[2] * self.patch_size, grid[1] * self.patch_size)
+        frame = self.entry.prompt.coord_frame
+        if frame in ("resized", "norm1000"):
+            convert = lambda values: to_original(values, frame, original_size, seen)  # noqa: E731
+            if prediction.bbox is not None:
+                prediction.bbox = convert(prediction.bbox)
+            if prediction.point is not None:
+                prediction.point = convert(prediction.point)
+            if prediction.action is not None:
+                prediction.action = _convert_action(prediction.action, convert)
+        prediction.extra.setdefault("model_frame_size", list(seen))
+        return prediction
+
+
+def _convert_action(action: dict[str, Any], convert: Any) -> dict[str, Any]:
+    """A copy of a GUI action with its ``coordinate``/``coordinate2`` points in original pixels."""
+    out = dict(action)
+    for key in ("coordinate", "coordinate2"):
+        value = out.get(key)
+        if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+            out[key] = convert(value)
+    return out
+
+
+def load_vlm_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str, dtype: str | torch.dtype) -> VLMPipeline:
+    """Build the model and processor from ``resolved.path`` (safetensors only) and wrap them."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    model = AutoModelForImageTextToText.from_pretrained(
+        resolved.path, dtype=dtype, use_safetensors=True, trust_remote_code=entry.trust_remote_code
+    )
+    processor = AutoProcessor.from_pretrained(resolved.path, trust_remote_code=entry.trust_remote_code)
+    if getattr(processor, "tokenizer", None) is not None:
+        processor.tokenizer.padding_side = "left"  # batched generation appends after the prompt
+    return VLMPipeline(model.to(device).eval(), processor, entry, resolved)
