@@ -143,8 +143,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_card(args: argparse.Namespace) -> int:
     from zoo.cards import write_card
 
-    path = write_card(args.name, out_dir=Path(args.out))
-    print(f"model card written to {path}")
+    if not args.all and not args.name:
+        raise ValueError("name a model, or pass --all")
+    for name in list_models() if args.all else [args.name]:
+        print(f"model card written to {write_card(name, out_dir=Path(args.out))}")
     return 0
 
 
@@ -202,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("card", help="write a model's Hugging Face card", description="Generate a model card.")
-    p.add_argument("name", help="model name")
+    p.add_argument("name", nargs="?", help="model name")
+    p.add_argument("--all", action="store_true", help="write the card of every registered model")
     p.add_argument("--out", default="model_cards", help="folder for <name>/README.md (default: model_cards)")
     p.set_defaults(func=cmd_card)
     return parser

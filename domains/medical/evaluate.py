@@ -1,0 +1,373 @@
+"""Benchmark metrics of the medical domain: U2-Bench (ultrasound) and PathMMU (pathology MCQ).
+
+``zoo eval NAME --data X [--path FILE]`` calls :func:`run`. ``data`` is one of
+
+* ``u2bench-cla``, ``u2bench-seg``, ``u2bench-measurement``, ``u2bench-report`` (optionally
+  ``:<dataset id>``, e.g. ``u2bench-measurement:18``; by default the id is read from the file name
+  as U2-Bench names its tables): ``path`` is a U2-Bench TSV (or ``.csv``/``.xlsx``). A table that
+  already has a ``response`` or ``prediction`` column is scored as it is (no model needed);
+* ``pathmmu`` (optionally ``:<Source>_<split>``, default ``PubMed_test_tiny``): ``path`` is
+  PathMMU's ``data.json`` or its folder;
+* ``synthetic-pathology-mcq``, ``synthetic-pathology-vqa``, ``synthetic-us-<task>``: generated
+  offline (``path`` unused).
+
+Metric rules follow the benchmarks' own code (dolphin-sound/u2-bench-evalkit
+``vlmeval/eval_func/*.py`` at 782350bc; PathMMU-Benchmark/PathMMU ``eval/utils/eval_utils.py``):
+
+* classification: ``parser_rate``, ``acc``, macro ``precision``/``recall``/``f1``. Ground truth
+  is lower-cased with ``[``, ``]``, ``'`` removed; the response is lower-cased, not stripped. For an
+  integer ground truth the response must parse with ``int()``, else the case is "failed": left
+  out of every metric (and ``acc`` is over the cases left).
+* localisation (``seg``): ``acc`` of the lower-cased response against the 3x3 position label of
+  the ground-truth centre; non-string responses are failed and left out.
+* measurement: ``MAE``, ``RMSE``, ``Std``, ``%_within_tolerance`` (0.1) on min-max scaled values,
+  ``failed_items`` = responses ``float()`` cannot read (they are left out, not penalised).
+* report: ``Bleu-1..4`` and ``Rouge`` (ROUGE-L) x 100 as pycocoevalcap computes them.
+  The evalkit's BERTScore needs ``bert-base-multilingual-cased`` downloaded and is not computed.
+* PathMMU: accuracy of the option content chosen by PathMMU's parser (a random option, seeded
+  42, when nothing can be parsed; ``random_guesses`` counts those).
+
+Where the evalkit would crash or return NaN the zoo decides and says so: a missing response
+(empty cell) is a failed case; a non-finite measurement (``"nan"``) is failed; a metric over
+zero cases is ``None``. (A ``"null"`` measurement answer, which dataset 27's prompt asks for
+when IMT cannot be read, is failed as on the evalkit's jsonl path; its xlsx path reads it as
+NaN and returns a NaN MAE.) When a model is run, the response is its parsed ``<answer>`` when it
+wrote one, else its text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import numbers
+import random
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from domains.medical import data as mdata
+from domains.medical.caption_metrics import coco_bleu, coco_rouge_l
+from domains.medical.metrics import macro_prf, measurement_range, regression_metrics
+from domains.medical.rewards import target_position
+from rewards.choice import MultipleChoice
+from rewards.text import normalize_text
+
+logger = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _ratio(num: float, den: int) -> float | None:
+    return num / den if den else None
+
+
+def classification_metrics(truths: Sequence[Any], responses: Sequence[Any]) -> tuple[dict[str, Any], list[Row]]:
+    """U2-Bench ``cla`` metrics (``cla_eval.model_eval``) and one row per case."""
+    y_true, y_pred, rows, failed = [], [], [], 0
+    for truth, response in zip(truths, responses, strict=True):
+        is_int = isinstance(truth, numbers.Integral) and not isinstance(truth, bool)
+        if is_int:
+            try:
+                pred: Any = int(response)
+            except (TypeError, ValueError):
+                pred = None
+            truth_v: Any = int(truth)
+        elif isinstance(truth, str):
+            truth_v = truth.replace("[", "").replace("]", "").replace("'", "").lower()
+            pred = response.lower() if isinstance(response, str) else None
+        else:
+            truth_v, pred = truth, None if _missing(response) else response
+        if pred is None:
+            failed += 1
+            rows.append({"truth": truth_v, "response": response, "failed": True})
+            continue
+        y_true.append(truth_v)
+        y_pred.append(pred)
+        rows.append({"truth": truth_v, "response": response, "correct": truth_v == pred})
+    n = len(y_true)
+    metrics = {"parser_rate": _ratio(n, len(rows)), "acc": _ratio(sum(t == p for t, p in zip(y_true, y_pred)), n)}
+    metrics.update(macro_prf(y_true, y_pred) if n else {"precision": None, "recall": None, "f1": None})
+    return {**metrics, "n": len(rows), "failed_items": failed}, rows
+
+
+def localization_metrics(truths: Sequence[str], responses: Sequence[Any]) -> tuple[dict[str, Any], list[Row]]:
+    """U2-Bench ``seg`` accuracy (``seg_eval_v1.1.new_seg_eval``) and one row per case."""
+    rows, failed, hits = [], 0, 0
+    for truth, response in zip(truths, responses, strict=True):
+        if not isinstance(response, str):
+            failed += 1
+            rows.append({"truth": truth, "response": response, "failed": True})
+            continue
+        hits += response.lower() == truth
+        rows.append({"truth": truth, "response": response, "correct": response.lower() == truth})
+    return {"acc": _ratio(hits, len(rows) - failed), "n": len(rows), "failed_items": failed}, rows
+
+
+def measurement_metrics(
+    truths: Sequence[float | None], responses: Sequence[Any], value_range: tuple[float, float]
+) -> tuple[dict[str, Any], list[Row]]:
+    """U2-Bench measurement metrics (``measure_eval_v1.2.meaeval``) and one row per case."""
+    y_true, y_pred, rows, failed = [], [], [], 0
+    for truth, response in zip(truths, responses, strict=True):
+        if truth is None:
+            rows.append({"truth": None, "response": response, "skipped": "no ground truth"})
+            continue
+        try:
+            value = float(response)
+        except (TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):
+            failed += 1
+            rows.append({"truth": truth, "response": response, "failed": True})
+            continue
+        y_true.append(float(truth))
+        y_pred.append(value)
+        rows.append({"truth": truth, "response": response, "prediction": value})
+    metrics = regression_metrics(y_true, y_pred, value_range).to_dict()
+    return {**metrics, "failed_items": failed, "range": list(value_range)}, rows
+
+
+def report_metrics(
+    ids: Sequence[Any], references: Sequence[str], responses: Sequence[Any]
+) -> tuple[dict[str, Any], list[Row]]:
+    """U2-Bench report metrics (``report_eval.report_eval``): BLEU-1..4 and ROUGE-L, x 100.
+
+    Cases are keyed by id as the evalkit's dicts are (a repeated id keeps its last row).
+    """
+    refs = {i: [str(r)] for i, r in zip(ids, references, strict=True)}
+    hyps = {i: ["" if _missing(h) else str(h)] for i, h in zip(ids, responses, strict=True)}
+    if not refs:
+        return {"n": 0}, []
+    bleu, _ = coco_bleu(refs, hyps)
+    rouge, per_case = coco_rouge_l(refs, hyps)
+    metrics: dict[str, Any] = {f"Bleu-{k + 1}": 100 * v for k, v in enumerate(bleu)}
+    metrics.update({"Rouge": 100 * rouge, "BERTScore": None, "n": len(refs)})
+    rows = [{"id": i, "reference": refs[i][0], "response": hyps[i][0], "rouge_l": s} for i, s in zip(refs, per_case)]
+    return metrics, rows
+
+
+def pathmmu_choice(response: str, index2ans: Mapping[str, str], rng: random.Random) -> tuple[str, bool]:
+    """PathMMU's ``get_multi_choice_prediction``: (chosen letter, whether it was a random guess)."""
+    for char in ",.!?;:'":
+        response = response.strip(char)
+    response = f" {response} "
+    choices = list(index2ans)
+    candidates = [c for c in choices if f"({c})" in response]
+    bracketed, by_index = bool(candidates), True
+    if not candidates:
+        candidates = [c for c in choices if f" {c} " in response]
+    if not candidates and len(response.split()) > 5:
+        candidates = [c for c, text in index2ans.items() if text.lower() in response.lower()]
+        by_index = not candidates
+    if not candidates:
+        return rng.choice(choices), True
+    if len(candidates) == 1:
+        return candidates[0], False
+    if by_index:
+        positions = [response.rfind(f"({c})" if bracketed else f" {c} ") for c in candidates]
+    else:
+        positions = [response.lower().rfind(index2ans[c].lower()) for c in candidates]
+    return candidates[positions.index(max(positions))], False
+
+
+def pathmmu_metrics(
+    samples: Sequence[Any], responses: Sequence[str], seed: int = 42
+) -> tuple[dict[str, Any], list[Row]]:
+    """PathMMU accuracy: the chosen option's text equals the answer's text (case-insensitive)."""
+    rng, rows, correct, guesses = random.Random(seed), [], 0, 0
+    for sample, response in zip(samples, responses, strict=True):
+        index2ans, truth = sample.meta["index2ans"], sample.target["answer_text"]
+        letter, guessed = pathmmu_choice(response, index2ans, rng)
+        chosen = truth if response == truth else index2ans[letter]
+        correct += chosen.lower() == truth.lower()
+        guesses += guessed
+        rows.append({"No": sample.meta["No"], "response": response, "pred_ans": chosen, "gt_content": truth,
+                     "correct": chosen.lower() == truth.lower(), "random_guess": guessed})
+    return {"acc": _ratio(correct, len(rows)), "n": len(rows), "random_guesses": guesses}, rows
+
+
+def mcq_metrics(samples: Sequence[Any], responses: Sequence[str]) -> tuple[dict[str, Any], list[Row]]:
+    """Accuracy of the option (letter or option text) each response picks; parse failures are wrong."""
+    results = MultipleChoice()(list(responses), list(samples))
+    rows = [{"id": s.id, "response": r, "truth": s.target["answer"], "correct": bool(res.score), "error": res.error}
+            for s, r, res in zip(samples, responses, results)]
+    return {"acc": _ratio(sum(r["correct"] for r in rows), len(rows)), "n": len(rows)}, rows
+
+
+# --- dispatch: `zoo eval` ----------------------------------------------------------------------
+
+U2_PREFIX = "u2bench-"
+SYNTHETIC = {
+    "synthetic-pathology-mcq": ("synthetic_pathology", {"task": "mcq"}),
+    "synthetic-pathology-vqa": ("synthetic_pathology", {"task": "vqa"}),
+    **{f"synthetic-us-{t}": ("synthetic_ultrasound", {"task": t}) for t in mdata.US_TASKS},
+}
+
+
+def _response(prediction: Any) -> Any:
+    """What a benchmark scores: a string as is, else the parsed ``<answer>`` or the raw text."""
+    if prediction is None or isinstance(prediction, (str, numbers.Number)):
+        return prediction
+    answer = getattr(prediction, "answer", None)
+    return answer if answer is not None else prediction.text
+
+
+def generate(pipe: Callable[..., Any], samples: Sequence[Any], batch_size: int = 8, **generation: Any) -> list[Any]:
+    """Responses of a zoo pipeline to ``samples``: VLMs answer the question (``generation`` goes to
+    ``model.generate``, e.g. ``max_new_tokens``); CLIP picks the most probable option."""
+    from zoo.pipelines.clip import ClipPipeline
+
+    out: list[Any] = []
+    for start in tqdm(range(0, len(samples), batch_size), desc="generating", unit="batch", disable=None):
+        batch = samples[start : start + batch_size]
+        images = [s.images[0] for s in batch]
+        if isinstance(pipe, ClipPipeline):
+            for sample, image in zip(batch, images):
+                options = sample.target.get("options")
+                if not options:
+                    raise ValueError(f"a CLIP model answers multiple-choice samples only; {sample.id} has no options")
+                probs = pipe(image, list(options.values()))
+                best = max(probs, key=probs.get)
+                out.append("(" + next(k for k, v in options.items() if v == best) + ")")
+        else:
+            out.extend(_response(p) for p in pipe(images, [s.question for s in batch], **generation))
+    return out
+
+
+def _given(predictions: Any, samples: Sequence[Any]) -> list[Any]:
+    if isinstance(predictions, Mapping):
+        missing = [s.id for s in samples if s.id not in predictions]
+        if missing:
+            raise ValueError(f"no prediction for sample id(s) {missing[:5]} ({len(missing)} in all)")
+        return [_response(predictions[s.id]) for s in samples]
+    if len(predictions) != len(samples):
+        raise ValueError(f"{len(predictions)} predictions for {len(samples)} samples; give one per sample, in order")
+    return [_response(p) for p in predictions]
+
+
+def _responses(source: Any, samples: Sequence[Any], batch_size: int, generation: Mapping[str, Any]) -> list[Any]:
+    return generate(source, samples, batch_size, **generation) if callable(source) else _given(source, samples)
+
+
+def _u2bench(source: Any, task: str, dataset: str | None, path: str, limit: int | None, batch_size: int,
+             generation: Mapping[str, Any]):
+    if task not in mdata.U2_TASKS:
+        raise ValueError(f"unknown U2-Bench task {task!r}; use one of {[U2_PREFIX + t for t in mdata.U2_TASKS]}")
+    dataset = dataset or mdata.dataset_id_from_path(path) or ""
+    frame = mdata.read_table(path)
+    frame = frame.head(limit) if limit else frame
+    if source is None:
+        key = "response" if "response" in frame.columns else "prediction"
+        if key not in frame.columns:
+            raise ValueError(f"{path} has no 'response' or 'prediction' column; pass a model to generate them")
+        if task == "cla" and "response" in frame.columns and "prediction" in frame.columns:
+            responses = [r if isinstance(r, str) and r else p for r, p in zip(frame["response"], frame["prediction"])]
+        else:
+            responses = list(frame[key])
+    else:
+        samples = mdata.load_u2bench_tsv(path, task, dataset, limit=limit)
+        responses = _responses(source, samples, batch_size, generation)
+    if task == "cla":
+        return classification_metrics(list(frame[mdata.class_column(frame)]), responses)
+    if task == "seg":
+        column = "gt_bbox" if "gt_bbox" in frame.columns else "keypoints"
+        return localization_metrics([mdata.u2bench_position(c) for c in frame[column]], responses)
+    if task == "measurement":
+        column = "measurement_ans" if "measurement_ans" in frame.columns else "measurement"
+        truths = [mdata.u2bench_measurement(c, dataset) for c in frame[column]]
+        return measurement_metrics(truths, responses, measurement_range(dataset))
+    ids = list(frame["id"] if "id" in frame.columns else frame["index"])
+    return report_metrics(ids, list(frame["caption"] if "caption" in frame.columns else frame["cap_ans"]), responses)
+
+
+def _synthetic(source: Any, name: str, limit: int | None, batch_size: int, generation: Mapping[str, Any]):
+    loader, kwargs = SYNTHETIC[name]
+    samples = getattr(mdata, loader)(n=limit or 32, **kwargs)
+    responses = _responses(source, samples, batch_size, generation)
+    task = kwargs["task"]
+    if task == "mcq":
+        return mcq_metrics(samples, responses)
+    if task == "vqa":
+        hits = [normalize_text(str(r)) == normalize_text(s.target["answer"]) for s, r in zip(samples, responses)]
+        rows = [{"id": s.id, "response": r, "correct": h} for s, r, h in zip(samples, responses, hits)]
+        return {"acc": _ratio(sum(hits), len(hits)), "n": len(hits)}, rows
+    targets = [s.target for s in samples]
+    if task == "classification":
+        return classification_metrics([t["label"] for t in targets], responses)
+    if task == "localization":
+        return localization_metrics([target_position(t) for t in targets], responses)
+    if task == "measurement":
+        return measurement_metrics([t["value"] for t in targets], responses, tuple(targets[0]["range"]))
+    return report_metrics([s.id for s in samples], [t["report"] for t in targets], responses)
+
+
+def _jsonable(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def evaluate(
+    pipe_or_predictions: Any,
+    data: str,
+    path: str | None = None,
+    out_dir: str | Path | None = None,
+    limit: int | None = None,
+    batch_size: int = 8,
+    **generation: Any,
+) -> dict[str, Any]:
+    """Score a pipeline, a list/mapping of predictions, or (``None``) a file's own predictions.
+
+    ``pipe_or_predictions`` is a zoo pipeline (called on each sample), a list of responses in
+    sample order, a mapping sample id -> response (PathMMU's ``No``, U2-Bench's ``index``), or
+    ``None`` for a U2-Bench table with its own ``response``/``prediction`` column. Responses may
+    be strings or :class:`~zoo.pipelines.base.Prediction` objects (their ``answer`` is scored).
+
+    Returns the metrics; with ``out_dir`` also writes ``<out_dir>/metrics.json`` holding the
+    metrics and one record per case (truth, response, correctness or failure).
+    """
+    name, _, arg = data.partition(":")
+    if name.startswith(U2_PREFIX):
+        if not path:
+            raise ValueError(f"{data} needs path= a U2-Bench TSV")
+        task = name[len(U2_PREFIX) :]
+        metrics, rows = _u2bench(pipe_or_predictions, task, arg or None, path, limit, batch_size, generation)
+    elif name == "pathmmu":
+        if not path:
+            raise ValueError("pathmmu needs path= PathMMU's data.json (or its folder)")
+        if pipe_or_predictions is None:
+            raise ValueError("pathmmu has no predictions in its data file; pass a model or a list of responses")
+        samples = mdata.load_pathmmu(path, arg or "PubMed_test_tiny", limit=limit)
+        metrics, rows = pathmmu_metrics(samples, _responses(pipe_or_predictions, samples, batch_size, generation))
+    elif name in SYNTHETIC:
+        if pipe_or_predictions is None:
+            raise ValueError(f"{name} is generated here; pass a model or a list of responses")
+        metrics, rows = _synthetic(pipe_or_predictions, name, limit, batch_size, generation)
+    else:
+        known = [U2_PREFIX + t for t in mdata.U2_TASKS] + ["pathmmu", *SYNTHETIC]
+        raise ValueError(f"unknown medical benchmark {data!r}; use one of {known}")
+    result = {"data": data, **metrics}
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        record = {"data": data, "path": str(path) if path else None, "metrics": result, "samples": rows}
+        (out / "metrics.json").write_text(json.dumps(record, indent=2, default=_jsonable))
+        logger.info("wrote %s", out / "metrics.json")
+    return result
+
+
+def run(
+    pipe: Any,
+    data: str,
+    path: str | None = None,
+    out_dir: str | Path | None = None,
+    limit: int | None = None,
+    **generation: Any,
+) -> dict[str, Any]:
+    """Entry point of ``zoo eval``: :func:`evaluate` with the CLI's arguments."""
+    return evaluate(pipe, data=data, path=path, out_dir=out_dir, limit=limit, **generation)

@@ -1,0 +1,299 @@
+"""Linux isolation primitives for render workers: namespaces, mounts, rlimits, uid drop.
+
+What is enforced, and what is not (read this before trusting a render with secrets):
+
+* **Process lifetime.** Every job is PID 1 of a fresh PID namespace; when it exits or is
+  killed, the kernel kills every process it started, including ``setsid`` / double-fork
+  escapees. Without PID namespaces the job's process group is killed, which misses escapees.
+* **Network.** Workers live in an empty network namespace (loopback down): no TCP/UDP, not
+  even to localhost, and no abstract UNIX sockets. Path-bound UNIX sockets are reachable only
+  through the file system, which is hidden or read-only (below).
+* **Files.** Workers live in a private mount namespace: every mount is remounted read-only;
+  ``/tmp``, ``/var/tmp`` and ``/dev/shm`` get private, size-capped tmpfs mounts (so a job's
+  writes there vanish with the worker); ``$HOME``, ``/root``, ``/home`` and ``/run`` are covered
+  by an empty read-only tmpfs, with the Python installation and this project's checkout bound
+  back read-only at their own paths when they live inside (``/root/.pyenv`` keeps working).
+  World-readable system files (``/etc``, ``/usr``) stay readable at this level (the audit hook
+  refuses them to Python code); ``/proc`` is the host's, so other processes' command lines
+  stay readable.
+* **Identity.** As root, each job drops to an unprivileged uid/gid of its own (no groups,
+  ``no_new_privs``), so 0700/0600 files are unreadable even where not hidden. Not as root,
+  a user namespace maps the caller to uid 0 inside: namespaces still work but the job keeps the
+  caller's identity for file permissions.
+* **Resources.** Hard rlimits (both soft and hard set) on CPU seconds, address space, file
+  size, open files, processes and core size.
+* **Not enforced:** system calls are not filtered (no seccomp: it needs libseccomp or a BPF
+  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible; a machine
+  where ``unshare`` is refused (some containers) gets only rlimits, the uid drop (as root) and
+  the audit hook, and :attr:`RenderPool.isolation` says so (it is also logged as a warning).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import resource
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+_MOUNT_FLAG_NAMES = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+_HIDDEN_DIRS = ("/root", "/home", "/run")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def forget_libc() -> None:
+    """Drop this module's libc handle (called in a job before model code runs)."""
+    global _libc
+    _libc = None
+
+
+def set_parent_death_signal(sig: int) -> None:
+    """Ask the kernel to send ``sig`` to this process when its parent dies."""
+    _check(_libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), "prctl(PDEATHSIG)")
+
+
+def set_no_new_privs() -> None:
+    """Setuid binaries can no longer raise this process's privileges (``ping``, ``su``)."""
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+
+
+@dataclass
+class Walls:
+    """Which isolation layers a worker actually got (reported to the pool, logged, testable)."""
+
+    user_namespace: bool = False
+    network_namespace: bool = False
+    mount_namespace: bool = False
+    pid_namespace: bool = False
+    read_only_mounts: bool = False
+    private_tmp: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    not_hidden: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # bound back (read-only) over a tmpfs cover
+    job_uid: int | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def enter_worker_namespaces(hide: Iterable[str], keep_visible: Iterable[str], tmp_mb: int) -> Walls:
+    """Move this (worker) process into new mount, network and PID namespaces and lock its view.
+
+    ``hide``: directories to cover with an empty read-only tmpfs (the user's home).
+    ``keep_visible``: paths jobs need (the Python installation, the project checkout). Where one
+    lies inside a covered directory, a hidden one or a private ``/tmp`` (a CI checkout and its
+    ``.venv`` under ``/tmp``), it is bound back at its own path and made read-only with the rest;
+    a hidden candidate that lies inside a kept path is left visible.
+    The PID namespace applies to children: the caller must fork once and serve from the child.
+    """
+    walls = Walls()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID
+    uid, gid = os.geteuid(), os.getegid()
+    if uid != 0:
+        flags |= CLONE_NEWUSER
+    try:
+        _check(_libc.unshare(flags), "unshare")
+    except OSError as err:
+        walls.problems.append(f"no namespaces ({err}); only rlimits, uid drop and the audit hook apply")
+        return walls
+    if uid != 0:
+        try:
+            _map_self_to_root(uid, gid)
+        except OSError as err:
+            walls.problems.append(f"user namespace without an id map ({err})")
+        walls.user_namespace = True
+    walls.network_namespace = walls.mount_namespace = walls.pid_namespace = True
+    try:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    except OSError as err:  # without private propagation, mounting would leak to the host
+        walls.problems.append(f"mounts stay shared ({err}): no private /tmp, hidden home or read-only view")
+        return walls
+    keep = _outermost(os.path.realpath(p) for p in keep_visible if os.path.exists(p))
+    for path in _WRITABLE_DIRS:
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                _cover_keeping(walls, path, keep, MS_NOSUID | MS_NODEV, f"size={tmp_mb}m,mode=1777")
+                walls.private_tmp.append(path)
+            except OSError as err:
+                walls.problems.append(str(err))
+    _hide_dirs(walls, hide, keep)
+    os.chdir("/")  # the cwd we were started in may be a hidden directory; jobs must not inherit it
+    _remount_read_only(walls)
+    return walls
+
+
+def _map_self_to_root(uid: int, gid: int) -> None:
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+
+
+def _hide_dirs(walls: Walls, hide: Iterable[str], keep: list[str]) -> None:
+    """Cover each directory with an empty read-only tmpfs, re-exposing (read-only bind mounts,
+    same paths) the kept paths inside it, e.g. a Python installed under ``/root/.pyenv``."""
+    for raw in dict.fromkeys([*hide, *_HIDDEN_DIRS]):
+        path = os.path.realpath(raw)
+        if not os.path.isdir(path) or path == "/" or any(path.startswith(k + os.sep) or path == k for k in keep):
+            if os.path.isdir(path) and path != "/":
+                walls.not_hidden.append(path)
+            continue
+        try:
+            _cover_keeping(walls, path, keep, MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755")
+            _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+            walls.hidden.append(path)
+        except OSError as err:
+            walls.problems.append(f"could not hide {path}: {err}")
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    chosen: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == c or path.startswith(c + os.sep) for c in chosen):
+            chosen.append(path)
+    return chosen
+
+
+def _cover_keeping(walls: Walls, path: str, keep: list[str], flags: int, options: str) -> None:
+    """Mount a fresh tmpfs on ``path``, then bind the kept paths inside it back at their own places.
+
+    Each kept tree is pinned by an ``O_PATH`` descriptor before the tmpfs hides it; binding from
+    ``/proc/self/fd/N`` afterwards reaches the original tree, and nothing else of what the tmpfs
+    covers (the rest of the real ``/tmp`` stays invisible). No staging directory is needed, so
+    this works for ``/tmp`` itself. The binds are made read-only by :func:`_remount_read_only`.
+    Raises ``OSError`` only when the tmpfs itself cannot be mounted; a kept path that cannot be
+    bound back is recorded in ``walls.problems`` (jobs will miss it, but no wall is lowered).
+    """
+    pinned = []
+    for kept in (k for k in keep if k.startswith(path + os.sep)):
+        try:
+            pinned.append((kept, os.open(kept, os.O_PATH | os.O_CLOEXEC)))
+        except OSError as err:
+            walls.problems.append(f"kept path {kept} not reachable inside {path}: {err}")
+    for kept in (k for k in keep if path == k or path.startswith(k + os.sep)):
+        logger.warning("kept path %s contains %s, which is covered anyway; jobs will not see its content", kept, path)
+    try:
+        _mount("tmpfs", path, "tmpfs", flags, options)
+        for kept, fd in pinned:
+            try:
+                _rebind(fd, kept)
+                walls.kept.append(kept)
+            except OSError as err:
+                walls.problems.append(f"kept path {kept} is hidden by the cover on {path}: {err}")
+    finally:
+        for _, fd in pinned:
+            os.close(fd)
+
+
+def _rebind(fd: int, target: str) -> None:
+    """Bind the tree pinned by ``fd`` at ``target``, creating the mount point in the new tmpfs."""
+    is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+    os.makedirs(target if is_dir else os.path.dirname(target), mode=0o755, exist_ok=True)
+    if not is_dir:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o444))
+    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
+
+
+def _remount_read_only(walls: Walls) -> None:
+    """Bind-remount every visible mount read-only, keeping the flags the kernel locks."""
+    failures = 0
+    with open("/proc/self/mountinfo") as fh:
+        entries = [line.split() for line in fh]
+    for parts in entries:
+        target, options = parts[4].replace("\\040", " "), parts[5].split(",")
+        if target.startswith(("/proc", "/sys", "/dev")) or target in walls.hidden or target in walls.private_tmp:
+            continue
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        for opt in options:
+            flags |= _MOUNT_FLAG_NAMES.get(opt, 0)
+        try:
+            _mount(None, target, None, flags, None)
+        except OSError:
+            failures += 1
+    walls.read_only_mounts = failures == 0
+    if failures:
+        walls.problems.append(f"{failures} mounts could not be made read-only")
+
+
+class PidNamespaceFactory:
+    """Gives each forked job a fresh PID namespace (the job becomes its PID 1).
+
+    ``unshare(CLONE_NEWPID)`` works once per parent namespace for children; resetting with
+    ``setns`` to our own PID namespace first lets a long-lived worker do it for every job.
+    """
+
+    def __init__(self) -> None:
+        self._own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+
+    def prepare(self) -> None:
+        """Call right before ``os.fork()``; the next child starts a new PID namespace."""
+        _check(_libc.setns(self._own, CLONE_NEWPID), "setns(pid)")
+        _check(_libc.unshare(CLONE_NEWPID), "unshare(pid)")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard resource limits for one job (soft = hard, so the job cannot raise them)."""
+
+    cpu_seconds: int = 12
+    address_space_mb: int = 1024
+    file_size_mb: int = 32
+    open_files: int = 64
+    processes: int = 32
+
+
+def apply_limits(limits: Limits, address_space_base: int) -> None:
+    """Set the rlimits. ``address_space_base`` is the worker's own mapped size in bytes:
+    the job may map ``address_space_mb`` beyond what the warm interpreter already holds."""
+    mb = 1024 * 1024
+    cpu = limits.cpu_seconds
+    table = [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),  # SIGXCPU at cpu, SIGKILL a second later
+        (resource.RLIMIT_AS, address_space_base + limits.address_space_mb * mb, None),
+        (resource.RLIMIT_FSIZE, limits.file_size_mb * mb, None),
+        (resource.RLIMIT_NOFILE, limits.open_files, None),
+        (resource.RLIMIT_NPROC, limits.processes, None),
+        (resource.RLIMIT_CORE, 0, None),
+    ]
+    for kind, soft, hard in table:
+        resource.setrlimit(kind, (soft, soft if hard is None else hard))
+
+
+def mapped_bytes() -> int:
+    """This process's virtual memory size (``VmSize``), the base for the address-space cap."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def drop_identity(uid: int | None) -> None:
+    """Become ``uid`` (and gid ``uid``) with no supplementary groups; no-op when ``None``."""
+    if uid is None:
+        return
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)

@@ -1,0 +1,58 @@
+"""Checks done in the caller's process before a source reaches a worker.
+
+Caller mistakes (unknown kind, a size of 0) raise ``ValueError``: they are bugs in the reward.
+Source problems (empty, not UTF-8, too large, gzip) are the model's output and come back as
+``RenderResult(status="invalid")`` with the reason, without spending a worker.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+
+KINDS = ("svg", "matplotlib")
+MAX_SIDE = 4096
+Source = str | bytes
+
+
+def check_request(kind: str, size: Sequence[int], timeout: float,
+                  kinds: Sequence[str]) -> tuple[tuple[int, int], float]:
+    """Validated ``(width, height)`` and timeout, or ``ValueError`` naming the bad value."""
+    if kind not in kinds:
+        raise ValueError(f"render kind {kind!r} is not served by this pool; available: {list(kinds)}")
+    try:
+        width, height = (operator.index(v) for v in size)
+    except (TypeError, ValueError):
+        width = height = 0
+    if isinstance(size, (str, bytes)) or not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE):
+        raise ValueError(f"size must be (width, height) with integers in 1..{MAX_SIDE}, got {size!r}")
+    if not (isinstance(timeout, (int, float)) and 0 < timeout <= 600):
+        raise ValueError(f"timeout must be a number of seconds in (0, 600], got {timeout!r}")
+    return (width, height), float(timeout)
+
+
+def prepare_source(kind: str, source: Source, max_bytes: int) -> tuple[bytes, str | None]:
+    """UTF-8 bytes of ``source`` and ``None``, or ``b""`` and the reason it cannot be rendered."""
+    if isinstance(source, str):
+        try:
+            data = source.encode("utf-8")
+        except UnicodeEncodeError as err:  # lone surrogates
+            return b"", f"source is not encodable as UTF-8 ({err.reason} at character {err.start})"
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        if kind == "svg" and data[:2] == b"\x1f\x8b":
+            return b"", "gzip-compressed SVG (svgz) is refused: it can hide a decompression bomb"
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            return b"", f"source is not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})"
+    else:
+        return b"", f"source must be str or bytes, got {type(source).__name__}"
+    if len(data) > max_bytes:
+        return b"", (f"source is {len(data)} bytes, over the {max_bytes}-byte limit "
+                     "(RenderPool(max_source_bytes=...) raises it)")
+    if not data.strip():
+        return b"", "source is empty"
+    if b"\x00" in data:
+        return b"", "source contains NUL bytes"
+    return data, None

@@ -1,0 +1,256 @@
+"""A warm render worker: ``python -m rewards.rendering.worker '<json config>'``.
+
+Started once by :class:`rewards.rendering.pool.RenderPool`. It imports the renderers, walls
+itself in (:func:`rewards.rendering.oslevel.enter_worker_namespaces`), then serves jobs read
+from stdin: each job is a forked child (fork-server pattern, so the warm imports are shared
+and nothing leaks from one job to the next) that becomes PID 1 of its own PID namespace,
+drops to the job uid, takes hard rlimits and the audit hook, and writes raw RGB bytes or an
+error message to a pipe. The worker kills the child at the deadline, whatever it is doing.
+
+Being PID 1 of its namespace, a job ignores signals it sends itself with a default action
+(``signal.raise_signal(SIGSEGV)`` is a no-op); real faults (a NULL read) still kill it, and the
+worker's kill comes from the parent namespace, so it always lands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rewards.rendering import guard, jobs, oslevel
+from rewards.rendering.protocol import ChannelClosed, read_message, write_message
+
+logger = logging.getLogger(__name__)
+_ERROR_BYTES = 2000
+
+
+@dataclass
+class _Context:
+    scratch_root: str
+    uid: int | None
+    limits: oslevel.Limits
+    address_space_base: int
+    read_roots: list[str]
+    pid_namespaces: oslevel.PidNamespaceFactory | None
+    audit_hook: bool
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[1])
+    proto_in, proto_out = 0, os.dup(1)
+    os.dup2(2, 1)  # a stray print() must never corrupt the protocol stream
+    for kind in config["kinds"]:
+        jobs.PRELOADERS[kind]()
+    for name in config.get("preload", []):
+        try:
+            __import__(name)
+        except ImportError as err:
+            logger.info("render worker: %s not preloaded: %s", name, err)
+    walls = _isolate(config)
+    real_root = os.geteuid() == 0 and not walls.user_namespace
+    walls.job_uid = config["uid"] if real_root else None
+    scratch_root = tempfile.mkdtemp(prefix="zoo-render-")
+    os.chmod(scratch_root, 0o711)
+    ctx = _Context(
+        scratch_root=scratch_root,
+        uid=walls.job_uid,
+        limits=oslevel.Limits(**config["limits"]),
+        address_space_base=oslevel.mapped_bytes(),
+        read_roots=jobs.read_roots(),
+        pid_namespaces=oslevel.PidNamespaceFactory() if walls.pid_namespace else None,
+        audit_hook=config["audit_hook"],
+    )
+    ready = {"ready": True, "walls": asdict(walls), "scratch_root": scratch_root, "pid": os.getpid()}
+    write_message(proto_out, ready)
+    try:
+        _serve(proto_in, proto_out, ctx)
+    finally:
+        _remove_tree(scratch_root)
+    return 0
+
+
+def _isolate(config: dict[str, Any]) -> oslevel.Walls:
+    """Enter the namespaces; with a PID namespace, fork once and serve from its PID 1."""
+    if not config["isolate"]:
+        return oslevel.Walls(problems=["isolation disabled by the caller (isolate=False)"])
+    walls = oslevel.enter_worker_namespaces(config["hide"], config["keep_visible"], config["tmp_mb"])
+    if walls.pid_namespace:
+        pid = os.fork()
+        if pid:  # the outer process only mirrors the server's fate
+            _, status = os.waitpid(pid, 0)
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        oslevel.set_parent_death_signal(signal.SIGKILL)
+    for problem in walls.problems:
+        logger.warning("render worker isolation: %s", problem)
+    return walls
+
+
+def _serve(proto_in: int, proto_out: int, ctx: _Context) -> None:
+    while True:
+        try:
+            header, payload = read_message(proto_in)
+        except ChannelClosed:
+            return  # the pool closed our stdin, or its process died
+        reply, data = run_job(header, payload, ctx)
+        reply["id"] = header.get("id")
+        write_message(proto_out, reply, data)
+
+
+def run_job(header: dict[str, Any], source: bytes, ctx: _Context) -> tuple[dict[str, Any], bytes]:
+    """Fork one sandboxed job, wait for its answer until the deadline, kill it, clean up."""
+    kind, size, timeout = header["kind"], tuple(header["size"]), float(header["timeout"])
+    scratch = tempfile.mkdtemp(prefix="job-", dir=ctx.scratch_root)
+    if ctx.uid is not None:
+        os.chown(scratch, ctx.uid, ctx.uid)
+    read_fd, write_fd = os.pipe()
+    if ctx.pid_namespaces is not None:
+        ctx.pid_namespaces.prepare()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _job_child(write_fd, kind, source, size, scratch, ctx, int(timeout) + 2)
+    os.close(write_fd)
+    expected = 1 + size[0] * size[1] * 3
+    data, timed_out = _collect(read_fd, time.monotonic() + timeout, expected)
+    os.close(read_fd)
+    status = _kill_and_reap(pid)
+    _remove_tree(scratch)
+    return _verdict(data, timed_out, status, expected, timeout)
+
+
+def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scratch: str,
+               ctx: _Context, cpu_seconds: int) -> None:
+    """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message, ``_exit``. Never returns."""
+    try:
+        _wall_in(scratch, ctx, cpu_seconds, out_fd, runs_model_code=kind in jobs.RUNS_MODEL_CODE)
+    except BaseException as exc:  # noqa: BLE001
+        _answer(out_fd, b"I" + f"sandbox setup failed: {exc!r}".encode()[:_ERROR_BYTES])
+    try:
+        message = b"K" + jobs.RENDERERS[kind](source, size)
+    except BaseException as exc:  # noqa: BLE001  (SystemExit and MemoryError are answers too)
+        message = b"E" + _describe(exc).encode("utf-8", "replace")[:_ERROR_BYTES]
+    _answer(out_fd, message)
+
+
+def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_model_code: bool) -> None:
+    """Own session, no inherited fds, scrubbed env, rlimits, job uid, audit hook (in this order:
+    rlimits and the uid change need privileges the hook and the uid drop take away)."""
+    os.setsid()
+    oslevel.set_parent_death_signal(signal.SIGKILL)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, out_fd)
+    os.closerange(out_fd + 1, 1 << 16)
+    os.chdir(scratch)
+    os.environ.clear()
+    os.environ.update(HOME=scratch, TMPDIR=scratch, MPLCONFIGDIR=scratch, MPLBACKEND="Agg",
+                      PATH="/usr/bin:/bin", LANG="C.UTF-8")
+    tempfile.tempdir = scratch
+    oslevel.set_no_new_privs()
+    limits = oslevel.Limits(**{**asdict(ctx.limits), "cpu_seconds": cpu_seconds})
+    oslevel.apply_limits(limits, ctx.address_space_base)
+    oslevel.drop_identity(ctx.uid)
+    oslevel.forget_libc()  # model code must not find a ready ctypes handle to libc in our modules
+    if ctx.audit_hook:
+        guard.install(scratch, ctx.read_roots, guard.BLOCKED_MODULES if runs_model_code else ())
+
+
+def _answer(out_fd: int, message: bytes) -> None:
+    """Write the whole answer to the worker, then leave without running any cleanup."""
+    try:
+        view = memoryview(message)
+        while view:
+            view = view[os.write(out_fd, view):]
+    finally:
+        os._exit(0)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"the code called sys.exit({exc.code!r}); chart code must not exit"
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<model-code>"]
+    where = f" (line {lines[-1]} of the code)" if lines else ""
+    if isinstance(exc, SyntaxError) and exc.filename == "<model-code>":
+        where = f" (line {exc.lineno} of the code)"
+    detail = str(exc) or ("the code went over the render memory limit" if isinstance(exc, MemoryError) else "")
+    return f"{type(exc).__name__}: {detail}{where}"
+
+
+def _collect(fd: int, deadline: float, expected: int) -> tuple[bytes, bool]:
+    """Read the child's answer until EOF, the deadline, or more bytes than any valid answer."""
+    buf = bytearray()
+    while len(buf) <= expected:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return bytes(buf), True
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf), False
+
+
+def _kill_and_reap(pid: int) -> int:
+    """SIGKILL the job's group (and, as PID 1 of its namespace, all its descendants); reap it."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+    return os.waitpid(pid, 0)[1]
+
+
+def _verdict(data: bytes, timed_out: bool, status: int, expected: int, timeout: float) -> tuple[dict, bytes]:
+    """Classify the job's answer and exit (the order matters: a late SIGKILL is ours)."""
+    kind = data[:1]
+    if kind == b"K" and len(data) == expected:
+        return {"status": "ok"}, data[1:]
+    if kind == b"I":
+        return {"status": "infra", "error": data[1:].decode("utf-8", "replace")}, b""
+    if kind == b"E" and not timed_out:
+        return {"status": "invalid", "error": data[1:].decode("utf-8", "replace")}, b""
+    if timed_out:
+        return {"status": "timeout", "error": f"render exceeded its {timeout:g} s wall-clock limit and was killed"}, b""
+    if len(data) > expected:
+        return {"status": "invalid", "error": "render process wrote more output than an image"}, b""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU:
+            return {"status": "timeout", "error": "render ran out of CPU time (RLIMIT_CPU) and was killed"}, b""
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        return {"status": "crashed", "error": f"render process died from signal {name}"}, b""
+    code = os.waitstatus_to_exitcode(status)
+    return {"status": "crashed", "error": f"render process exited with status {code} before answering (os._exit?)"}, b""
+
+
+def _remove_tree(path: str) -> None:
+    """``rmtree`` that also removes what a job chmod-ed to 000 (in user-namespace mode the
+    worker has no CAP_DAC_OVERRIDE over those files)."""
+
+    def retry(func, target, _exc) -> None:
+        try:
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            if not os.path.islink(target):
+                os.chmod(target, stat.S_IRWXU)
+            func(target)
+        except OSError as err:
+            logger.warning("render worker: could not remove %s: %s", target, err)
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=retry)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    sys.exit(main(sys.argv))

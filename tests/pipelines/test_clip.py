@@ -1,0 +1,116 @@
+"""The open_clip pipeline, loaded through ``zoo.load`` from a Hugging Face cache laid out as the Hub does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+TINY_CFG = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+PREPROCESS = {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}
+
+
+def _tiny_clip(seed: int = 0):
+    import open_clip
+
+    torch.manual_seed(seed)
+    model = open_clip.CLIP(TINY_CFG["embed_dim"], TINY_CFG["vision_cfg"], TINY_CFG["text_cfg"])
+    return model.eval()
+
+
+def _save_hub_layout(model, directory: Path) -> Path:
+    """What ``open_clip.push_to_hf_hub`` writes: open_clip_config.json + open_clip_model.safetensors."""
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True)
+    (directory / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CFG, "preprocess_cfg": PREPROCESS}))
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, directory / "open_clip_model.safetensors")
+    return directory
+
+
+@pytest.fixture
+def patho_clip(tmp_path: Path, hf_cache: Path, install: Callable[..., Path]):
+    model = _tiny_clip()
+    install(_save_hub_layout(model, tmp_path / "model"), "WenchuanZhang/Patho-CLIP-B", hf_cache)
+    import zoo
+
+    return model, zoo.load("patho-clip-b", device="cpu")
+
+
+def _images() -> list[Image.Image]:
+    return [Image.new("RGB", (40, 30), c) for c in ("purple", "pink", "white")]
+
+
+def test_zero_shot_probabilities_match_the_saved_model(patho_clip) -> None:
+    import open_clip
+
+    model, pipe = patho_clip
+    labels = ["tumor", "normal tissue", "necrosis"]
+    got = pipe(_images()[0], labels, template="An H&E image of {}.")
+    assert list(got) == labels and sum(got.values()) == pytest.approx(1.0)
+    # the same computation with the model object that was saved, outside the zoo
+    tokens = open_clip.get_tokenizer("ViT-B-16", context_length=16)([f"An H&E image of {x}." for x in labels])
+    pixels = pipe.preprocess(_images()[0]).unsqueeze(0)
+    with torch.no_grad():
+        img = torch.nn.functional.normalize(model.encode_image(pixels), dim=-1)
+        txt = torch.nn.functional.normalize(model.encode_text(tokens), dim=-1)
+        expected = (model.logit_scale.exp() * img @ txt.T).softmax(-1)[0]
+    assert list(got.values()) == pytest.approx(expected.tolist(), abs=1e-6)
+
+
+def test_batched_call_and_retrieval_embeddings(patho_clip) -> None:
+    _, pipe = patho_clip
+    batch = pipe(_images(), ["a", "b"])
+    assert isinstance(batch, list) and len(batch) == 3
+    assert batch[1] == pytest.approx(pipe(_images()[1], ["a", "b"]))
+    images, texts = pipe.embed_images(_images()), pipe.embed_texts(["x", "y", "z", "w"])
+    assert images.shape == (3, 16) and texts.shape == (4, 16)
+    assert torch.linalg.vector_norm(images, dim=-1) == pytest.approx(torch.ones(3))
+
+
+def test_bad_labels_are_refused(patho_clip) -> None:
+    _, pipe = patho_clip
+    with pytest.raises(ValueError, match="two distinct labels"):
+        pipe(_images()[0], ["only one"])
+    with pytest.raises(ValueError, match="template"):
+        pipe(_images()[0], ["a", "b"], template="no slot")
+
+
+def test_bare_state_dict_of_a_builtin_architecture(tmp_path: Path) -> None:
+    """Layout 2: one *.safetensors for an open_clip architecture name (the authors' ViT-B-16 + file)."""
+    import open_clip
+    from safetensors.torch import save_file
+
+    from zoo.hub import ResolvedModel
+    from zoo.pipelines.clip import load_clip_pipeline
+    from zoo.registry import ModelEntry
+
+    cfg = tmp_path / "zoo-test-tiny-clip.json"
+    cfg.write_text(json.dumps(TINY_CFG))
+    open_clip.add_model_config(cfg)
+    model = _tiny_clip(seed=1)
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, weights / "PathoCLIP-B.safetensors")
+    entry = ModelEntry("tiny-clip", None, "clip", "zoo-test-tiny-clip", "x", "medical", "test")
+    pipe = load_clip_pipeline(entry, ResolvedModel(weights, "local", "local"), "cpu", torch.float32)
+    state = pipe.model.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+
+
+def test_pickled_only_directory_says_how_to_convert(tmp_path: Path) -> None:
+    from zoo.hub import ResolvedModel
+    from zoo.pipelines.clip import load_clip_pipeline
+    from zoo.registry import info
+
+    (tmp_path / "PathoCLIP-B.pt").write_bytes(b"not read")
+    with pytest.raises(FileNotFoundError, match="safetensors"):
+        load_clip_pipeline(info("patho-clip-b"), ResolvedModel(tmp_path, "local", "local"), "cpu", torch.float32)

@@ -1,0 +1,59 @@
+"""The `zoo` command as a user types it (in-process, through zoo.cli.main)."""
+
+import json
+
+import pytest
+from PIL import Image
+
+from zoo.cli import main
+from zoo.tiny import build_tiny_vlm
+
+
+def test_list_and_info(capsys):
+    assert main(["list", "--domain", "gui"]) == 0
+    out = capsys.readouterr().out
+    assert "gui-g1-3b" in out and "patho-r1" not in out
+    assert main(["info", "patho-r1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["name"] == "patho-r1-7b" and data["gated"] is True and data["parser"] == "parse_think_answer"
+
+
+def test_unknown_name_exits_2_with_suggestion(capsys):
+    assert main(["info", "gui-g2-3b"]) == 2
+    assert "Did you mean: gui-g1-3b" in capsys.readouterr().err
+
+
+def test_offline_run_prints_the_download_command_not_a_traceback(capsys, hf_cache, tmp_path):
+    Image.new("RGB", (32, 32)).save(tmp_path / "x.png")
+    assert main(["run", "ui-s1-7b", "--image", str(tmp_path / "x.png"), "--prompt", "open settings"]) == 1
+    err = capsys.readouterr().err
+    assert "hf download mPLUG/UI-S1-7B" in err and "Traceback" not in err
+
+
+def test_run_local_directory_json_and_drawing(capsys, tmp_path):
+    model, processor = build_tiny_vlm("qwen2_5_vl")
+    model.save_pretrained(tmp_path / "model")
+    processor.save_pretrained(tmp_path / "model")
+    Image.new("RGB", (64, 48), "white").save(tmp_path / "x.png")
+    argv = ["run", str(tmp_path / "model"), "--image", str(tmp_path / "x.png"), "--prompt", "hi", "--max-new-tokens", "5"]
+    assert main([*argv, "--json", "--draw", str(tmp_path / "drawn.png")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["source"] == "local" and "text" in result
+    assert Image.open(tmp_path / "drawn.png").size == (64, 48)
+
+
+def test_bad_image_is_a_named_error(capsys, tmp_path):
+    model, processor = build_tiny_vlm("qwen2_5_vl")
+    model.save_pretrained(tmp_path / "model")
+    processor.save_pretrained(tmp_path / "model")
+    (tmp_path / "bad.png").write_bytes(b"\x89PNG not really")
+    assert main(["run", str(tmp_path / "model"), "--image", str(tmp_path / "bad.png"), "--prompt", "hi"]) == 1
+    assert "not an image file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["list", "info", "run", "train", "eval", "card"])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    assert "usage:" in capsys.readouterr().out

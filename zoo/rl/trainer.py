@@ -1,0 +1,308 @@
+"""The one-machine GRPO engine: TRL's ``GRPOTrainer`` with zoo's advantage and loss functions.
+
+Everything that TRL does well stays TRL's: generation (HF ``generate`` on CPU, vLLM on GPU),
+the repeat sampler and batching, the optimiser and scheduler, checkpoints, the progress bar,
+TensorBoard. :class:`ZooGRPOTrainer` overrides exactly two steps:
+
+* **advantages** — after TRL has generated and scored a batch, the advantages are recomputed
+  with an estimator from :mod:`zoo.rl.advantages` (``grpo``, ``rloo``, ...), the samples whose
+  reward could not be computed are masked (:mod:`zoo.rl.batching`; TRL would score a partly
+  missing row as the sum of the rewards it has), and with ``dynamic_sampling`` the groups of
+  equal rewards are masked too.
+* **loss** — :meth:`_compute_loss` computes the per-token log-probabilities with TRL's own
+  helper and reduces them with :mod:`zoo.rl.losses` (clipped surrogate with clip-higher and dual
+  clip, GSPO's sequence ratio, TRL's ``loss_type`` aggregations, GUI-G1's rate-weighted sum,
+  verl's KL estimators).
+
+DAPO's dynamic sampling *over-samples* prompts to refill the batch; with TRL's fixed-size
+generation batches we mask the flat groups instead, so the effective batch shrinks on easy
+data (the fraction is logged as ``dynamic_sampling/frac_dropped_groups``).
+
+Checkpoints are made atomic by a completion marker (:data:`COMPLETE_MARKER`) written, fsynced
+and renamed into place after every file of the checkpoint; :func:`latest_checkpoint` ignores
+directories without it, so a write killed half way never looks like a valid checkpoint.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers.trainer_utils import rotate_checkpoints
+from trl import GRPOTrainer
+
+from zoo.rl import batching, losses
+from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
+from zoo.rl.recipe import AlgorithmConfig
+from zoo.rl.trl_data import META_COLUMN
+
+logger = logging.getLogger(__name__)
+
+COMPLETE_MARKER = "zoo_checkpoint_complete.json"
+_CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+#: The paper's clip range for each loss when the recipe leaves ``clip_low``/``clip_high`` unset.
+DEFAULT_CLIP = {"gspo": (3e-4, 4e-4), "dapo": (0.2, 0.28)}
+
+
+class ZooGRPOTrainer(GRPOTrainer):
+    """``trl.GRPOTrainer`` whose advantages and loss come from :mod:`zoo.rl`.
+
+    Args:
+        algorithm: the recipe's :class:`~zoo.rl.recipe.AlgorithmConfig` (estimator, loss, clips).
+        *args, **kwargs: as ``trl.GRPOTrainer``.
+    """
+
+    def __init__(self, *args: Any, algorithm: AlgorithmConfig, **kwargs: Any) -> None:
+        self.algorithm = algorithm
+        self._estimator = ADVANTAGE_ESTIMATORS.get(algorithm.adv_estimator)
+        self._rewards_per_func: torch.Tensor | None = None
+        super().__init__(*args, **kwargs)
+
+    # --- advantages -----------------------------------------------------------------------
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # Keep TRL's gathered (N, n_funcs) reward matrix (NaN = no score) for our estimator.
+        self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        return self._rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        weights = self.reward_weights.to(self._rewards_per_func.device)
+        # A weighted sum that propagates NaN: one missing term (of non-zero weight) makes the whole
+        # sample unscorable, as rewards.WeightedSum does; TRL would nan-sum it to a partial score.
+        weighted = torch.where(weights == 0, 0.0, self._rewards_per_func * weights)
+        rewards = weighted.sum(dim=1).float().cpu()
+        group_ids = torch.arange(rewards.shape[0]) // group_size
+        advantages = self._estimator(rewards, group_ids, **self._estimator_options())
+        keep = ~batching.failed(rewards)
+        if self.algorithm.dynamic_sampling:
+            kept = batching.dynamic_sampling_keep(rewards, group_ids)
+            keep &= kept.keep
+            self._metrics[mode]["dynamic_sampling/frac_dropped_groups"].append(
+                kept.num_dropped_groups / max(1, kept.num_groups)
+            )
+        self._metrics[mode]["rewards/frac_failed"].append(batching.failed(rewards).float().mean().item())
+        local = slice(
+            self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs)
+        )
+        device = output["completion_mask"].device
+        row_mask = keep[local].to(device=device, dtype=output["completion_mask"].dtype)
+        output["advantages"] = advantages[local].to(device) * row_mask
+        output["zoo_row_mask"] = row_mask
+        loss_mask = output["completion_mask"] * row_mask.unsqueeze(1)
+        if "tool_mask" in output:
+            loss_mask = loss_mask * output["tool_mask"]
+        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        if self.algorithm.loss_type == "gui_g1":
+            output["zoo_rate"] = torch.tensor(
+                [float(json.loads(x.get(META_COLUMN, "{}")).get(self.algorithm.rate_column, 1.0)) for x in inputs],
+                device=device,
+            )
+        return output
+
+    def _estimator_options(self) -> dict[str, Any]:
+        params = inspect.signature(self._estimator).parameters
+        return {"normalize_std": self.algorithm.normalize_std} if "normalize_std" in params else {}
+
+    # --- loss -------------------------------------------------------------------------------
+
+    def _compute_loss(self, model, inputs):
+        mode = "train" if self.model.training else "eval"
+        completion_mask = inputs["completion_mask"]
+        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+            model,
+            torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1),
+            torch.cat([inputs["prompt_mask"], completion_mask], dim=1),
+            inputs["completion_ids"].size(1),
+            compute_entropy=True,
+            **{k: inputs.get(k) for k in _MULTIMODAL_KEYS},
+        )
+        mask = completion_mask * inputs["zoo_row_mask"].unsqueeze(1)
+        if "tool_mask" in inputs:
+            mask = mask * inputs["tool_mask"]
+        old = inputs.get("old_per_token_logps")
+        old = logps.detach() if old is None else old
+        agg, scale, accum_divisor = self._aggregation(inputs, mode)
+        loss, stats = self._policy_loss(logps, old, inputs["advantages"], mask, agg, scale, inputs.get("zoo_rate"))
+        if self.beta != 0.0:
+            kl = losses.kl_penalty(logps, inputs["ref_per_token_logps"], self.algorithm.kl_estimator)
+            loss = loss + self.beta * _reduce(kl, mask, agg, scale)
+            self._metrics[mode]["kl"].append(_masked_mean(kl.detach(), mask))
+        self._metrics[mode]["entropy"].append(_masked_mean(entropies, mask))
+        self._metrics[mode]["clip_ratio/region_mean"].append(stats["clipfrac"].item())
+        self._metrics[mode]["clip_ratio/dual_clip_mean"].append(stats["clipfrac_lower"].item())
+        self._metrics[mode]["ppo_kl"].append(stats["ppo_kl"].item())
+        return loss / accum_divisor
+
+    def _aggregation(self, inputs, mode: str) -> tuple[Any, float | None, float]:
+        """(aggregation, loss_scale_factor, divisor for gradient accumulation), mirroring TRL's scaling."""
+        loss_type = self.algorithm.loss_type
+        accum = self.current_gradient_accumulation_steps if mode == "train" else 1
+        if loss_type == "gui_g1":
+            return "seq-mean-token-sum-norm", 64.0, accum
+        if loss_type == "gspo":
+            return "seq-mean-token-mean", None, accum
+        if loss_type == "dapo":
+            # TRL: tokens of the whole generation batch, per process, per accumulation window.
+            items = inputs["num_items_in_batch"] / self.accelerator.num_processes
+            if mode == "train":
+                items = items * self.current_gradient_accumulation_steps / self.args.steps_per_generation
+            return functools.partial(losses.trl_aggregate, loss_type="dapo", num_items_in_batch=items), None, 1
+        agg = functools.partial(
+            losses.trl_aggregate, loss_type=loss_type, max_completion_length=self.max_completion_length
+        )
+        return agg, None, accum
+
+    def _policy_loss(self, logps, old, advantages, mask, agg, scale, rate):
+        clip_low, clip_high = resolved_clip(self.algorithm)
+        if self.algorithm.loss_type == "gspo":
+            return losses.gspo_loss(
+                logps, old, advantages, mask, clip_low=clip_low, clip_high=clip_high, agg=agg, loss_scale_factor=scale
+            )
+        return losses.clipped_surrogate(
+            logps,
+            old,
+            advantages,
+            mask,
+            clip_low=clip_low,
+            clip_high=clip_high,
+            dual_clip=self.algorithm.dual_clip,
+            agg=agg,
+            weights=rate,
+            loss_scale_factor=scale,
+        )
+
+    # --- checkpoints -----------------------------------------------------------------------------
+
+    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+        # transformers 5's Trainer restores weights with a bare ``load_state_dict(strict=False)``, but
+        # ``save_pretrained`` writes Qwen-VL weights under their legacy key names (``visual.*``,
+        # ``model.layers.*``): every key misses and the resumed run silently trains the *initial*
+        # weights. ``from_pretrained`` applies the key conversion, so load through it instead.
+        model = self.model if model is None else model
+        if _is_peft(model) or not hasattr(model, "config") or not hasattr(type(model), "from_pretrained"):
+            return super()._load_from_checkpoint(resume_from_checkpoint, model)
+        restored = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
+        model.load_state_dict(restored.state_dict(), strict=True)
+        del restored
+        logger.info("restored weights from %s", resume_from_checkpoint)
+
+    # --- atomic checkpoints -------------------------------------------------------------------
+
+    def _save_checkpoint(self, model, trial):
+        folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+        (folder / COMPLETE_MARKER).unlink(missing_ok=True)  # an overwritten checkpoint is invalid until done
+        limit = self.args.save_total_limit
+        self.args.save_total_limit = None  # rotate only once the new checkpoint is marked complete
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self.args.save_total_limit = limit
+        if self.args.should_save:
+            mark_complete(folder, self.state.global_step)
+            if limit is not None:
+                rotate_checkpoints(
+                    str(folder.parent), limit, best_model_checkpoint=self.state.best_model_checkpoint
+                )
+
+
+_MULTIMODAL_KEYS = (
+    "pixel_values",
+    "image_grid_thw",
+    "num_images",
+    "pixel_attention_mask",
+    "spatial_shapes",
+    "num_tiles",
+    "image_sizes",
+    "token_type_ids",
+    "mm_token_type_ids",
+    "image_position_ids",
+)
+
+
+def _is_peft(model: torch.nn.Module) -> bool:
+    try:
+        from peft import PeftModel
+    except ImportError:
+        return False
+    return isinstance(model, PeftModel)
+
+
+def resolved_clip(algorithm: AlgorithmConfig) -> tuple[float, float]:
+    """``(clip_low, clip_high)``: the recipe's values, or the loss's paper default when unset."""
+    low, high = DEFAULT_CLIP.get(algorithm.loss_type, (0.2, 0.2))
+    return (
+        low if algorithm.clip_low is None else algorithm.clip_low,
+        high if algorithm.clip_high is None else algorithm.clip_high,
+    )
+
+
+def _reduce(values: torch.Tensor, mask: torch.Tensor, agg: Any, scale: float | None) -> torch.Tensor:
+    if callable(agg):
+        return agg(values, mask)
+    return losses.aggregate(values, mask, agg, loss_scale_factor=scale)
+
+
+def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
+    return ((values * mask).sum() / mask.sum().clamp(min=1.0)).item()
+
+
+def mark_complete(folder: Path, step: int) -> None:
+    """Write the completion marker last: fsync every file, then atomically rename the marker in."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            with path.open("rb") as f:
+                os.fsync(f.fileno())
+    tmp = folder / (COMPLETE_MARKER + ".tmp")
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p != tmp)
+    with tmp.open("w") as f:
+        json.dump({"step": step, "files": files}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, folder / COMPLETE_MARKER)
+
+
+def is_complete(folder: Path) -> bool:
+    """True when ``folder`` holds a marker and every file it lists."""
+    marker = folder / COMPLETE_MARKER
+    if not marker.is_file():
+        return False
+    try:
+        files = json.loads(marker.read_text())["files"]
+    except (ValueError, KeyError):
+        return False
+    return all((folder / name).is_file() for name in files)
+
+
+def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False) -> Path | None:
+    """The newest *complete* ``checkpoint-N`` in ``output_dir``, or ``None``.
+
+    Incomplete ones (a killed write) are skipped with a warning, and deleted when
+    ``remove_incomplete`` so that a resumed run does not write into a half-written folder.
+    """
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return None
+    found = sorted(
+        (int(m.group(1)), p) for p in output_dir.iterdir() if p.is_dir() and (m := _CHECKPOINT_RE.match(p.name))
+    )
+    best = None
+    for _, path in found:
+        if is_complete(path):
+            best = path
+        else:
+            logger.warning("ignoring incomplete checkpoint %s (its write did not finish)", path)
+            if remove_incomplete:
+                shutil.rmtree(path)
+    return best

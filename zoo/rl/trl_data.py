@@ -1,0 +1,76 @@
+"""Convert :class:`zoo.data.Sample`\\ s into the dataset TRL's VLM GRPO path expects.
+
+TRL's ``GRPOTrainer`` wants a ``datasets.Dataset`` with a conversational ``prompt`` column and an
+``images`` column; it inserts one ``{"type": "image"}`` block per image before the first user
+text (``trl.data_utils.prepare_multimodal_messages``) and passes every *other* column, one value
+per completion, to the reward functions as keyword arguments. We therefore keep the sample's
+``id``, ``target`` and ``meta`` as columns: ``rewards.to_trl`` rebuilds each reward sample from
+the ``target`` column. ``target`` and ``meta`` travel as JSON strings: Arrow would otherwise unify
+the per-row dicts into one struct type (filling absent keys with ``None``) and a reward would
+see keys its sample never had.
+
+Images are placed before the text of the user turn. A ``Sample`` whose prompt interleaves
+several images with text loses that interleaving here (TRL's conversion does the same); the
+text order is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from PIL import Image
+
+from zoo.data import Sample
+
+ID_COLUMN = "sample_id"
+TARGET_COLUMN = "target"  # the column ``rewards.to_trl`` reads by default (JSON object string)
+META_COLUMN = "meta"
+
+
+def _open(image: Image.Image | str) -> Image.Image:
+    return image if isinstance(image, Image.Image) else Image.open(image).convert("RGB")
+
+
+def prompt_messages(sample: Sample, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The sample's prompt as string-content chat messages (TRL adds the image blocks)."""
+    if isinstance(sample.prompt, str):
+        messages = [{"role": "user", "content": sample.prompt}]
+    else:
+        messages = [{"role": m["role"], "content": _flatten(m.get("content"))} for m in sample.prompt]
+    if system_prompt and messages[0]["role"] != "system":
+        messages = [{"role": "system", "content": system_prompt}, *messages]
+    return messages
+
+
+def _flatten(content: Any) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
+
+
+def sample_to_row(sample: Sample, system_prompt: str | None = None) -> dict[str, Any]:
+    """One TRL dataset row: ``prompt``, ``images`` and the columns rewards need back."""
+    return {
+        "prompt": prompt_messages(sample, system_prompt),
+        "images": [_open(image) for image in sample.images],
+        ID_COLUMN: sample.id,
+        TARGET_COLUMN: json.dumps(sample.target, sort_keys=True),
+        META_COLUMN: json.dumps(sample.meta, sort_keys=True, default=str),
+    }
+
+
+def to_trl_dataset(samples: Iterable[Sample], system_prompt: str | None = None):
+    """A ``datasets.Dataset`` for ``GRPOTrainer``; raises when ``samples`` is empty."""
+    from datasets import Dataset
+
+    rows = [sample_to_row(s, system_prompt) for s in samples]
+    if not rows:
+        raise ValueError("the dataset yielded no samples; check data.name / data.kwargs in the recipe")
+    if any(not row["images"] for row in rows) and any(row["images"] for row in rows):
+        raise ValueError("some samples have images and some have none; TRL needs one kind per dataset")
+    if not rows[0]["images"]:
+        for row in rows:
+            del row["images"]
+    return Dataset.from_list(rows)
