@@ -129,15 +129,27 @@ def python_roots() -> list[str]:
     return sorted({os.path.realpath(p) for p in roots if p and os.path.realpath(p) != "/"})
 
 
+def data_roots() -> list[str]:
+    """Data directories of the preloaded renderers (matplotlib's fonts and styles), which jobs
+    read lazily; the worker keeps them visible even when they live outside ``python_roots``."""
+    import sys
+
+    if "matplotlib" not in sys.modules:
+        return []
+    import matplotlib
+
+    return [matplotlib.get_data_path()]
+
+
 def read_roots() -> list[str]:
     """Directories a job may read under the audit hook: Python, fonts, matplotlib data."""
     import sys
 
-    roots = python_roots()
+    roots = python_roots() + data_roots()
     roots += ["/usr/share/fonts", "/usr/local/share/fonts", "/etc/fonts", "/usr/share/fontconfig",
               "/usr/share/zoneinfo", "/etc/localtime", "/dev/null", "/dev/urandom"]
     if "matplotlib" in sys.modules:
         import matplotlib
 
-        roots += [matplotlib.get_data_path(), matplotlib.get_cachedir()]
+        roots.append(matplotlib.get_cachedir())
     return roots

@@ -11,8 +11,10 @@ What is enforced, and what is not (read this before trusting a render with secre
 * **Files.** Workers live in a private mount namespace: every mount is remounted read-only;
   ``/tmp``, ``/var/tmp`` and ``/dev/shm`` get private, size-capped tmpfs mounts (so a job's
   writes there vanish with the worker); ``$HOME``, ``/root``, ``/home`` and ``/run`` are covered
-  by an empty read-only tmpfs, with the Python installation and this project's checkout bound
-  back read-only at their own paths when they live inside (``/root/.pyenv`` keeps working).
+  by an empty read-only tmpfs. The kept paths (the Python installation, this project's checkout,
+  matplotlib's data) are bound back read-only at their own paths when they live inside any of
+  these covers: ``/root/.pyenv`` keeps working, and so does a CI checkout with its ``.venv``
+  under ``/tmp``, while the rest of the real ``/tmp`` stays invisible.
   World-readable system files (``/etc``, ``/usr``) stay readable at this level (the audit hook
   refuses them to Python code); ``/proc`` is the host's, so other processes' command lines
   stay readable.

@@ -85,7 +85,8 @@ def _isolate(config: dict[str, Any]) -> oslevel.Walls:
     """Enter the namespaces; with a PID namespace, fork once and serve from its PID 1."""
     if not config["isolate"]:
         return oslevel.Walls(problems=["isolation disabled by the caller (isolate=False)"])
-    walls = oslevel.enter_worker_namespaces(config["hide"], config["keep_visible"], config["tmp_mb"])
+    keep = [*config["keep_visible"], *jobs.data_roots()]
+    walls = oslevel.enter_worker_namespaces(config["hide"], keep, config["tmp_mb"])
     if walls.pid_namespace:
         pid = os.fork()
         if pid:  # the outer process only mirrors the server's fate
