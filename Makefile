@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml requirements.lock
 install: $(STAMP)
 
 demo: install
-	$(PY) scripts/demo.py
+	$(PY) -m domains.gui.demo
 
 test: install
 	$(PY) -m pytest -q

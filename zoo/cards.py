@@ -8,6 +8,7 @@ own ``validate()`` needs the network. A card only states results found in the ch
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
@@ -124,9 +125,21 @@ def validate_card(card: ModelCard) -> None:
 
 
 def write_card(name: str, out_dir: Path = Path("model_cards")) -> Path:
-    """Render ``name``'s card into ``out_dir/<name>/README.md`` and return the path."""
+    """Render ``name``'s card into ``out_dir/<name>/README.md`` and return the path.
+
+    A checkpoint trained here may name its own renderer in ``training.json`` (``"card":
+    "module:function"``, called as ``function(path, record, checkpoint)``): its card tells the
+    training story (curves, controls) that the generic template cannot. Either way the result
+    passes :func:`validate_card`.
+    """
     entry = info(name)
     path = Path(out_dir) / entry.name / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(str(render_card(entry)))
+    record = _training_record(entry)
+    if "card" in record:
+        module, _, func = record["card"].partition(":")
+        getattr(importlib.import_module(module), func)(path, record, CHECKPOINTS_DIR / entry.name)
+        validate_card(ModelCard(path.read_text()))
+    else:
+        path.write_text(str(render_card(entry, record)))
     return path

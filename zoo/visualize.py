@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 from PIL import Image, ImageDraw
 
-PRED_COLOUR = (230, 40, 40)
-TRUTH_COLOUR = (30, 170, 60)
+PRED_COLOUR = (220, 0, 220)
+TRUTH_COLOUR = (0, 170, 60)
+HALO = (255, 255, 255)
 
 
 def draw_prediction(
@@ -17,20 +18,24 @@ def draw_prediction(
     truth: Sequence[float] | None = None,
     label: str | None = None,
 ) -> Image.Image:
-    """A copy of ``image`` with the ground-truth box (green), predicted box/point (red) and a caption."""
+    """A copy of ``image`` with the ground-truth box (green), predicted box/point (magenta) and a caption.
+
+    Every stroke has a white halo so that it stays visible on a button of the same colour.
+    """
     out = image.convert("RGB").copy()
     draw = ImageDraw.Draw(out)
     width = max(1, round(min(out.size) / 150))
     if truth is not None:
-        draw.rectangle(_box(truth), outline=TRUTH_COLOUR, width=width)
+        _haloed_box(draw, _box(truth), TRUTH_COLOUR, width)
     if bbox is not None:
-        draw.rectangle(_box(bbox), outline=PRED_COLOUR, width=width)
+        _haloed_box(draw, _box(bbox), PRED_COLOUR, width)
         point = point or [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2]
     if point is not None:
-        r = 2 * width + 1
+        r = 3 * width + 2
         x, y = point
-        draw.line([(x - r, y), (x + r, y)], fill=PRED_COLOUR, width=width)
-        draw.line([(x, y - r), (x, y + r)], fill=PRED_COLOUR, width=width)
+        for colour, w in ((HALO, width + 2), (PRED_COLOUR, width)):
+            draw.line([(x - r, y), (x + r, y)], fill=colour, width=w)
+            draw.line([(x, y - r), (x, y + r)], fill=colour, width=w)
     if label:
         draw.rectangle([0, 0, out.width, 12], fill=(0, 0, 0))
         draw.text((2, 0), label[: max(8, out.width // 6)], fill=(255, 255, 255))
@@ -48,6 +53,11 @@ def grid(images: Sequence[Image.Image], columns: int = 4, cell: int = 256) -> Im
         thumb.thumbnail((cell, cell))
         sheet.paste(thumb, ((i % columns) * cell, (i // columns) * cell))
     return sheet
+
+
+def _haloed_box(draw: ImageDraw.ImageDraw, box: list[float], colour: tuple[int, int, int], width: int) -> None:
+    draw.rectangle(box, outline=HALO, width=width + 2)
+    draw.rectangle([box[0] + 1, box[1] + 1, box[2] - 1, box[3] - 1], outline=colour, width=width)
 
 
 def _box(values: Sequence[float]) -> list[float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domains.gui.prompts import GUI_G1_USER, UI_S1_SYSTEM, UI_S1_USER, parse_gui_g1, parse_ui_s1
+from zoo.data import register_dataset
 from zoo.registry import ModelEntry, PromptSpec, register
 
 GUI_G1_3B = register(
@@ -53,3 +54,36 @@ UI_S1_7B = register(
         notes="Single-step use: the goal is the question; multi-turn history is the caller's to build.",
     )
 )
+
+# The checkpoint this repository trains itself (scripts/train_gui_tiny.py).
+GUI_GROUNDING_TINY = register(
+    ModelEntry(
+        name="gui-grounding-tiny",
+        repo_id=None,
+        kind="vlm",
+        architecture="qwen2_5_vl",
+        base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)",
+        domain="gui",
+        task="GUI grounding on 112-px synthetic screens (one button: instruction -> box)",
+        # Trained with the GUI-G1 prompt and reward on 112x112 screens; the processor limits keep
+        # them unresized, and larger screenshots are smart-resized to <= 112x112 (boxes mapped back).
+        prompt=PromptSpec(
+            user=GUI_G1_USER, min_pixels=56 * 56, max_pixels=112 * 112, coord_frame="resized", max_new_tokens=32
+        ),
+        parser=parse_gui_g1,
+        license="apache-2.0",
+        notes="A teaching/demo checkpoint trained on CPU by scripts/train_gui_tiny.py; it only knows the "
+        "synthetic one-button task and is not a GUI agent. Card: model_cards/gui-grounding-tiny/README.md.",
+    )
+)
+
+# Loaders by name (``zoo.data.load_dataset("screenspot", path=...)``); strings, so listing imports nothing.
+for _name, _func in (
+    ("screenspot", "load_screenspot"),
+    ("screenspot-v2", "load_screenspot_v2"),
+    ("screenspot-pro", "load_screenspot_pro"),
+    ("gui-g1-json", "load_gui_g1_json"),
+    ("ui-s1-android-control", "load_ui_s1_jsonl"),
+    ("gui-synthetic", "load_synthetic"),
+):
+    register_dataset(_name, f"domains.gui.data:{_func}")

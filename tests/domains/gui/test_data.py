@@ -1,0 +1,169 @@
+"""Loaders on small files written in each published format (field names and box conventions as
+released: SeeClick ScreenSpot, OS-Copilot ScreenSpot-v2, likaixin2000 ScreenSpot-Pro, Yuqi-Zhou/GUI-G1
+data/GUI-R1-3K.json, X-PLUG/MobileAgent UI-S1/datasets/*.jsonl)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from domains.gui import data
+from domains.gui.prompts import GUI_G1_USER
+from domains.gui.rewards import UiS1Reward
+from zoo.data import load_dataset
+
+
+def _png(path: Path, size: tuple[int, int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, "white").save(path)
+
+
+def _json(path: Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+
+
+def _screenspot_record(name: str, bbox, kind="text", source="ios"):
+    return {"img_filename": name, "bbox": bbox, "instruction": f"open {name}", "data_type": kind, "data_source": source}
+
+
+def test_screenspot_reads_xywh_boxes_and_platform_from_file_name(tmp_path):
+    _png(tmp_path / "images" / "mobile_1.png", (1170, 2532))
+    _png(tmp_path / "images" / "web_1.png", (1440, 900))
+    _json(tmp_path / "screenspot_mobile.json", [_screenspot_record("mobile_1.png", [100, 200, 50, 40], "icon")])
+    _json(tmp_path / "screenspot_web.json", [_screenspot_record("web_1.png", [10, 20, 30, 40], "text", "shop")])
+    samples = data.load_screenspot(tmp_path)  # desktop file absent: skipped with a warning
+    assert [s.meta["platform"] for s in samples] == ["mobile", "web"]
+    mobile, web = samples
+    assert mobile.target == {"bbox": [100.0, 200.0, 150.0, 240.0], "image_size": [1170, 2532]}
+    assert mobile.meta["element_type"] == "icon" and mobile.meta["data_source"] == "ios"
+    assert web.target["bbox"] == [10.0, 20.0, 40.0, 60.0]
+    assert mobile.question == "open mobile_1.png" and mobile.meta["rate"] == 1.0
+    assert data.load_screenspot(tmp_path, split="web")[0].id == web.id
+
+
+def test_screenspot_v2_file_names_and_image_folder(tmp_path):
+    _png(tmp_path / "screenspotv2_image" / "pc_1.png", (1920, 1080))
+    _json(tmp_path / "screenspot_desktop_v2.json", [_screenspot_record("pc_1.png", [1, 2, 3, 4], "icon", "windows")])
+    [sample] = load_dataset("screenspot-v2", path=tmp_path)
+    assert sample.meta["platform"] == "desktop"
+    assert sample.target == {"bbox": [1.0, 2.0, 4.0, 6.0], "image_size": [1920, 1080]}
+    assert Path(sample.images[0]).parent.name == "screenspotv2_image"
+
+
+def test_screenspot_errors_name_the_problem(tmp_path):
+    with pytest.raises(FileNotFoundError, match="screenspot_mobile.json"):
+        data.load_screenspot(tmp_path)
+    _json(tmp_path / "screenspot_web.json", [{"img_filename": "a.png", "instruction": "x", "data_type": "text"}])
+    with pytest.raises(FileNotFoundError, match="image_dir"):
+        data.load_screenspot(tmp_path)
+    _png(tmp_path / "images" / "a.png", (10, 10))
+    with pytest.raises(ValueError, match="missing field 'bbox'"):
+        data.load_screenspot(tmp_path)
+    with pytest.raises(ValueError, match="split"):
+        data.load_screenspot(tmp_path, split="tv")
+
+
+def test_screenspot_pro_reads_xyxy_boxes_and_img_size(tmp_path):
+    record = {
+        "img_filename": "vscode_macos/screenshot_2024-12-03.png",
+        "bbox": [473, 183, 503, 219],
+        "instruction": "Refresh the file explorer.",
+        "instruction_cn": "刷新文件资源管理器。",
+        "id": "vscode_macos_0",
+        "application": "vscode",
+        "platform": "macos",
+        "img_size": [2560, 1664],
+        "ui_type": "icon",
+        "group": "Dev",
+    }
+    _json(tmp_path / "annotations" / "vscode_macos.json", [record])
+    [sample] = load_dataset("screenspot-pro", path=tmp_path)  # images are not opened: img_size is given
+    assert sample.id == "vscode_macos_0"
+    assert sample.target == {"bbox": [473.0, 183.0, 503.0, 219.0], "image_size": [2560, 1664]}
+    assert sample.meta["platform"] == "macos" and sample.meta["group"] == "Dev"
+    assert sample.meta["element_type"] == "icon" and sample.meta["application"] == "vscode"
+    assert sample.images[0] == str(tmp_path / "images" / "vscode_macos/screenshot_2024-12-03.png")
+    [cn] = data.load_screenspot_pro(tmp_path / "annotations" / "vscode_macos.json", language="cn")
+    assert cn.question == "刷新文件资源管理器。"
+
+
+def test_gui_g1_json_record_and_prompt_template(tmp_path):
+    # The one record of Yuqi-Zhou/GUI-G1 data/GUI-R1-3K.json.
+    record = {
+        "image": "GUI-R1-3K-Train/1033.jpg",
+        "problem": "click the UI element Enhance Client Relationships and Boost Sales",
+        "solution": [1207.68, 1024.9199999999998, 1351.6799999999998, 1080.0],
+        "rate": 1,
+    }
+    _json(tmp_path / "GUI-R1-3K.json", [record])
+    _png(tmp_path / "GUI-R1-3K-Train" / "1033.jpg", (1920, 1080))
+    [sample] = load_dataset("gui-g1-json", path=tmp_path / "GUI-R1-3K.json")
+    assert sample.target == {"bbox": record["solution"], "image_size": [1920, 1080]}
+    assert sample.meta["rate"] == 1.0 and sample.question == record["problem"]
+    [templated] = data.load_gui_g1_json(tmp_path / "GUI-R1-3K.json", gui_g1_prompt=True)
+    assert templated.question == GUI_G1_USER.replace("{question}", record["problem"])
+
+
+TRAIN_LINE = {
+    "goal": "Open the Zoho Meet app , view the scheduled meetings .",
+    "is_successful": True,
+    "steps": [
+        {"action_content": {"action": "open", "text": "Zoho Meeting"}, "screenshot": "/datasets/AndroidControl/images/0_0.png"},
+        {"action_content": {"action": "click", "coordinate": [540.0, 389.8351648351648], "bbox": [360, 327, 695, 466]},
+         "screenshot": "/datasets/AndroidControl/images/0_2.png"},
+    ],
+}  # fmt: skip
+EVAL_LINE = {
+    "goal": "I'd like to add this item to my cart.",
+    "is_successful": True,
+    "steps": [
+        {"action_content": {"action": "click", "coordinate": [542, 2226]}, "screenshot": "/datasets/AndroidControl/images/8197_0.png",
+         "step_instruction": "click on the Add to cart button",
+         "check_options": {"action": "click", "candidate_bbox": [[0, 262, 1084, 2339]], "coordinate": [542, 2226]}},
+    ],
+    "episode_id": 8197,
+}  # fmt: skip
+
+
+def test_ui_s1_jsonl_builds_check_options_like_the_rl_dataset(tmp_path):
+    path = tmp_path / "android_control.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in (TRAIN_LINE, EVAL_LINE)) + "\n")
+    for name in ("0_0.png", "0_2.png", "8197_0.png"):
+        _png(tmp_path / "images" / name, (1080, 2400))
+    samples = load_dataset("ui-s1-android-control", path=path, image_root=tmp_path / "images")
+    assert [s.id for s in samples] == ["0-0", "0-1", "8197-0"]
+    click = samples[1]
+    # rl_dataset.py fix_line: candidate_bbox = action_content['bbox'] (a flat box), annotation GOOD.
+    assert click.target["check_options"]["candidate_bbox"] == [360, 327, 695, 466]
+    assert click.target["check_options"]["annotation"] == "GOOD"
+    assert click.target["num_steps"] == 2 and click.target["image_size"] == [1080, 2400]
+    assert click.meta["history"] == [TRAIN_LINE["steps"][0]["action_content"]]
+    assert samples[2].target["check_options"]["candidate_bbox"] == [[0, 262, 1084, 2339]]
+    assert samples[2].meta["step_instruction"] == "click on the Add to cart button"
+    # The reward accepts the loader's targets: the ground-truth click, rescaled to the resized frame.
+    response = '<think>\nopen it\n</think>\n<action>\n{"action": "click", "coordinate": [546, 391]}\n</action>'
+    [result] = UiS1Reward()([response], [click])
+    assert result.score == pytest.approx(1.0)
+
+
+def test_ui_s1_jsonl_without_images(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(TRAIN_LINE) + "\n")
+    with pytest.raises(FileNotFoundError, match="0_0.png"):
+        data.load_ui_s1_jsonl(path)
+    samples = data.load_ui_s1_jsonl(path, require_images=False, limit=1)
+    assert len(samples) == 1 and samples[0].target["image_size"] is None
+
+
+def test_bad_json_and_bad_boxes(tmp_path):
+    (tmp_path / "screenspot_web.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        data.load_screenspot(tmp_path)
+    _json(tmp_path / "annotations" / "a.json", [{"img_filename": "x.png", "bbox": [5, 5, 1, 1], "instruction": "i",
+                                                  "platform": "p", "img_size": [9, 9], "ui_type": "text"}])  # fmt: skip
+    with pytest.raises(ValueError, match="negative width"):
+        data.load_screenspot_pro(tmp_path)
