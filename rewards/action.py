@@ -19,7 +19,7 @@ from typing import Any
 from rewards.base import RewardResult, SampleReward, require, text_of
 from rewards.grounding import point_in_box
 from rewards.parsing import ParseError, answer_span, parse_json_value
-from rewards.text import normalize_text
+from rewards.text import token_f1
 
 TYPE_KEYS = ("action", "action_type", "type", "name")
 COORD_KEYS = ("coordinate", "point", "position", "click_point", "point_2d")
@@ -31,18 +31,6 @@ def action_type(action: Mapping[str, Any]) -> tuple[str, str]:
         if isinstance(action.get(key), str):
             return key, action[key].strip().lower()
     raise ParseError(f"action JSON has no type field (one of {TYPE_KEYS}); keys: {sorted(action)}")
-
-
-def token_f1(pred: str, ref: str) -> float:
-    """SQuAD token F1 between two strings after :func:`normalize_text`."""
-    p, r = normalize_text(pred).split(), normalize_text(ref).split()
-    if not p or not r:
-        return float(p == r)
-    common = sum(min(p.count(t), r.count(t)) for t in set(p))
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(p), common / len(r)
-    return 2 * precision * recall / (precision + recall)
 
 
 class ActionMatch(SampleReward):

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rewards.image_similarity import to_array
+
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,7 @@ class _Embedder:
     def _forward(self, batch):
         raise NotImplementedError
 
-    def embed_images(self, images: Sequence[Any]):
+    def embed_images(self, images: Sequence[Any]) -> torch.Tensor:
         """``(N, D)`` L2-normalised embeddings of PIL images / arrays."""
         import torch
         from PIL import Image

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewards.base import RewardResult, SampleReward, text_of
-from rewards.parsing import ParseError, extract_tag, parse_json_value
+from rewards.parsing import ParseError, answer_span, extract_tag, parse_json_value
 
 
 class TagFormat(SampleReward):
@@ -58,8 +58,8 @@ class JsonFormat(SampleReward):
 
     def score_one(self, prediction: Any, target: Mapping[str, Any]) -> RewardResult:
         text = text_of(prediction)
-        if self.tag:
-            text = extract_tag(text, self.tag, required=False) or text
+        if self.tag:  # an empty <tag></tag> is an empty answer, not a reason to parse outside the tag
+            text = answer_span(text, self.tag)
         value = parse_json_value(text)
         obj = value[0] if isinstance(value, list) and value and isinstance(value[0], Mapping) else value
         missing = [k for k in self.required_keys if not (isinstance(obj, Mapping) and k in obj)]

@@ -8,7 +8,7 @@ Boxes are ``[x1, y1, x2, y2]`` in one pixel frame. Qwen2.5-VL writes absolute pi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rewards.base import RewardResult, SampleReward, require, text_of
@@ -35,6 +35,21 @@ def point_in_box(point: Sequence[float], box: Sequence[float]) -> bool:
     return x1 <= point[0] <= x2 and y1 <= point[1] <= y2
 
 
+def click_point(prediction: Any) -> list[float] | None:
+    """Where a parsed prediction clicks: its ``point``, else the centre of its ``bbox``, else ``None``.
+
+    A model that answers with a box clicks its centre, as the ScreenSpot evaluations and GUI-G1's
+    ``hit`` reward read it (InfiGUI-R1 issue #9).
+    """
+    point = getattr(prediction, "point", None)
+    if point is not None:
+        return [float(v) for v in point]
+    box = getattr(prediction, "bbox", None)
+    if box is not None:
+        return [(box[0] + box[2]) / 2, (box[1] + box[3]) / 2]
+    return None
+
+
 def to_pixels(values: Sequence[float], frame: str, image_size: Sequence[int] | None) -> list[float]:
     """Convert x/y pairs from ``frame`` to absolute pixels of ``image_size`` = (width, height)."""
     if frame not in FRAMES:
@@ -52,7 +67,8 @@ def box_from_text(text: str, frame: str = "absolute", image_size: Sequence[int] 
     return to_pixels(parse_qwen_box(text), frame, image_size)
 
 
-def _predicted(prediction: Any, attr: str, parse, tag: str, frame: str, size) -> list[float]:
+def _predicted(prediction: Any, attr: str, parse: Callable[[str], list[float]], tag: str, frame: str,
+               size: Sequence[int] | None) -> list[float]:
     value = getattr(prediction, attr, None)
     if value is not None:
         return [float(v) for v in value]
@@ -101,12 +117,10 @@ class PointInBox(SampleReward):
         hit = float(point_in_box(point, ref))
         return RewardResult(hit, {"hit": hit}, None if hit else f"click {point} outside {ref}")
 
-    def _click(self, prediction: Any, size) -> list[float]:
-        if getattr(prediction, "point", None) is not None:
-            return [float(v) for v in prediction.point]
-        if getattr(prediction, "bbox", None) is not None:
-            b = prediction.bbox
-            return [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2]
+    def _click(self, prediction: Any, size: Sequence[int] | None) -> list[float]:
+        parsed = click_point(prediction)
+        if parsed is not None:
+            return parsed
         text = answer_span(text_of(prediction), self.tag)
         try:
             return to_pixels(parse_qwen_point(text), self.frame, size)

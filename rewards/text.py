@@ -25,6 +25,18 @@ def normalize_text(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+def token_f1(pred: str, ref: str) -> float:
+    """SQuAD token F1 between two strings after :func:`normalize_text`."""
+    p, r = normalize_text(pred).split(), normalize_text(ref).split()
+    if not p or not r:
+        return float(p == r)
+    common = sum(min(p.count(t), r.count(t)) for t in set(p))
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
 def levenshtein(a: str, b: str) -> int:
     """Edit distance (insert, delete, substitute, each cost 1), two-row dynamic programme."""
     if len(a) < len(b):

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "domains/gui/recipes/gui-g1-tiny-cpu.yaml"
 CHECKPOINT = ROOT / "checkpoints/gui-grounding-tiny"
 CARD = ROOT / "model_cards/gui-grounding-tiny/README.md"
-EVAL_SEED = 12345  # held-out screens; training draws seeds 1 (SFT) and 100+ (GRPO)
+EVAL_SEED = 12345  # held-out screens; training draws seeds >= 10**6 (SFT batches) and 100+ (GRPO)
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,10 @@ def answer(bbox: list[float]) -> str:
 
 
 def sft_examples(rng: random.Random, batch_size: int) -> list[SFTExample]:
-    """A fresh batch of one-button screens (seed 1 stream; never the held-out seed)."""
-    # Seeds >= 10**6 never collide with the held-out seed.
+    """A fresh batch of one-button screens, seeded from ``rng`` (``train_sft``'s ``Random(seed)``).
+
+    Batch seeds are >= 10**6, so they never collide with the held-out seed.
+    """
     samples = load_synthetic(n=batch_size, seed=10**6 + rng.randrange(10**9), task="single")
     return [
         SFTExample(
@@ -270,8 +272,10 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
         "script": "scripts/train_gui_tiny.py all",
         "args": {k: v for k, v in vars(args).items() if not isinstance(v, Path)},
         "recipe_grpo": recipe.to_dict(),
-        "seeds": {"model_init": args.model_seed, "sft_data": 1, "grpo_data": [100 + s for s in seeds],
-                  "grpo": seeds, "held_out_eval": EVAL_SEED, "released_grpo_seed": seeds[0]},
+        "seeds": {"model_init": args.model_seed,
+                  "sft_data": f"10**6 + random.Random({args.model_seed}).randrange(10**9) per batch",
+                  "grpo_data": [100 + s for s in seeds], "grpo": seeds, "held_out_eval": EVAL_SEED,
+                  "released_grpo_seed": seeds[0]},
         "held_out": {"task": "synthetic single-button 112x112 screens", "metric": "hit (box centre in target box)",
                      "n_final": args.final_eval_n, "n_curve": args.eval_n},
         "sft": sft,

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.hub import CHECKPOINTS_DIR
+from zoo.hub import CHECKPOINTS_DIR, is_repo_id
 from zoo.registry import ModelEntry, info
 
 TEMPLATE = Path(__file__).parent / "templates" / "model_card.md"
-_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 #: Domains whose models must spell out that they are not for clinical or driving decisions.
 SAFETY_CRITICAL = {
@@ -72,7 +70,7 @@ def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> Mode
     evaluation, results = _evaluation(record)
     data = ModelCardData(
         license=entry.license if entry.license != "unknown" else "other",
-        base_model=record.get("base_model") or (entry.base_model if _REPO_ID.match(entry.base_model) else None),
+        base_model=record.get("base_model") or (entry.base_model if is_repo_id(entry.base_model) else None),
         library_name="transformers",
         pipeline_tag="image-text-to-text" if entry.kind == "vlm" else None,
         tags=["rl-model-zoo", entry.domain, "grpo", "reinforcement-learning"],

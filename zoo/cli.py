@@ -131,8 +131,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from zoo.load import load
 
-    pipe = load(args.name, revision=args.revision, device=args.device)
-    evaluate = importlib.import_module(f"domains.{pipe.entry.domain}.evaluate")
+    pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry)
+    try:
+        evaluate = importlib.import_module(f"domains.{pipe.entry.domain}.evaluate")
+    except ModuleNotFoundError:
+        raise ValueError(
+            f"no evaluation for domain {pipe.entry.domain!r}; for a local model directory pass "
+            "--entry NAME (the registered model whose prompt, parser and domain it follows)"
+        ) from None
     out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
     metrics = evaluate.run(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit)
     print(json.dumps(metrics, indent=2, default=str))
@@ -195,8 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate a model on a benchmark", description="Evaluate a model on a benchmark.")
     p.add_argument("name", help="model name/alias or a local model directory")
-    p.add_argument("--data", required=True, help="benchmark: screenspot, screenspot-pro, synthetic, u2-bench, pathmmu ...")
+    p.add_argument("--data", required=True, help="benchmark: screenspot, screenspot-v2, screenspot-pro, synthetic, synthetic-tiny, "
+        "pathmmu, u2bench-{cla,seg,measurement,report}[:id], synthetic-pathology-mcq ...")
     p.add_argument("--path", help="benchmark files (annotation file or folder); synthetic data needs none")
+    p.add_argument("--entry", help="for a local directory: the registered model whose prompt and parser it uses")
     p.add_argument("--limit", type=int, help="evaluate only the first N samples")
     p.add_argument("--out", help="output folder (default: outputs/eval/NAME-DATA)")
     p.add_argument("--revision", help="Hub branch, tag or commit")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,15 @@ ALLOW_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "*.json", "*.jinj
 
 #: Shipped checkpoints live next to the packages; ``ZOO_CHECKPOINTS`` points elsewhere.
 CHECKPOINTS_DIR = Path(os.environ.get("ZOO_CHECKPOINTS", Path(__file__).resolve().parents[1] / "checkpoints"))
+
+
+#: A Hugging Face repository id: ``owner/name`` (one slash, no spaces).
+REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def is_repo_id(name: str) -> bool:
+    """True when ``name`` has the shape of a Hub repository id (``Qwen/Qwen2.5-VL-7B-Instruct``)."""
+    return bool(REPO_ID.match(name))
 
 
 class ModelNotAvailableError(RuntimeError):
@@ -87,6 +97,11 @@ def resolve(entry: ModelEntry, revision: str | None = None, *, trust_remote_code
         logger.info("%s: using the checkpoint shipped in %s", entry.name, shipped)
         return ResolvedModel(shipped, "local", "checkpoints")
     if entry.repo_id is None:
+        if shipped.is_dir():  # only reached with a revision: a shipped checkpoint has no Hub history
+            raise ModelNotAvailableError(
+                f"{entry.name} is shipped in {shipped} and has no Hub repository, so revision={revision!r} "
+                "cannot be resolved; call it without a revision"
+            )
         if not entry.released:
             raise ModelNotAvailableError(
                 f"{entry.name} has no public weights yet. {entry.notes} "

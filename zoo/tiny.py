@@ -11,9 +11,12 @@ initialised from a config — nothing is downloaded.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerFast, ProcessorMixin
 
 Arch = Literal["qwen2_5_vl", "qwen3_vl"]
 
@@ -51,7 +54,9 @@ DEFAULT_CORPUS = (
 )
 
 
-def build_tokenizer(corpus: Iterable[str] = (DEFAULT_CORPUS,), vocab_size: int = 512, split_digits: bool = True):
+def build_tokenizer(
+    corpus: Iterable[str] = (DEFAULT_CORPUS,), vocab_size: int = 512, split_digits: bool = True
+) -> PreTrainedTokenizerFast:
     """A byte-level BPE fast tokenizer with Qwen's special tokens and chat template.
 
     ``split_digits`` makes every digit its own token, which small models need to learn
@@ -78,7 +83,12 @@ def build_tokenizer(corpus: Iterable[str] = (DEFAULT_CORPUS,), vocab_size: int =
     return fast
 
 
-def build_processor(tokenizer, arch: Arch = "qwen2_5_vl", min_pixels: int = 56 * 56, max_pixels: int = 112 * 112):
+def build_processor(
+    tokenizer: PreTrainedTokenizerFast,
+    arch: Arch = "qwen2_5_vl",
+    min_pixels: int = 56 * 56,
+    max_pixels: int = 112 * 112,
+) -> ProcessorMixin:
     """The Qwen processor for ``arch`` around ``tokenizer`` (patch 14 for Qwen2.5-VL, 16 for Qwen3-VL)."""
     from transformers import (
         Qwen2_5_VLProcessor,
@@ -106,7 +116,10 @@ def build_processor(tokenizer, arch: Arch = "qwen2_5_vl", min_pixels: int = 56 *
     )
 
 
-def build_config(tokenizer, arch: Arch = "qwen2_5_vl", hidden: int = 64, layers: int = 2, vision_hidden: int = 32):
+def build_config(
+    tokenizer: PreTrainedTokenizerFast, arch: Arch = "qwen2_5_vl", hidden: int = 64, layers: int = 2,
+    vision_hidden: int = 32,
+) -> PretrainedConfig:
     """A tiny config of the real architecture, with token ids taken from ``tokenizer``."""
     ids = {
         "image_token_id": tokenizer.convert_tokens_to_ids("<|image_pad|>"),
@@ -130,22 +143,20 @@ def build_config(tokenizer, arch: Arch = "qwen2_5_vl", hidden: int = 64, layers:
     head_dim = hidden // 4
     section = [head_dim // 8, (head_dim // 2 - head_dim // 8) // 2, 0]
     section[2] = head_dim // 2 - section[0] - section[1]
+    vision: dict[str, Any] = {
+        "depth": 2,
+        "hidden_size": vision_hidden,
+        "intermediate_size": vision_hidden * 2,
+        "num_heads": 2,
+        "out_hidden_size": hidden,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+    }
     if arch == "qwen2_5_vl":
         from transformers import Qwen2_5_VLConfig
 
         text["rope_scaling"] = {"type": "mrope", "mrope_section": section}
-        vision = {
-            "depth": 2,
-            "hidden_size": vision_hidden,
-            "intermediate_size": vision_hidden * 2,
-            "num_heads": 2,
-            "out_hidden_size": hidden,
-            "patch_size": 14,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-            "window_size": 56,
-            "fullatt_block_indexes": [0, 1],
-        }
+        vision.update(patch_size=14, window_size=56, fullatt_block_indexes=[0, 1])
         return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **ids)
     from transformers import Qwen3VLConfig
 
@@ -153,18 +164,7 @@ def build_config(tokenizer, arch: Arch = "qwen2_5_vl", hidden: int = 64, layers:
         head_dim=head_dim,
         rope_scaling={"rope_type": "default", "mrope_section": section, "mrope_interleaved": True},
     )
-    vision = {
-        "depth": 2,
-        "hidden_size": vision_hidden,
-        "intermediate_size": vision_hidden * 2,
-        "num_heads": 2,
-        "out_hidden_size": hidden,
-        "patch_size": 16,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "num_position_embeddings": 64,
-        "deepstack_visual_indexes": [1],
-    }
+    vision.update(patch_size=16, num_position_embeddings=64, deepstack_visual_indexes=[1])
     return Qwen3VLConfig(text_config=text, vision_config=vision, **ids)
 
 
@@ -179,7 +179,7 @@ def build_tiny_vlm(
     min_pixels: int = 56 * 56,
     max_pixels: int = 112 * 112,
     vocab_size: int = 512,
-):
+) -> tuple[Any, ProcessorMixin]:
     """``(model, processor)``: a randomly initialised Qwen2.5-VL or Qwen3-VL of a few hundred K parameters.
 
     Seeded, so two calls with the same arguments give identical weights.

@@ -15,9 +15,18 @@ import dataclasses
 import importlib.util
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zoo.rl.recipe import Recipe, RecipeError
+from zoo.rl.recipe import Recipe, RecipeError, RewardSpec
+
+if TYPE_CHECKING:
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from rewards.adapters import TRLReward
+    from rewards.base import Reward
+    from zoo.data import Sample
+    from zoo.rl.trainer import ZooGRPOTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +129,7 @@ def _checkpoint_step(checkpoint: Path) -> int:
     return int(json.loads((checkpoint / "trainer_state.json").read_text())["global_step"])
 
 
-def build_trainer(recipe: Recipe, output_dir: Path, callbacks: list[Any] | None = None):
+def build_trainer(recipe: Recipe, output_dir: Path, callbacks: list[Any] | None = None) -> ZooGRPOTrainer:
     """The :class:`~zoo.rl.trainer.ZooGRPOTrainer` for ``recipe`` (model, data, rewards, config)."""
     from zoo.rl.run_logging import RunLogger
     from zoo.rl.trainer import ZooGRPOTrainer
@@ -144,7 +153,7 @@ def build_trainer(recipe: Recipe, output_dir: Path, callbacks: list[Any] | None 
     )
 
 
-def load_samples(recipe: Recipe) -> list:
+def load_samples(recipe: Recipe) -> list[Sample]:
     """The recipe's training samples from the dataset registry."""
     import zoo.rl.synthetic_task  # noqa: F401  (registers the domain-agnostic synthetic task)
     from zoo.data import load_dataset, take
@@ -155,7 +164,7 @@ def load_samples(recipe: Recipe) -> list:
     return list(samples)
 
 
-def load_policy(recipe: Recipe, samples: list | None = None) -> tuple[Any, Any]:
+def load_policy(recipe: Recipe, samples: list[Sample] | None = None) -> tuple[Any, Any]:
     """``(model, processor)`` for ``recipe.model.name``: ``tiny:<arch>``, a local directory or a zoo name."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -172,20 +181,40 @@ def load_policy(recipe: Recipe, samples: list | None = None) -> tuple[Any, Any]:
         if arch not in ("qwen2_5_vl", "qwen3_vl"):
             raise RecipeError(f"model.name={name!r}: tiny models are tiny:qwen2_5_vl or tiny:qwen3_vl")
         return build_tiny_vlm(arch, **kwargs)
-    path = Path(name).expanduser()
-    if not path.is_dir():
-        from zoo.hub import resolve
-        from zoo.registry import info
-
-        path = resolve(info(name), recipe.model.revision).path
     dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
     if recipe.model.dtype not in dtype:
         raise RecipeError(f"model.dtype={recipe.model.dtype!r}; choose one of {list(dtype)}")
-    model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype[recipe.model.dtype])
-    return model, AutoProcessor.from_pretrained(path)
+    source, revision = policy_source(recipe)
+    model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype[recipe.model.dtype], revision=revision)
+    return model, AutoProcessor.from_pretrained(source, revision=revision)
 
 
-def _corpus(samples: list) -> list[str]:
+def policy_source(recipe: Recipe) -> tuple[str, str | None]:
+    """``(path or repo id, revision)`` of a non-tiny ``recipe.model.name``.
+
+    A local directory is used as is; a zoo name is resolved as :func:`zoo.load` resolves it; a name
+    that is neither but has the shape ``owner/name`` is a Hub repository (the instruct base models
+    the recipes start from, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct``, are not zoo entries), loaded at
+    ``model.revision``. Anything else is an unknown zoo name, with close matches.
+    """
+    from rewards.registry import UnknownNameError
+    from zoo.hub import is_repo_id, resolve
+    from zoo.registry import info
+
+    name = recipe.model.name
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path), None
+    try:
+        entry = info(name)
+    except UnknownNameError:
+        if is_repo_id(name):
+            return name, recipe.model.revision
+        raise
+    return str(resolve(entry, recipe.model.revision).path), None
+
+
+def _corpus(samples: list[Sample]) -> list[str]:
     """Prompt and target text, so a tiny tokenizer learns the task's words as whole tokens."""
     texts = []
     for sample in samples[:512]:
@@ -194,7 +223,7 @@ def _corpus(samples: list) -> list[str]:
     return texts
 
 
-def reward_object(name: str, kwargs: dict[str, Any] | None = None):
+def reward_object(name: str, kwargs: dict[str, Any] | None = None) -> Reward:
     """The registered reward ``name``; ``kwargs`` configure a parameterised one (class or ``with_options``)."""
     import zoo.rl.synthetic_task  # noqa: F401  (registers zoo's own synthetic-task rewards)
     from rewards.base import get
@@ -209,14 +238,14 @@ def reward_object(name: str, kwargs: dict[str, Any] | None = None):
     return reward() if isinstance(reward, type) else reward
 
 
-def trl_reward(spec: Any):
+def trl_reward(spec: RewardSpec) -> TRLReward:
     """The TRL ``reward_funcs`` callable for one :class:`~zoo.rl.recipe.RewardSpec`."""
     from rewards.adapters import to_trl
 
     return to_trl(reward_object(spec.name, spec.kwargs), name=spec.name)
 
 
-def grpo_config(recipe: Recipe, output_dir: Path):
+def grpo_config(recipe: Recipe, output_dir: Path) -> GRPOConfig:
     """TRL ``GRPOConfig`` from the recipe (loss/advantage settings are read by ZooGRPOTrainer)."""
     from trl import GRPOConfig
 
@@ -271,7 +300,7 @@ def _checkpointing_arg() -> str:
     return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
 
 
-def peft_config(recipe: Recipe):
+def peft_config(recipe: Recipe) -> LoraConfig | None:
     """A peft ``LoraConfig`` when ``training.lora.enabled``, else ``None`` (full fine-tune)."""
     lora = recipe.training.lora
     if not lora.enabled:

@@ -43,15 +43,15 @@ def draw_prediction(
 
 
 def grid(images: Sequence[Image.Image], columns: int = 4, cell: int = 256) -> Image.Image:
-    """Tile images (each scaled to fit a ``cell`` square) into one picture."""
+    """Tile images (each scaled up or down to fit a ``cell`` square) into one picture."""
     if not images:
         raise ValueError("grid() needs at least one image")
     rows = (len(images) + columns - 1) // columns
     sheet = Image.new("RGB", (columns * cell, rows * cell), (255, 255, 255))
     for i, img in enumerate(images):
-        thumb = img.copy()
-        thumb.thumbnail((cell, cell))
-        sheet.paste(thumb, ((i % columns) * cell, (i // columns) * cell))
+        scale = cell / max(img.size)
+        size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
+        sheet.paste(img.resize(size, Image.Resampling.LANCZOS), ((i % columns) * cell, (i // columns) * cell))
     return sheet
 
 

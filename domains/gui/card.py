@@ -6,7 +6,6 @@ nothing is typed in by hand, so re-running the script re-writes a card that matc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -215,8 +214,3 @@ def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = N
     ModelCard(path.read_text())  # parse back: malformed metadata raises here
     plot_curves(training, path.parent / "curves.png")
     return path
-
-
-def load_training(checkpoint: Path) -> dict[str, Any]:
-    """The training record of a shipped checkpoint."""
-    return json.loads((checkpoint / "training.json").read_text())

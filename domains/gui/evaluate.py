@@ -21,6 +21,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from rewards import grounding
+from rewards.grounding import click_point
 from zoo.data import Sample
 
 logger = logging.getLogger(__name__)
@@ -70,19 +72,9 @@ def load_eval_data(data: str, path: str | None = None, limit: int | None = None)
 # --- scoring ------------------------------------------------------------------------------------
 
 
-def click_point(prediction: Any) -> list[float] | None:
-    """Where the prediction clicks: its point, else the centre of its box, else ``None``."""
-    if getattr(prediction, "point", None) is not None:
-        return [float(v) for v in prediction.point]
-    box = getattr(prediction, "bbox", None)
-    if box is not None:
-        return [(box[0] + box[2]) / 2, (box[1] + box[3]) / 2]
-    return None
-
-
 def point_in_box(point: Sequence[float] | None, box: Sequence[float]) -> bool:
-    """Inclusive point-in-box test of the ScreenSpot family of benchmarks."""
-    return point is not None and box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
+    """Inclusive point-in-box test of the ScreenSpot family of benchmarks; no click (``None``) misses."""
+    return point is not None and grounding.point_in_box(point, box)
 
 
 def predict(pipe: Any, samples: Sequence[Sample], batch_size: int = 16) -> list[Any]:

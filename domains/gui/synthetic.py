@@ -107,7 +107,9 @@ class _Canvas:
         left, top, right, bottom = self.draw.textbbox((0, 0), text, font=font(size, bold))
         return right - left, bottom - top
 
-    def label(self, xy: tuple[float, float], text: str, size: int, colour: str | None = None, bold: bool = False):
+    def label(
+        self, xy: tuple[float, float], text: str, size: int, colour: str | None = None, bold: bool = False
+    ) -> None:
         self.draw.text(xy, text, fill=colour or self.text, font=font(size, bold))
 
     def button(self, x: float, y: float, text: str, size: int = 14, primary: bool = False) -> float:
@@ -121,7 +123,9 @@ class _Canvas:
         self.add(text, "button", "text", box, phrasing)
         return box[2]
 
-    def icon(self, box: tuple[float, float, float, float], name: str, colour: str | None = None, role: str = "icon"):
+    def icon(
+        self, box: tuple[float, float, float, float], name: str, colour: str | None = None, role: str = "icon"
+    ) -> None:
         draw_icon(self.draw, name, box, colour or self.text)
         noun, purpose = ICONS[name]
         phrasing = self.rng.choice([f"{self.verb} the {noun} icon", purpose, f"{self.verb} the {noun} button"])

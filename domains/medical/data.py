@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from domains.medical.metrics import MEASUREMENT_KEYS, NOT_VISIBLE, box_position_
 from domains.medical.synthetic import TISSUE_CLASSES, US_CLASSES, pathology_image, ultrasound_case
 from zoo.data import Sample
 from zoo.images import load_image
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +163,9 @@ def load_pathmmu(
         options = {k: re.sub(r"^\s*\([A-Z]\)\s*", "", o).strip() for k, o in zip(letters, item["options"])}
         index2ans = {k: pathmmu_option_text(o) for k, o in zip(letters, item["options"])}
         letter = str(item["answer"]).strip()[:1].upper()
+        if letter not in index2ans:
+            raise ValueError(f"PathMMU {category} question {item.get('No')!r}: answer {item['answer']!r} names none of "
+                             f"the options {letters}; check {file}")
         target = {"answer": letter, "options": options, "answer_text": index2ans[letter]}
         meta = {"No": item["No"], "category": category, "index2ans": index2ans}
         text = prompts.format_mcq(item["question"], options)
@@ -173,7 +179,7 @@ def load_pathmmu(
 # --- U2-Bench ----------------------------------------------------------------------------------
 
 
-def read_table(path: str | Path):
+def read_table(path: str | Path) -> pd.DataFrame:
     """A U2-Bench table (``.tsv``, ``.csv`` or ``.xlsx``) as a DataFrame, read as the evalkit reads it.
 
     pandas' default parsing (ground-truth types inferred, empty/``null`` cells as NaN) is what the
@@ -238,7 +244,7 @@ def u2bench_measurement(value: Any, dataset: str) -> float | None:
     return None if math.isnan(number) else number
 
 
-def class_column(frame) -> str:
+def class_column(frame: pd.DataFrame) -> str:
     """The ground-truth column of a classification table (first of ``classes``, ``class``, ``cla_ans``)."""
     for key in ("classes", "class", "cla_ans"):
         if key in frame.columns:
@@ -246,7 +252,7 @@ def class_column(frame) -> str:
     raise ValueError(f"classification table needs a 'classes', 'class' or 'cla_ans' column; has {list(frame.columns)}")
 
 
-def _u2_target(row: Mapping[str, Any], task: str, dataset: str, frame) -> dict[str, Any]:
+def _u2_target(row: Mapping[str, Any], task: str, dataset: str, frame: pd.DataFrame) -> dict[str, Any]:
     if task == "cla":
         return {"label": str(row[class_column(frame)])}
     if task == "seg":

@@ -49,9 +49,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from domains.medical import data as mdata
-from domains.medical.caption_metrics import coco_bleu, coco_rouge_l
 from domains.medical.metrics import macro_prf, measurement_range, regression_metrics
 from domains.medical.rewards import target_position
+from rewards.caption import coco_bleu, coco_rouge_l
 from rewards.choice import MultipleChoice
 from rewards.text import normalize_text
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from domains.medical.caption_metrics import coco_bleu, rouge_l
 from domains.medical.metrics import (
     MEASUREMENT_TOLERANCE,
     NOT_VISIBLE,
@@ -49,6 +48,7 @@ from domains.medical.metrics import (
     position_label,
 )
 from rewards.base import RewardResult, SampleReward, WeightedSum, register, require, text_of
+from rewards.caption import coco_bleu, rouge_l
 from rewards.choice import MultipleChoice
 from rewards.format import TagFormat
 from rewards.parsing import ParseError, answer_span, parse_number

@@ -31,7 +31,6 @@ _WRITE_EVENTS = frozenset({
     "shutil.copytree", "os.chdir", "sqlite3.connect",
 })
 _READ_EVENTS = frozenset({"os.listdir", "os.scandir", "glob.glob"})
-#: Modules model code may not import: direct routes around the events above.
 #: Modules model code may not import, because using them raises no audit event on Python 3.11:
 #: ``ctypes.memmove`` and cffi calls write memory silently (they could unhook this guard).
 #: ``subprocess`` and ``socket`` stay importable (libraries import them lazily); ``Popen`` and

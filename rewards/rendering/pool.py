@@ -27,8 +27,8 @@ from dataclasses import asdict
 from itertools import count
 from pathlib import Path
 
-from rewards.rendering.oslevel import Limits
 from rewards.rendering.jobs import python_roots
+from rewards.rendering.oslevel import Limits
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
 from rewards.rendering.result import RenderResult
 from rewards.rendering.validate import KINDS, Source, check_request, prepare_source

@@ -82,3 +82,25 @@ def test_unknown_yaml_key_and_missing_file(tmp_path):
 def test_shipped_recipes_parse(path):
     recipe = Recipe.from_yaml(path)
     assert recipe.name and recipe.rewards
+
+
+def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monkeypatch):
+    """Recipes start from Hub base models that are not zoo entries; those must not be 'unknown model'."""
+    from rewards.registry import UnknownNameError
+    from zoo.hub import CHECKPOINTS_DIR
+    from zoo.train import policy_source
+
+    def source(name: str, *overrides: str) -> tuple[str, str | None]:
+        recipe = Recipe.from_dict({"name": "t", "data": {"name": "d"}, "rewards": ["r"], "model": {"name": name}},
+                                  list(overrides))
+        return policy_source(recipe)
+
+    assert source(str(tmp_path)) == (str(tmp_path), None)
+    assert source("gui-grounding-tiny") == (str(CHECKPOINTS_DIR / "gui-grounding-tiny"), None)
+    assert source("Qwen/Qwen2.5-VL-7B-Instruct", "model.revision=abc") == ("Qwen/Qwen2.5-VL-7B-Instruct", "abc")
+    with pytest.raises(UnknownNameError, match="Did you mean"):
+        source("gui-grounding-tiy")
+    monkeypatch.chdir(ROOT)  # shipped recipes name repository-relative directories
+    for path in SHIPPED:
+        name = Recipe.from_yaml(path).model.name
+        assert name.startswith("tiny:") or source(name)[0], path

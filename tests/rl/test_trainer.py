@@ -151,3 +151,20 @@ def test_gui_g1_loss_weights_by_meta_rate(tmp_path):
     assert any(g.abs().sum() > 0 for g in base.values())
     for name in base:
         torch.testing.assert_close(doubled[name], 2 * base[name], msg=name)
+
+
+@pytest.mark.parametrize("loss_type", ["gui_g1", "gspo"])
+def test_all_rows_masked_gives_zero_loss_not_nan(tmp_path, loss_type):
+    """verl's seq-mean aggregations divide by the number of non-empty rows; with every group dropped
+    that is 0/0. The trainer must then take no step (zero loss and gradients), not a NaN one."""
+    trainer = build_trainer(
+        recipe_for(tmp_path, "algorithm.dynamic_sampling=true", f"algorithm.loss_type={loss_type}",
+                   reward="test-constant"),
+        tmp_path,
+    )
+    inputs = trainer._prepare_inputs(first_batch(trainer))
+    assert inputs["zoo_row_mask"].sum() == 0
+    loss = trainer._compute_loss(trainer.model, inputs)
+    assert loss.item() == 0.0
+    grads = grads_of(trainer.model, loss)
+    assert grads and all(g.abs().sum() == 0 for g in grads.values())

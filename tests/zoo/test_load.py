@@ -161,3 +161,11 @@ def test_directory_of_another_architecture_is_refused(tmp_path, hf_cache, instal
     (tmp_path / "other" / "config.json").write_text('{"model_type": "llama"}')
     with pytest.raises(WrongArchitectureError, match="'llama' model"):
         zoo.load(str(tmp_path / "other"))
+
+
+def test_revision_of_a_shipped_checkpoint_is_refused_with_the_reason():
+    from zoo.hub import resolve
+
+    with pytest.raises(ModelNotAvailableError, match="no Hub repository") as err:
+        resolve(zoo.info("gui-grounding-tiny"), revision="abc123")
+    assert "is missing" not in str(err.value)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from PIL import Image
 
 from zoo.coords import to_original
 from zoo.hub import ResolvedModel
@@ -58,8 +59,9 @@ class VLMPipeline:
         content = [image_part, text] if spec.image_first else [text, image_part]
         return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
 
-    def prepare(self, image: ImageInput) -> Any:
-        """Read ``image`` and smart-resize it with qwen-vl-utils within the entry's pixel limits."""
+    def prepare(self, image: ImageInput) -> tuple[Image.Image, Image.Image]:
+        """``(original, resized)``: ``image`` read as RGB, and smart-resized with qwen-vl-utils within
+        the entry's pixel limits (the original's size maps coordinates back)."""
         from qwen_vl_utils import fetch_image
 
         spec = self.entry.prompt

@@ -47,7 +47,8 @@ class ModelConfig:
     """Which policy to train."""
 
     name: str = "tiny:qwen2_5_vl"
-    """A zoo model name (``zoo list``), a local directory with a transformers checkpoint, or
+    """A zoo model name (``zoo list``), a local directory with a transformers checkpoint, a Hugging Face
+    repository id (``Qwen/Qwen2.5-VL-7B-Instruct``: the base models recipes start from), or
     ``tiny:qwen2_5_vl`` / ``tiny:qwen3_vl`` for a random tiny model built offline (CPU smoke runs)."""
     revision: str | None = None
     """Hub revision (commit or tag) when ``name`` resolves to a Hub repository; ``None`` uses the entry's pin."""

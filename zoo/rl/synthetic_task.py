@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from rewards.base import RewardResult
+from rewards.base import RewardResult, check_lengths, target_of, text_of
 from zoo.data import DATASETS, Sample, register_dataset
 
 logger = logging.getLogger(__name__)
@@ -64,10 +64,6 @@ def load(n: int = 256, seed: int = 0, size: int = 56, colours: Sequence[str] | N
         )
 
 
-def _text(prediction: Any) -> str:
-    return getattr(prediction, "text", prediction) if not isinstance(prediction, str) else prediction
-
-
 def _first_word(text: str) -> str:
     words = text.strip().lower().replace(".", " ").split()
     return words[0] if words else ""
@@ -82,8 +78,8 @@ class ColourReward:
     def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
         results = []
         for prediction, sample in zip(predictions, samples, strict=True):
-            word = _first_word(_text(prediction))
-            correct = float(word == sample.target["answer"])
+            word = _first_word(text_of(prediction))
+            correct = float(word == target_of(sample)["answer"])
             results.append(RewardResult(correct, {"correct": correct, "valid_word": float(word in COLOURS)}))
         return results
 
@@ -95,9 +91,10 @@ class ColourFormatReward:
     name: str = "synthetic-format"
 
     def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
+        check_lengths(predictions, samples, self.name)
         results = []
         for prediction in predictions:
-            text = _text(prediction).strip().lower().rstrip(".")
+            text = text_of(prediction).strip().lower().rstrip(".")
             ok = float(text in COLOURS)
             results.append(RewardResult(ok, {"one_word": ok}, None if ok else f"not a single colour word: {text!r}"))
         return results

@@ -131,6 +131,11 @@ class ZooGRPOTrainer(GRPOTrainer):
         mask = completion_mask * inputs["zoo_row_mask"].unsqueeze(1)
         if "tool_mask" in inputs:
             mask = mask * inputs["tool_mask"]
+        if not bool(mask.any()):
+            # Every row is masked (all rewards missing, or every group flat under dynamic sampling).
+            # verl's seq-mean aggregations (gspo, gui_g1) would divide 0 by 0 and write NaN into the
+            # weights; there is nothing to learn, so the step's loss is an exact, differentiable 0.
+            return (logps * 0.0).sum()
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
         agg, scale, accum_divisor = self._aggregation(inputs, mode)

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
 from zoo.data import Sample
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 ID_COLUMN = "sample_id"
 TARGET_COLUMN = "target"  # the column ``rewards.to_trl`` reads by default (JSON object string)
@@ -61,7 +64,7 @@ def sample_to_row(sample: Sample, system_prompt: str | None = None) -> dict[str,
     }
 
 
-def to_trl_dataset(samples: Iterable[Sample], system_prompt: str | None = None):
+def to_trl_dataset(samples: Iterable[Sample], system_prompt: str | None = None) -> Dataset:
     """A ``datasets.Dataset`` for ``GRPOTrainer``; raises when ``samples`` is empty."""
     from datasets import Dataset
 

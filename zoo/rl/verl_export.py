@@ -177,9 +177,16 @@ def model_path(recipe: Recipe, folder: Path, samples: list) -> str:
         return str(target)
     if Path(name).expanduser().is_dir():
         return str(Path(name).expanduser().resolve())
+    from rewards.registry import UnknownNameError
+    from zoo.hub import is_repo_id
     from zoo.registry import info
 
-    entry = info(name)
+    try:
+        entry = info(name)
+    except UnknownNameError:
+        if is_repo_id(name):  # a Hub base model that is not a zoo entry (Qwen/Qwen2.5-VL-7B-Instruct)
+            return name
+        raise
     if entry.repo_id is None:
         raise RecipeError(f"model {name!r} has no Hub repository for verl to load; give a local directory")
     return entry.repo_id

@@ -1,6 +1,8 @@
-"""BLEU-1..4 and ROUGE-L exactly as ``pycocoevalcap`` 1.2 computes them.
+"""Caption metrics: BLEU-1..4 and ROUGE-L exactly as ``pycocoevalcap`` 1.2 computes them.
 
-U2-Bench scores report generation with ``pycocoevalcap.bleu.Bleu(4)`` and
+They live in ``rewards`` because they are reward maths any domain may need (report and caption
+rewards, their benchmarks), and domains may not import each other. U2-Bench scores report
+generation with ``pycocoevalcap.bleu.Bleu(4)`` and
 ``pycocoevalcap.rouge.Rouge()`` (dolphin-sound/u2-bench-evalkit,
 ``vlmeval/eval_func/report_eval.py``). pycocoevalcap is a 100 MB wheel (it bundles the
 Java jars of METEOR and SPICE) for two small pure-Python scorers, so this module

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from domains.medical.caption_metrics import coco_bleu, coco_rouge_l, rouge_l
+from rewards.caption import coco_bleu, coco_rouge_l, rouge_l
 
 REFS = {
     "a": ["the liver is normal in size with homogeneous echotexture"],
