@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rewards.base import RewardResult, SampleReward, require, text_of
+from rewards.coords import to_original
 from rewards.parsing import ParseError, answer_span, parse_qwen_box, parse_qwen_point
 
 FRAMES = ("absolute", "relative-1000", "relative-1")
@@ -50,6 +51,10 @@ def click_point(prediction: Any) -> list[float] | None:
     return None
 
 
+#: Reward-side frame names -> :mod:`rewards.coords` frames.
+_COORD_FRAMES = {"absolute": "original", "relative-1000": "norm1000", "relative-1": "norm1"}
+
+
 def to_pixels(values: Sequence[float], frame: str, image_size: Sequence[int] | None) -> list[float]:
     """Convert x/y pairs from ``frame`` to absolute pixels of ``image_size`` = (width, height)."""
     if frame not in FRAMES:
@@ -58,8 +63,7 @@ def to_pixels(values: Sequence[float], frame: str, image_size: Sequence[int] | N
         return [float(v) for v in values]
     if image_size is None:
         raise ValueError(f"frame {frame!r} needs the image size (target['image_size'] = [width, height])")
-    scale = 1000.0 if frame == "relative-1000" else 1.0
-    return [float(v) / scale * image_size[i % 2] for i, v in enumerate(values)]
+    return to_original(values, _COORD_FRAMES[frame], image_size)
 
 
 def box_from_text(text: str, frame: str = "absolute", image_size: Sequence[int] | None = None) -> list[float]:

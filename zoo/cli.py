@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnknownNameError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except (RuntimeError, ValueError, FileNotFoundError) as err:
+    except (RuntimeError, ValueError, OSError) as err:
         # errors of this project carry the next step in their message; a traceback would bury it
         logger.debug("details", exc_info=True)
         print(f"error: {err}", file=sys.stderr)

@@ -3,7 +3,7 @@
 ``pipe(image, question)`` returns a :class:`~zoo.pipelines.base.Prediction` whose boxes and
 points are in original-image pixels, whatever frame the model emits: the frame the model saw is
 read back from the processor's ``image_grid_thw`` (so it is right even when the processor's own
-pixel limits resize the image again) and mapped with :mod:`zoo.coords`.
+pixel limits resize the image again) and mapped with :mod:`rewards.coords`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from PIL import Image
 
-from zoo.coords import to_original
+from rewards.coords import to_original
 from zoo.hub import ResolvedModel
 from zoo.images import ImageInput, load_image
 from zoo.pipelines.base import Prediction

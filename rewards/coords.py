@@ -4,13 +4,15 @@ Three frames occur in practice (research notes §0, maintainer statements in Qwe
 
 * ``resized``  - absolute pixels on the *smart-resized* image the vision tower saw (Qwen2.5-VL);
 * ``norm1000`` - relative coordinates on a 0-1000 scale (Qwen2-VL and Qwen3-VL);
-* ``original`` - absolute pixels on the image the user passed in.
+* ``original`` - absolute pixels on the image the user passed in;
+* ``norm1``    - relative coordinates on a 0-1 scale (some detection heads and datasets).
 
 The resized frame depends on the factor (28 for Qwen2.5-VL's 14-px patches merged 2x2, 32 for
 Qwen3-VL) and on the ``min_pixels``/``max_pixels`` used, which is why pipelines carry them per
 entry. :func:`smart_resize` reproduces ``qwen_vl_utils.vision_process.smart_resize`` exactly
 (the test compares them over thousands of sizes); it is re-stated here so that rewards and
-converters need neither torchvision nor qwen-vl-utils at import time.
+converters need neither torchvision nor qwen-vl-utils at import time. This is the one home of
+coordinate conversion: pipelines (``zoo``) and rewards both use it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-Frame = Literal["resized", "norm1000", "original"]
+Frame = Literal["resized", "norm1000", "norm1", "original"]
 
 #: qwen-vl-utils' aspect-ratio limit; beyond it the processor refuses the image.
 MAX_RATIO = 200
@@ -65,11 +67,13 @@ def _scales(frame: Frame, original_size: Sequence[float], resized_size: Sequence
         return 1.0, 1.0
     if frame == "norm1000":
         return width / 1000.0, height / 1000.0
+    if frame == "norm1":
+        return float(width), float(height)
     if frame == "resized":
         if resized_size is None:
             raise ValueError("the 'resized' frame needs resized_size=(width, height) of the image the model saw")
         return width / resized_size[0], height / resized_size[1]
-    raise ValueError(f"unknown coordinate frame {frame!r}; expected 'resized', 'norm1000' or 'original'")
+    raise ValueError(f"unknown coordinate frame {frame!r}; expected 'resized', 'norm1000', 'norm1' or 'original'")
 
 
 def _apply(values: Sequence[float], sx: float, sy: float) -> list[float]:

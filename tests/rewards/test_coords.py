@@ -1,11 +1,11 @@
-"""zoo.coords against qwen-vl-utils 0.0.14 (qwen_vl_utils/vision_process.py::smart_resize)."""
+"""rewards.coords against qwen-vl-utils 0.0.14 (qwen_vl_utils/vision_process.py::smart_resize)."""
 
 import random
 
 import pytest
 from qwen_vl_utils.vision_process import smart_resize as reference_smart_resize
 
-from zoo.coords import from_original, resized_size_for, smart_resize, to_original
+from rewards.coords import from_original, resized_size_for, smart_resize, to_original
 
 
 @pytest.mark.parametrize("factor", [28, 32])
@@ -47,3 +47,10 @@ def test_bad_inputs_are_named():
         to_original([1, 2], "pixels", (10, 10))
     with pytest.raises(ValueError, match="pairs"):
         to_original([1, 2, 3], "original", (10, 10))
+
+
+def test_norm1_frame_and_reward_side_names_agree():
+    from rewards.grounding import to_pixels
+
+    assert to_original([0.5, 0.25], "norm1", (640, 480)) == [320.0, 120.0]
+    assert to_pixels([500, 250], "relative-1000", (640, 480)) == to_original([500, 250], "norm1000", (640, 480))
