@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     pipe = zoo.load(args.model)
     pred = pipe(str(args.image), meta["instruction"])
     hit = point_in_box(click_point(pred), meta["bbox"])
-    print(f"model:        {pipe.entry.name} ({pipe.source})")
+    print(f"model:        {pipe.entry.name} ({pipe.source}): {pipe.entry.task}")
     print(f"instruction:  {meta['instruction']}")
     print(f"answer:       {pred.text.strip()}")
     if pred.bbox is None:
