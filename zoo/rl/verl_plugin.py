@@ -78,41 +78,37 @@ def _metrics(stats: dict[str, torch.Tensor]) -> dict[str, float]:
     return {f"actor/pg_{k}" if k.startswith("clip") else f"actor/{k}": v.item() for k, v in stats.items()}
 
 
-@core_algos.register_policy_loss(f"{PREFIX}vanilla")
-def zoo_vanilla(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None,
-                rollout_is_weights=None):
-    """zoo's clipped surrogate (clip-higher, dual clip = ``clip_ratio_c``) with verl's aggregation."""
-    low, high = _clips(config)
-    loss, stats = losses.clipped_surrogate(
-        log_prob,
-        old_log_prob,
-        advantages,
-        response_mask,
-        clip_low=low,
-        clip_high=high,
-        dual_clip=config.get("clip_ratio_c", 3.0),
-        agg=_aggregation(loss_agg_mode, config),
-        weights=rollout_is_weights,
-    )
-    return loss, _metrics(stats)
+def _loss_shim(loss_fn: Any, default_agg: str, dual_clip: bool) -> Any:
+    """verl's policy-loss call shape over a zoo loss; ``dual_clip`` passes verl's ``clip_ratio_c``."""
+
+    def policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode=default_agg, config=None,
+                    rollout_is_weights=None):
+        low, high = _clips(config)
+        extra = {"dual_clip": config.get("clip_ratio_c", 3.0)} if dual_clip else {}
+        loss, stats = loss_fn(
+            log_prob,
+            old_log_prob,
+            advantages,
+            response_mask,
+            clip_low=low,
+            clip_high=high,
+            agg=_aggregation(loss_agg_mode, config),
+            weights=rollout_is_weights,
+            **extra,
+        )
+        return loss, _metrics(stats)
+
+    return policy_loss
 
 
-@core_algos.register_policy_loss(f"{PREFIX}gspo")
-def zoo_gspo(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="seq-mean-token-mean", config=None,
-             rollout_is_weights=None):
-    """zoo's GSPO loss (sequence-level ratio) with verl's aggregation."""
-    low, high = _clips(config)
-    loss, stats = losses.gspo_loss(
-        log_prob,
-        old_log_prob,
-        advantages,
-        response_mask,
-        clip_low=low,
-        clip_high=high,
-        agg=_aggregation(loss_agg_mode, config),
-        weights=rollout_is_weights,
-    )
-    return loss, _metrics(stats)
+#: zoo's clipped surrogate (clip-higher, dual clip = ``clip_ratio_c``) with verl's aggregation.
+zoo_vanilla = core_algos.register_policy_loss(f"{PREFIX}vanilla")(
+    _loss_shim(losses.clipped_surrogate, "token-mean", dual_clip=True)
+)
+#: zoo's GSPO loss (sequence-level ratio) with verl's aggregation.
+zoo_gspo = core_algos.register_policy_loss(f"{PREFIX}gspo")(
+    _loss_shim(losses.gspo_loss, "seq-mean-token-mean", dual_clip=False)
+)
 
 
 def register_estimators() -> list[str]:
