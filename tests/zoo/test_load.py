@@ -169,3 +169,16 @@ def test_revision_of_a_shipped_checkpoint_is_refused_with_the_reason():
     with pytest.raises(ModelNotAvailableError, match="no Hub repository") as err:
         resolve(zoo.info("gui-grounding-tiny"), revision="abc123")
     assert "is missing" not in str(err.value)
+
+
+def test_ui_s1_action_point_comes_back_in_original_pixels(tmp_path, hf_cache, install, screen):
+    answer = '<think>\nopen it\n</think>\n<action>\n{"action": "click", "coordinate": [28, 56]}\n</action>'
+    model_dir = taught_model_dir(tmp_path, "ui-s1-7b", "qwen2_5_vl", screen, "open the settings", answer)
+    install(model_dir, "mPLUG/UI-S1-7B", hf_cache, COMMIT)
+    pred = zoo.load("ui-s1")(screen, "open the settings", max_new_tokens=60)
+    assert pred.parse_error is None, pred.text
+    seen_w, seen_h = pred.extra["model_frame_size"]
+    expected = [28 * 200 / seen_w, 56 * 150 / seen_h]
+    assert pred.think == "open it"
+    assert pred.point == pytest.approx(expected)
+    assert pred.action["action"] == "click" and pred.action["coordinate"] == pytest.approx(expected)

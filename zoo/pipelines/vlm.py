@@ -8,6 +8,7 @@ pixel limits resize the image again) and mapped with :mod:`rewards.coords`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -128,7 +129,7 @@ class VLMPipeline:
         seen = (grid[2] * self.patch_size, grid[1] * self.patch_size)
         frame = self.entry.prompt.coord_frame
         if frame in ("resized", "norm1000"):
-            convert = lambda values: to_original(values, frame, original_size, seen)  # noqa: E731
+            convert = functools.partial(to_original, frame=frame, original_size=original_size, resized_size=seen)
             if prediction.bbox is not None:
                 prediction.bbox = convert(prediction.bbox)
             if prediction.point is not None:
