@@ -101,12 +101,15 @@ def test_group_ids_accept_tensors_and_hashables():
 
 
 def test_registry_names_and_shared_call_shape():
-    assert A.ADVANTAGE_ESTIMATORS.list() == ["grpo", "reinforce-plus-plus", "reinforce-plus-plus-baseline", "rloo"]
+    names = ["grpo", "reinforce-plus-plus", "reinforce-plus-plus-baseline", "rloo", "ui-s1"]
+    assert A.ADVANTAGE_ESTIMATORS.list() == names
     assert A.ADVANTAGE_ESTIMATORS.get("reinforce_plus_plus") is A.reinforce_plus_plus  # verl's spelling
     rewards, groups = torch.tensor([1.0, 0.0, 1.0, 0.5]), [0, 0, 1, 1]
     mask = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1], [1, 1, 0]])
+    # ui-s1 also needs the per-step ids of a multi-turn rollout (zoo.rl.semi_online)
+    extra = {"ui-s1": {"traj_ids": [0, 0, 1, 1], "step_ids": [0, 1, 0, 1], "matches": [True, False, True, True]}}
     for name in A.ADVANTAGE_ESTIMATORS:
-        adv = A.ADVANTAGE_ESTIMATORS.get(name)(rewards, groups, mask=mask)
+        adv = A.ADVANTAGE_ESTIMATORS.get(name)(rewards, groups, mask=mask, **extra.get(name, {}))
         assert adv.shape == mask.shape and adv.dtype == torch.float32
         assert adv[mask == 0].eq(0).all()
 

@@ -104,3 +104,12 @@ def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monk
     for path in SHIPPED:
         name = Recipe.from_yaml(path).model.name
         assert name.startswith("tiny:") or source(name)[0], path
+
+
+def test_estimator_needing_rollout_ids_is_refused_at_load():
+    from zoo.rl.recipe import Recipe, RecipeError
+
+    data = {"name": "x", "data": {"name": "synthetic-colour"}, "rewards": [{"name": "synthetic-colour"}],
+            "algorithm": {"adv_estimator": "ui-s1"}}
+    with pytest.raises(RecipeError, match="traj_ids, step_ids, matches"):
+        Recipe.from_dict(data)

@@ -52,3 +52,24 @@ __all__ = [
     "to_token_level",
     "trl_aggregate",
 ]
+
+# UI-S1 semi-online RL maths; importing the module registers the "ui-s1" advantage estimator.
+from zoo.rl.semi_online import (  # noqa: E402  (after __all__ so this block appends cleanly)
+    PatchPlan,
+    episode_advantage,
+    future_reward_filter,
+    patch_plan,
+    step_advantage,
+    step_discounted_returns,
+    ui_s1,
+)
+
+__all__ += [
+    "PatchPlan",
+    "episode_advantage",
+    "future_reward_filter",
+    "patch_plan",
+    "step_advantage",
+    "step_discounted_returns",
+    "ui_s1",
+]

@@ -281,6 +281,15 @@ def _validate(recipe: Recipe) -> None:
         raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {recipe.algorithm.dual_clip}")
     if recipe.training.steps < 1 or recipe.training.save_steps < 1:
         raise RecipeError("training.steps and training.save_steps must be >= 1")
+    from zoo.rl import ADVANTAGE_ESTIMATORS  # registered by zoo.rl (semi_online included)
+
+    needs = getattr(ADVANTAGE_ESTIMATORS.get(recipe.algorithm.adv_estimator), "rollout_fields", ())
+    if needs:
+        raise RecipeError(
+            f"algorithm.adv_estimator={recipe.algorithm.adv_estimator!r} needs {', '.join(needs)} from a "
+            "multi-turn rollout, which the single-turn GRPO engine does not produce; call it from your own "
+            "rollout loop (zoo.rl.semi_online)"
+        )
 
 
 # --- schema-driven construction -------------------------------------------------------------

@@ -115,6 +115,8 @@ def register_estimators() -> list[str]:
     """Register ``zoo_<name>`` in verl for every zoo estimator; returns the verl names."""
     names = []
     for name in ADVANTAGE_ESTIMATORS.list():
+        if getattr(ADVANTAGE_ESTIMATORS.get(name), "rollout_fields", ()):
+            continue  # needs multi-turn rollout ids that verl's estimator call does not carry
         shim = _estimator_shim(name)
         if shim.__name__ not in core_algos.ADV_ESTIMATOR_REGISTRY:
             core_algos.register_adv_est(shim.__name__)(shim)
