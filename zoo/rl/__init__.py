@@ -1,7 +1,7 @@
-"""RL maths: advantage estimators, policy losses, loss aggregation, KL, batch filtering.
+"""RL maths: advantage estimators, policy losses, loss aggregation, KL, batch filtering, UI-S1.
 
-Pure tensor functions, each checked number for number against verl 0.9.1 and TRL 1.x
-(``tests/rl/``). Estimators and losses are also registered by name in
+Pure tensor functions, each checked number for number against verl 0.9.1, TRL 1.x or the
+authors' code (``tests/rl/``). Estimators and losses are also registered by name in
 :data:`ADVANTAGE_ESTIMATORS` and :data:`POLICY_LOSSES`.
 """
 
@@ -27,34 +27,7 @@ from zoo.rl.losses import (
     sequence_log_ratio,
     trl_aggregate,
 )
-
-__all__ = [
-    "ADVANTAGE_ESTIMATORS",
-    "AGG_MODES",
-    "POLICY_LOSSES",
-    "TRL_LOSS_TYPES",
-    "GroupFilter",
-    "aggregate",
-    "clipped_surrogate",
-    "dynamic_sampling_keep",
-    "failed",
-    "grpo",
-    "gspo_loss",
-    "kl_penalty",
-    "mask_failed",
-    "masked_whiten",
-    "outcome_to_token_rewards",
-    "reinforce_plus_plus",
-    "reinforce_plus_plus_baseline",
-    "rewards_tensor",
-    "rloo",
-    "sequence_log_ratio",
-    "to_token_level",
-    "trl_aggregate",
-]
-
-# UI-S1 semi-online RL maths; importing the module registers the "ui-s1" advantage estimator.
-from zoo.rl.semi_online import (  # noqa: E402  (after __all__ so this block appends cleanly)
+from zoo.rl.semi_online import (  # importing it registers the "ui-s1" estimator
     PatchPlan,
     episode_advantage,
     future_reward_filter,
@@ -64,12 +37,35 @@ from zoo.rl.semi_online import (  # noqa: E402  (after __all__ so this block app
     ui_s1,
 )
 
-__all__ += [
+__all__ = [
+    "ADVANTAGE_ESTIMATORS",
+    "AGG_MODES",
+    "POLICY_LOSSES",
+    "TRL_LOSS_TYPES",
+    "GroupFilter",
     "PatchPlan",
+    "aggregate",
+    "clipped_surrogate",
+    "dynamic_sampling_keep",
     "episode_advantage",
+    "failed",
     "future_reward_filter",
+    "grpo",
+    "gspo_loss",
+    "kl_penalty",
+    "mask_failed",
+    "masked_whiten",
+    "outcome_to_token_rewards",
     "patch_plan",
+    "reinforce_plus_plus",
+    "reinforce_plus_plus_baseline",
+    "rewards_tensor",
+    "rloo",
+    "sequence_log_ratio",
     "step_advantage",
     "step_discounted_returns",
+    "to_token_level",
+    "trl_aggregate",
     "ui_s1",
 ]
+
