@@ -107,9 +107,13 @@ def enter_worker_namespaces(hide: Iterable[str], keep_visible: Iterable[str], tm
     ``keep_visible``: paths jobs need (the Python installation, the project checkout). Where one
     lies inside a covered directory, a hidden one or a private ``/tmp`` (a CI checkout and its
     ``.venv`` under ``/tmp``), it is bound back at its own path and made read-only with the rest;
-    a hidden candidate that lies inside a kept path is left visible.
+    a hidden candidate that lies inside a kept path is left visible. An ancestor of a kept path
+    that other users may not enter (a ``mktemp -d`` checkout, mode 0700) is covered the same way,
+    so the unprivileged job uid can reach the kept path without the ancestor's other content.
     The PID namespace applies to children: the caller must fork once and serve from the child.
     """
+    keep_visible = list(keep_visible)
+    hide = [*hide, *_closed_ancestors(keep_visible)]  # stat'ed before the view changes
     walls = Walls()
     flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID
     uid, gid = os.geteuid(), os.getegid()
@@ -144,6 +148,30 @@ def enter_worker_namespaces(hide: Iterable[str], keep_visible: Iterable[str], tm
     os.chdir("/")  # the cwd we were started in may be a hidden directory; jobs must not inherit it
     _remount_read_only(walls)
     return walls
+
+
+def _closed_ancestors(paths: Iterable[str]) -> list[str]:
+    """For each path, its outermost ancestor without the others-execute bit (if any)."""
+    closed = []
+    for path in paths:
+        for ancestor in reversed(_ancestors(path)):  # outermost first
+            try:
+                mode = os.stat(ancestor).st_mode
+            except OSError:
+                break
+            if not mode & stat.S_IXOTH:
+                closed.append(ancestor)
+                break
+    return closed
+
+
+def _ancestors(path: str) -> list[str]:
+    """Proper ancestors of ``path`` (without ``/``), nearest first."""
+    out, current = [], os.path.dirname(os.path.realpath(path))
+    while current not in ("/", ""):
+        out.append(current)
+        current = os.path.dirname(current)
+    return out
 
 
 def _map_self_to_root(uid: int, gid: int) -> None:

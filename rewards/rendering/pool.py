@@ -130,7 +130,8 @@ class RenderPool:
         self._config = {
             "kinds": list(self.kinds), "preload": list(preload), "limits": asdict(limits or Limits()),
             "isolate": isolate, "tmp_mb": tmp_mb, "hide": [str(Path.home())], "audit_hook": audit_hook,
-            "keep_visible": sorted({*python_roots(), str(Path(__file__).resolve().parents[2])}),
+            # the `rewards` package itself, not the checkout around it (which may hold anything)
+            "keep_visible": sorted({*python_roots(), str(Path(__file__).resolve().parents[1])}),
         }
         self._uid_base = uid_base
         self._idle: queue.Queue[_Worker] = queue.Queue()
