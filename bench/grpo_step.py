@@ -22,7 +22,6 @@ import argparse
 import gc
 import json
 import statistics
-import sys
 import multiprocessing
 import resource
 import time
@@ -31,21 +30,20 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from transformers import TrainerCallback  # noqa: E402
-from transformers.trainer_callback import PrinterCallback  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback
+from trl import GRPOConfig, GRPOTrainer
 
-from rewards.adapters import to_trl  # noqa: E402
-from rewards.base import RewardResult  # noqa: E402
-from zoo.data import load_dataset  # noqa: E402
-from zoo.rl.recipe import AlgorithmConfig  # noqa: E402
-from zoo.rl.synthetic_task import ColourReward  # noqa: E402
-from zoo.rl.trainer import ZooGRPOTrainer  # noqa: E402
-from zoo.rl.trl_data import to_trl_dataset  # noqa: E402
-from zoo.sft import freeze_vision_tower  # noqa: E402
-from zoo.tiny import build_tiny_vlm  # noqa: E402
+from rewards.adapters import to_trl
+from rewards.base import RewardResult
+from zoo.data import load_dataset
+from zoo.engines.vlm.recipe import AlgorithmConfig
+from domains.synthetic.rewards import ColourReward
+from zoo.engines.vlm.trainer import ZooGRPOTrainer
+from zoo.engines.vlm.trl_data import to_trl_dataset
+from zoo.sft import freeze_vision_tower
+from zoo.tiny import build_tiny_vlm
 
 
 class StepTimer(TrainerCallback):

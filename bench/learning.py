@@ -1,6 +1,6 @@
 """Proof that the GRPO engine learns: held-out reward before and after GRPO, on CPU, in minutes.
 
-Task: ``zoo/rl/synthetic_task.py`` ("what colour is the square?", four colours, exact answers).
+Task: ``domains/synthetic`` ("what colour is the square?", four colours, exact answers).
 Policy: a tiny random Qwen2.5-VL (``zoo.tiny``) with its vision tower frozen, as the papers do.
 
 Per seed:
@@ -28,23 +28,22 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from zoo.data import load_dataset  # noqa: E402
-from zoo.rl import synthetic_task  # noqa: E402
-from zoo.rl.recipe import Recipe  # noqa: E402
-from zoo.sft import SFTExample, train_sft  # noqa: E402
-from zoo.train import load_policy, load_samples  # noqa: E402
-from zoo.train import run as zoo_train  # noqa: E402
+from zoo.data import load_dataset
+from domains.synthetic import data as synthetic_task
+from domains.synthetic.rewards import ColourReward
+from zoo.engines.vlm.recipe import VLMRecipe
+from zoo.sft import SFTExample, train_sft
+from zoo.engines.vlm.policy_model import load_policy
+from zoo.train import run as zoo_train
 
-RECIPE = ROOT / "zoo" / "rl" / "recipes" / "synthetic-colour.yaml"
+RECIPE = ROOT / "domains" / "synthetic" / "recipes" / "synthetic-colour.yaml"
 
 
 class _WarmEnough(Exception):
@@ -60,7 +59,7 @@ def evaluate(model, processor, samples, batch_size: int = 100) -> float:
     """Mean ``synthetic-colour`` reward of greedy answers on ``samples``."""
     was_training = model.training
     model.eval()
-    reward = synthetic_task.ColourReward()
+    reward = ColourReward()
     prompt = processor.apply_chat_template(messages(), add_generation_prompt=True, tokenize=False)
     scores = []
     for start in range(0, len(samples), batch_size):
@@ -100,8 +99,8 @@ def sft(model, processor, train, *, seed: int, max_steps: int, stop=None) -> int
 
 def run_seed(seed: int, args, heldout) -> dict:
     out = Path(args.out).resolve() / f"seed{seed}"
-    recipe = Recipe.from_yaml(RECIPE, [f"training.seed={seed}", *args.overrides])
-    train = load_samples(recipe)
+    recipe = VLMRecipe.from_yaml(RECIPE, [f"training.seed={seed}", *args.overrides])
+    train = recipe.data.load()
     model, processor = load_policy(recipe, train)
 
     t0 = time.perf_counter()

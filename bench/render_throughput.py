@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewards.rendering import RenderPool  # noqa: E402
+from rewards.rendering import RenderPool
 
 BASELINE = {
     "matplotlib": """

@@ -13,14 +13,13 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from rewards.parsing import ParseError
-from rewards.registry import Registry
+from zoo_common.registry import Registry
 
 logger = logging.getLogger(__name__)
-ENTRY_POINT_GROUP = "zoo.rewards"
 
 
 @dataclass(frozen=True)
@@ -186,6 +185,7 @@ class WeightedSum:
 REWARDS: Registry[Reward] = Registry("reward")
 _discovered = False
 _discover_lock = threading.RLock()  # a domain module may call get() while it is imported
+_hooks: list[Callable[[], None]] = []
 
 
 def register(name: str, reward: Reward, aliases: tuple[str, ...] = ()) -> Reward:
@@ -199,30 +199,41 @@ def register(name: str, reward: Reward, aliases: tuple[str, ...] = ()) -> Reward
 
 
 def get(name: str) -> Reward:
-    """The reward registered as ``name`` (domains' rewards are loaded on first use)."""
+    """The reward registered as ``name`` (primitives and domains' rewards are loaded on first use)."""
     discover()
     return REWARDS.get(name)
 
 
 def list_rewards() -> list[str]:
-    """Registered reward names, including every installed domain's (entry points ``zoo.rewards``)."""
+    """Registered reward names: the primitives and those of every discovered domain."""
     discover()
     return REWARDS.list()
 
 
-def discover() -> None:
-    """Import each module of the ``zoo.rewards`` entry-point group once; importing registers.
+def add_discovery_hook(hook: Callable[[], None]) -> None:
+    """Run ``hook()`` (once) at the next :func:`discover`: how ``zoo`` loads the domains' rewards.
 
-    A module that fails to import is logged and skipped, so one broken domain does not hide
-    the others' rewards (its names then miss with a close-match hint, as unknown names do).
+    ``rewards`` may not import ``zoo`` or ``domains``; instead, ``zoo.domains`` registers a hook
+    that imports each domain's rewards module. A hook added after discovery runs at once.
+    """
+    with _discover_lock:
+        _hooks.append(hook)
+        if _discovered:
+            hook()
+
+
+def discover() -> None:
+    """Register the built-in primitives, then run the discovery hooks, once.
+
+    ``_discovered`` is set first, so a domain module that calls :func:`get` while it is imported
+    does not recurse into discovery.
     """
     global _discovered
     with _discover_lock:
         if _discovered:
             return
         _discovered = True
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                ep.load()
-            except Exception:  # noqa: BLE001  (a domain's import error must not break the rest)
-                logger.exception("could not load reward module %s = %s", ep.name, ep.value)
+        import rewards.builtin  # noqa: F401  (registers the primitives)
+
+        for hook in _hooks:
+            hook()

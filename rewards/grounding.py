@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rewards.base import RewardResult, SampleReward, require, text_of
-from rewards.coords import to_original
+from zoo_common.coords import to_original
 from rewards.parsing import ParseError, answer_span, parse_qwen_box, parse_qwen_point
 
 FRAMES = ("absolute", "relative-1000", "relative-1")
@@ -51,7 +51,7 @@ def click_point(prediction: Any) -> list[float] | None:
     return None
 
 
-#: Reward-side frame names -> :mod:`rewards.coords` frames.
+#: Reward-side frame names -> :mod:`zoo_common.coords` frames.
 _COORD_FRAMES = {"absolute": "original", "relative-1000": "norm1000", "relative-1": "norm1"}
 
 

@@ -36,7 +36,7 @@ from zoo.data import Sample
 from zoo.hub import ResolvedModel
 from zoo.pipelines.vlm import VLMPipeline
 from zoo.registry import info
-from zoo.rl.recipe import Recipe
+from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 from zoo.sft import SFTExample, train_sft
 
 logger = logging.getLogger("train_gui_tiny")
@@ -183,7 +183,7 @@ def stage_grpo(args: Args, seed: int) -> None:
     """GRPO from the SFT checkpoint through the shared backbone (ZooGRPOTrainer, GUI-G1 loss)."""
     from transformers import TrainerCallback
 
-    from zoo.train import build_trainer
+    from zoo.engines.vlm.trl_engine import build_trainer
 
     start = args.run_dir / "sft"
     if not start.is_dir():  # reproduce GRPO alone from the SFT start shipped with the checkpoint

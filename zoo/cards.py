@@ -78,7 +78,7 @@ def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> Mode
         eval_results=results or None,
     )
     paper = f"[arXiv:{entry.paper}](https://arxiv.org/abs/{entry.paper})" if entry.paper else "—"
-    spec = entry.prompt
+    spec = entry.spec
     card = ModelCard.from_template(
         data,
         template_path=str(TEMPLATE),
@@ -92,10 +92,10 @@ def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> Mode
         paper_link=paper,
         weights=f"`{entry.repo_id}`" if entry.repo_id else f"`checkpoints/{entry.name}/` in the rl-model-zoo repository",
         usage=record.get("usage", 'pred = pipe("image.png", "your question")\nprint(pred.to_dict())'),
-        prompt_summary="system prompt + user template" if spec.system else "user template, no system prompt",
-        min_pixels=spec.min_pixels,
-        max_pixels=spec.max_pixels,
-        parser=getattr(entry.parser, "__name__", "none"),
+        prompt_summary="system prompt + user template" if getattr(spec, "system", None) else "user template, no system prompt",
+        min_pixels=getattr(spec, "min_pixels", "n/a"),
+        max_pixels=getattr(spec, "max_pixels", "n/a"),
+        parser=getattr(getattr(spec, "parser", None), "__name__", "none"),
         intended_use=record.get("intended_use", f"Research on {entry.task}."),
         out_of_scope=SAFETY_CRITICAL.get(entry.domain, record.get("out_of_scope", "Anything beyond the task above.")),
         training=record.get("training_text", "Trained by its authors; see the paper."),

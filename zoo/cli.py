@@ -1,4 +1,4 @@
-"""The ``zoo`` command: list, info, run, train, eval, card.
+"""The ``zoo`` command: list, info, run, domains, engines, train, eval, card.
 
 Heavy imports (torch, transformers, TRL) happen inside the command that needs them, so
 ``zoo list`` and ``zoo --help`` answer at once.
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from rewards.registry import UnknownNameError
 from zoo.registry import info, list_models
+from zoo_common.registry import UnknownNameError
 
 logger = logging.getLogger("zoo")
 
@@ -66,7 +66,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     e = info(args.name)
     data = asdict(e)
-    data["parser"] = getattr(e.parser, "__name__", None)
+    data["kind"] = e.kind
+    if "parser" in data["spec"]:
+        data["spec"]["parser"] = getattr(e.spec.parser, "__name__", None)
     data["aliases"] = list(e.aliases)
     if args.json:
         print(json.dumps(data, indent=2, default=str))
@@ -74,13 +76,19 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"{e.name}  ({e.domain}: {e.task})")
     for key in ("repo_id", "revision", "architecture", "base_model", "license", "gated", "paper", "aliases"):
         print(f"  {key:<13} {data[key]}")
-    print(f"  {'pixels':<13} min {e.prompt.min_pixels}, max {e.prompt.max_pixels}; coordinates: {e.prompt.coord_frame}")
-    print(f"  {'parser':<13} {data['parser']}")
-    if e.prompt.system:
-        print(f"  {'system':<13} {e.prompt.system[:200]}{'...' if len(e.prompt.system) > 200 else ''}")
-    if e.prompt.variants:
-        print(f"  {'variants':<13} {', '.join(e.prompt.variants)} (select with --system NAME)")
-    print(f"  {'user':<13} {e.prompt.user[:200]!r}")
+    print(f"  {'kind':<13} {e.kind}")
+    if e.kind == "vlm":
+        spec = e.spec
+        print(f"  {'pixels':<13} min {spec.min_pixels}, max {spec.max_pixels}; coordinates: {spec.coord_frame}")
+        print(f"  {'parser':<13} {getattr(spec.parser, '__name__', None)}")
+        if spec.system:
+            print(f"  {'system':<13} {spec.system[:200]}{'...' if len(spec.system) > 200 else ''}")
+        if spec.variants:
+            print(f"  {'variants':<13} {', '.join(spec.variants)} (select with --system NAME)")
+        print(f"  {'user':<13} {spec.user[:200]!r}")
+    else:
+        settings = {k: v for k, v in asdict(e.spec).items() if v not in (None, (), {})}
+        print(f"  {'spec':<13} {settings}")
     if e.notes:
         print(f"  {'notes':<13} {e.notes}")
     return 0
@@ -113,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-TRAIN_DESCRIPTION = "Run a training recipe on this machine (TRL) or export it for a verl cluster."
+TRAIN_DESCRIPTION = "Run a training recipe on its engine (see `zoo engines`): on this machine, or exported to a cluster."
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -129,20 +137,42 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from zoo import domains
     from zoo.load import load
 
     pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry)
-    try:
-        evaluate = importlib.import_module(f"domains.{pipe.entry.domain}.evaluate")
-    except ModuleNotFoundError:
+    domain = domains.DOMAINS.get(pipe.entry.domain) if pipe.entry.domain in domains.DOMAINS else None
+    if domain is None or domain.evaluate is None:
         raise ValueError(
             f"no evaluation for domain {pipe.entry.domain!r}; for a local model directory pass "
             "--entry NAME (the registered model whose prompt, parser and domain it follows)"
-        ) from None
+        )
+    module, _, func = domain.evaluate.partition(":")
+    evaluate = getattr(importlib.import_module(module), func)
     out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
-    metrics = evaluate.run(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit)
+    metrics = evaluate(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit)
     print(json.dumps(metrics, indent=2, default=str))
     print(f"details in {out_dir}")
+    return 0
+
+
+def cmd_domains(args: argparse.Namespace) -> int:
+    from zoo.domains import discover
+
+    for domain in discover():
+        print(f"{domain.name:<10} {domain.summary}")
+        print(f"{'':<10} datasets: {', '.join(domain.datasets) or '-'}; recipes: "
+              f"{', '.join(p.stem for p in domain.recipe_files()) or '-'}")  # fmt: skip
+    return 0
+
+
+def cmd_engines(args: argparse.Namespace) -> int:
+    from zoo.engines import ENGINES
+
+    for name in ENGINES.list():
+        engine = ENGINES.get(name)
+        aliases = f" (also {', '.join(engine.aliases)})" if engine.aliases else ""
+        print(f"{name:<10} {engine.summary}{aliases}")
     return 0
 
 
@@ -195,7 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("train", help="fine-tune with a recipe (GRPO family); see `zoo train --help`", add_help=False)
+    p = sub.add_parser("domains", help="list the domains and what they contribute", description="List the domains.")
+    p.set_defaults(func=cmd_domains)
+
+    p = sub.add_parser("engines", help="list the training engines", description="List the engines recipes run on.")
+    p.set_defaults(func=cmd_engines)
+
+    p = sub.add_parser("train", help="fine-tune with a recipe on its engine; see `zoo train --help`", add_help=False)
     p.add_argument("argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_train)
 

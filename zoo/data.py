@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PIL import Image
+from zoo_common.registry import Registry
 
-from rewards.registry import Registry
+if TYPE_CHECKING:
+    from PIL import Image
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,8 @@ def take(samples: Iterable[Sample], n: int) -> Iterator[Sample]:
         yield sample
 
 
-# Dataset loaders are registered by name as "module:function" strings so that listing them
-# imports nothing; the function is imported when a recipe or `zoo eval` asks for it.
+# Dataset loaders are registered by name as "module:function" strings (a domain's descriptor
+# lists them) so that listing them imports nothing; the function is imported when asked for.
 DATASETS: Registry[str] = Registry("dataset")
 
 
@@ -69,9 +70,8 @@ def register_dataset(name: str, target: str) -> str:
 
 def load_dataset(name: str, **kwargs: Any) -> Iterable[Sample]:
     """Call the loader registered under ``name`` with ``kwargs`` (path, split, n, seed, ...)."""
-    from zoo.registry import discover_domains
+    from zoo.domains import discover
 
-    if name not in DATASETS:
-        discover_domains()
+    discover()  # domains register their loaders from their descriptors
     module, _, func = DATASETS.get(name).partition(":")
     return getattr(importlib.import_module(module), func)(**kwargs)

@@ -29,6 +29,7 @@ from huggingface_hub.errors import (
 )
 
 from zoo.registry import ModelEntry
+from zoo.kinds import VLMSpec
 
 logger = logging.getLogger(__name__)
 
@@ -148,3 +149,10 @@ def _download(entry: ModelEntry, revision: str | None, patterns: list[str]) -> s
             f"could not download {entry.repo_id}: {err}. Check the network, or fetch it elsewhere with:\n"
             f"  {download_command(entry, revision)}"
         ) from err
+
+
+def resolve_repo(repo_id: str, revision: str | None = None, *, trust_remote_code: bool = False) -> ResolvedModel:
+    """Find the files of a Hub repository the registry does not list (cache, then download)."""
+    unlisted = ModelEntry(name=repo_id, repo_id=repo_id, spec=VLMSpec(), architecture="unknown",
+                          base_model="unknown", domain="unlisted", task="unlisted model")  # fmt: skip
+    return resolve(unlisted, revision, trust_remote_code=trust_remote_code)

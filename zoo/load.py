@@ -1,4 +1,12 @@
-"""``zoo.load(name)``: a catalog name (or a local directory) to a ready inference pipeline."""
+"""``zoo.load(name)``: a catalog name, a Hub repository or a local directory to a ready pipeline.
+
+The pipeline is the one of the entry's kind (:data:`zoo.kinds.SPECS`): a VLM answers with a
+:class:`~zoo.outputs.Prediction`, a diffusion model with an :class:`~zoo.outputs.ImageOutput`,
+a policy with an :class:`~zoo.outputs.ActionOutput`. A model the registry does not list is
+loaded as open_clip's ``hf-hub:`` does: ``zoo.load("hf-hub:owner/name")`` (or plain
+``owner/name``, or a directory), with its kind given (``kind="diffusion"``) or read from its
+files.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +16,15 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zoo.hub import ResolvedModel, resolve
-from zoo.pipelines import LOADERS
-from zoo.registry import ModelEntry, PromptSpec, info
+from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
+from zoo.registry import MODELS, ModelEntry, info
 
 if TYPE_CHECKING:
     import torch
 
 logger = logging.getLogger(__name__)
+
+HUB_PREFIX = "hf-hub:"
 
 #: HF ``model_type`` -> (human name, coordinate frame its native grounding output uses).
 KNOWN_ARCHITECTURES = {
@@ -24,9 +33,17 @@ KNOWN_ARCHITECTURES = {
     "qwen3_vl": ("Qwen3-VL", "norm1000"),
 }
 
+#: The file that marks each kind's directory layout, in the order they are tried.
+KIND_MARKERS = (
+    ("diffusion", "model_index.json"),
+    ("clip", "open_clip_config.json"),
+    ("policy", "policy_config.json"),
+    ("vlm", "config.json"),
+)
+
 
 class WrongArchitectureError(ValueError):
-    """A directory's weights are not of the architecture the entry (or the zoo) expects."""
+    """A directory's weights are not of the architecture (or kind) the entry expects."""
 
 
 def load(
@@ -36,29 +53,44 @@ def load(
     dtype: str | torch.dtype = "auto",
     *,
     entry: str | None = None,
+    kind: str | None = None,
     trust_remote_code: bool = False,
 ) -> Any:
-    """The inference pipeline for a registered model or a local model directory.
+    """The inference pipeline for a registered model, a Hub repository or a local model directory.
 
     Args:
-        name: a registry name or alias (``"patho-r1"``), or a path to a model directory.
+        name: a registry name or alias (``"patho-r1"``); a Hub repository the registry does not list
+            (``"hf-hub:owner/name"`` or ``"owner/name"``); or a path to a model directory.
         revision: Hub branch, tag or commit; defaults to the entry's pinned revision.
         device: ``"auto"`` (CUDA when available, else CPU) or any torch device string.
         dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU) or a torch dtype / its name.
-        entry: for a local directory, the registered entry whose prompt and parser to use
-            (default: the ``entry`` recorded in the directory's ``training.json``, else a generic one).
+        entry: for a directory or Hub id, the registered entry whose spec (prompt, parser, sampling
+            settings) to use (default: the ``entry`` recorded in the directory's ``training.json``,
+            else a generic spec of the inferred kind).
+        kind: for a directory or Hub id, the model kind (``vlm``, ``clip``, ``diffusion``, ``policy``)
+            when it should not be read from the files.
         trust_remote_code: allow the repository's own Python code; only honoured for entries that
             need it, and never implied.
 
     Raises:
-        rewards.registry.UnknownNameError: the name is not registered (close matches suggested).
+        zoo_common.registry.UnknownNameError: the name is not registered (close matches suggested).
         zoo.hub.ModelNotAvailableError: offline and not cached, gated, or not released.
-        WrongArchitectureError: the files are not of the entry's architecture.
+        WrongArchitectureError: the files are not of the entry's architecture or kind.
     """
+    from zoo.hub import ResolvedModel, is_repo_id, resolve, resolve_repo
+
+    if not name or not name.strip():
+        raise ValueError("empty model name; pass a registry name (`zoo list`), a Hub id or a directory")
+    if kind is not None and kind not in SPECS:
+        raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(SPECS)}")
     path = Path(name).expanduser()
     if path.is_dir():
-        model_entry = _entry_for_directory(path, entry)
         resolved = ResolvedModel(path.resolve(), "local", "local")
+        model_entry = _entry_for_files(resolved.path, path.name, None, entry, kind)
+    elif name.startswith(HUB_PREFIX) or (is_repo_id(name) and name not in MODELS):
+        repo_id = name.removeprefix(HUB_PREFIX)
+        resolved = resolve_repo(repo_id, revision, trust_remote_code=trust_remote_code)
+        model_entry = _entry_for_files(resolved.path, repo_id, repo_id, entry, kind)
     else:
         model_entry = info(name)
         if model_entry.trust_remote_code and not trust_remote_code:
@@ -68,17 +100,25 @@ def load(
         resolved = resolve(model_entry, revision, trust_remote_code=trust_remote_code)
     check_architecture(resolved.path, model_entry)
     device = _device(device)
-    target = LOADERS.get(model_entry.kind)
-    if target is None:
-        raise NotImplementedError(f"no pipeline for models of kind {model_entry.kind!r} yet")
-    module, _, func = target.partition(":")
+    module, _, func = model_entry.spec.pipeline.partition(":")
     pipeline = getattr(importlib.import_module(module), func)(model_entry, resolved, device, _dtype(dtype, device))
     logger.info("loaded %s from %s (revision %s) on %s", model_entry.name, resolved.source, resolved.revision, device)
     return pipeline
 
 
+def infer_kind(path: Path) -> str:
+    """The model kind of a directory, from the file that marks its layout (:data:`KIND_MARKERS`)."""
+    for kind, marker in KIND_MARKERS:
+        if (path / marker).is_file():
+            return kind
+    markers = ", ".join(marker for _, marker in KIND_MARKERS)
+    raise WrongArchitectureError(
+        f"{path} has none of {markers}: it is not a model directory the zoo can read; pass kind= if it is one"
+    )
+
+
 def check_architecture(path: Path, entry: ModelEntry) -> None:
-    """Refuse a directory whose ``config.json`` is not ``entry.architecture`` (or has no weights)."""
+    """Refuse a VLM directory whose ``config.json`` is not ``entry.architecture`` (or has no weights)."""
     if entry.kind != "vlm":
         return  # other kinds validate their own file layout in their loader
     config_file = path / "config.json"
@@ -101,33 +141,49 @@ def check_architecture(path: Path, entry: ModelEntry) -> None:
         )
 
 
-def _entry_for_directory(path: Path, entry: str | None) -> ModelEntry:
-    """The entry that describes a local directory: explicit, recorded in training.json, or generic."""
+def _entry_for_files(path: Path, name: str, repo_id: str | None, entry: str | None, kind: str | None) -> ModelEntry:
+    """The entry that describes a directory or unlisted repository: explicit, recorded, or generic."""
     record = path / "training.json"
     if entry is None and record.is_file():
         entry = json.loads(record.read_text()).get("entry")
     if entry is not None:
-        return info(entry)
-    config_file = path / "config.json"
-    model_type = json.loads(config_file.read_text()).get("model_type") if config_file.is_file() else None
-    if model_type not in KNOWN_ARCHITECTURES:
-        raise WrongArchitectureError(
-            f"{path} holds a {model_type!r} model; the zoo's generic VLM pipeline serves "
-            f"{', '.join(KNOWN_ARCHITECTURES)} (pass entry=<name> for a registered model)"
-        )
-    from zoo.pipelines.generic import parse_generic
-
+        described = info(entry)
+        if kind is not None and described.kind != kind:
+            raise WrongArchitectureError(f"entry {described.name!r} is a {described.kind} model, not {kind}")
+        return described
+    kind = kind or infer_kind(path)
+    architecture, spec = _generic_spec(path, kind)
     return ModelEntry(
-        name=path.name,
-        repo_id=None,
-        kind="vlm",
-        architecture=model_type,
-        base_model="unknown",
-        domain="local",
-        task="generic VLM",
-        prompt=PromptSpec(coord_frame=KNOWN_ARCHITECTURES[model_type][1]),
-        parser=parse_generic,
-    )
+        name=name, repo_id=repo_id, spec=spec, architecture=architecture, base_model="unknown",
+        domain="unlisted", task=f"unlisted {kind} model",
+    )  # fmt: skip
+
+
+def _generic_spec(path: Path, kind: str) -> tuple[str, Any]:
+    """``(architecture, spec)`` of a model no entry describes, read from its files."""
+    if kind == "vlm":
+        config_file = path / "config.json"
+        model_type = json.loads(config_file.read_text()).get("model_type") if config_file.is_file() else None
+        if model_type not in KNOWN_ARCHITECTURES:
+            raise WrongArchitectureError(
+                f"{path} holds a {model_type!r} model; the zoo's generic VLM pipeline serves "
+                f"{', '.join(KNOWN_ARCHITECTURES)} (pass entry=<name> for a registered model)"
+            )
+        from zoo.pipelines.generic import parse_generic
+
+        return model_type, VLMSpec(coord_frame=KNOWN_ARCHITECTURES[model_type][1], parser=parse_generic)
+    if kind == "diffusion":
+        index = json.loads((path / "model_index.json").read_text())
+        return str(index.get("_class_name", "DiffusionPipeline")), DiffusionSpec()
+    if kind == "clip":
+        config = json.loads((path / "open_clip_config.json").read_text())
+        return str(config.get("model_cfg", {}).get("name", "open_clip")), ClipSpec()
+    from zoo.pipelines.policy import read_policy_config
+
+    config = read_policy_config(path)
+    spec = PolicySpec(observation_dim=config.observation_dim, action_dim=config.action_dim,
+                      action_chunk=config.action_chunk)  # fmt: skip
+    return config.architecture, spec
 
 
 def _device(device: str) -> str:

@@ -1,82 +1,41 @@
-"""The model catalog: :class:`ModelEntry` records, discovered from the domains.
+"""The model catalog: :class:`ModelEntry` records, registered by the domains.
 
-The catalog is data. Importing :mod:`zoo` loads no model code; entries are frozen
-dataclasses that a domain's ``entries.py`` registers. ``zoo`` never names a
-domain: it imports every ``domains.<name>.entries`` module it finds, plus any
-module advertised under the ``zoo.domains`` entry-point group by another
-distribution, so a new field is a new folder and nothing else.
+The catalog is data. Importing :mod:`zoo` loads no model code; entries are frozen dataclasses
+that a domain's entries module registers when the catalog is first read (:mod:`zoo.domains`
+finds the domains). Each entry holds the spec of its kind (:mod:`zoo.kinds`), which says how
+the weights are used and which pipeline serves them.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from typing import Any, Literal
+from dataclasses import dataclass
 
-from rewards.registry import Registry
+from zoo.kinds import ClipSpec, DiffusionSpec, KindSpec, PolicySpec, VLMSpec
+from zoo_common.registry import Registry
 
 logger = logging.getLogger(__name__)
-
-Kind = Literal["vlm", "diffusion", "edit", "policy", "reward_model", "clip"]
-CoordFrame = Literal["resized", "norm1000", "original", "none"]
-
-
-@dataclass(frozen=True)
-class PromptSpec:
-    """How the authors prompt the model and how it sees the image.
-
-    Attributes:
-        user: user-turn template; ``{question}`` is replaced by the caller's text.
-        system: system prompt, or ``None`` when the authors use none.
-        variants: other named system prompts the authors publish (``{"cod": "..."}``).
-        min_pixels: smallest image area fed to the vision tower (qwen-vl-utils ``min_pixels``).
-        max_pixels: largest image area fed to the vision tower (qwen-vl-utils ``max_pixels``).
-        coord_frame: frame of the coordinates the model emits: ``resized`` (absolute pixels on
-            the smart-resized image, Qwen2.5-VL), ``norm1000`` (0-1000, Qwen3-VL),
-            ``original`` or ``none``.
-        max_new_tokens: the authors' generation budget.
-        image_first: the image comes before the text in the user turn (Qwen's default layout).
-    """
-
-    user: str = "{question}"
-    system: str | None = None
-    variants: dict[str, str] = field(default_factory=dict)
-    min_pixels: int = 4 * 28 * 28
-    max_pixels: int = 16384 * 28 * 28
-    coord_frame: CoordFrame = "resized"
-    max_new_tokens: int = 512
-    image_first: bool = True
-
-    def __hash__(self) -> int:  # dict field: hash on the immutable parts
-        return hash((self.user, self.system, tuple(sorted(self.variants)), self.min_pixels, self.max_pixels))
 
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """One pretrained model of the zoo: where its weights live and how to talk to it.
+    """One pretrained model of the zoo: where its weights live and how to use them.
 
     Attributes:
         name: lowercase kebab-case registry key (``patho-r1-7b``).
         repo_id: Hugging Face repository, or ``None`` for models shipped in ``checkpoints/``
             or not released yet (``released=False``).
-        revision: pinned commit or tag; ``None`` follows ``main``.
-        kind: which pipeline serves it (``vlm``, ``clip``, ``diffusion``, ...).
+        spec: how the weights are used, of the entry's kind (:class:`~zoo.kinds.VLMSpec`,
+            :class:`~zoo.kinds.ClipSpec`, :class:`~zoo.kinds.DiffusionSpec`, :class:`~zoo.kinds.PolicySpec`).
         architecture: the HF ``model_type`` (or open_clip model name) the weights must have.
         base_model: what it was fine-tuned from.
         domain: the ``domains/<domain>`` folder that registered it.
         task: what it does, in a few words (``pathology MCQ``).
-        prompt: the authors' prompt and image settings.
-        parser: ``parser(text, question) -> dict`` turns the model's raw text into task fields
-            (``think``, ``answer``, ``bbox``...) in the model's coordinate frame, with ``parse_error``
-            set instead of raising when the text does not follow the format.
         license: SPDX-style licence id of the weights.
         gated: the Hub repository requires accepting terms before download.
         paper: arXiv id.
         aliases: other accepted names.
+        revision: pinned commit or tag; ``None`` follows ``main``.
         released: ``False`` for systems without public weights (recipe/reward/eval only).
         trust_remote_code: the weights need custom code; still only used when the caller opts in.
         notes: anything a user must know (licence terms, intended use).
@@ -84,13 +43,11 @@ class ModelEntry:
 
     name: str
     repo_id: str | None
-    kind: Kind
+    spec: KindSpec
     architecture: str
     base_model: str
     domain: str
     task: str
-    prompt: PromptSpec = field(default_factory=PromptSpec)
-    parser: Callable[[str, str], dict[str, Any]] | None = None
     license: str = "unknown"
     gated: bool = False
     paper: str | None = None
@@ -100,49 +57,36 @@ class ModelEntry:
     trust_remote_code: bool = False
     notes: str = ""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, VLMSpec | ClipSpec | DiffusionSpec | PolicySpec):
+            raise TypeError(f"entry {self.name!r}: spec must be a zoo.kinds spec, got {type(self.spec).__name__}")
+
+    @property
+    def kind(self) -> str:
+        """The model kind (``vlm``, ``clip``, ``diffusion``, ``policy``), from the spec."""
+        return self.spec.kind
+
 
 MODELS: Registry[ModelEntry] = Registry("model")
-_discovered = False
 
 
 def register(entry: ModelEntry) -> ModelEntry:
-    """Add a model entry to the catalog (called from a domain's ``entries.py``)."""
+    """Add a model entry to the catalog (called from a domain's entries module)."""
     return MODELS.register(entry.name, entry, entry.aliases)
 
 
-def discover_domains() -> list[str]:
-    """Import every domain's ``entries`` module once; returns the domain names found."""
-    global _discovered
-    found: list[str] = []
-    try:
-        import domains
-    except ImportError:  # installed without the domains package
-        domains = None
-    if domains is not None:
-        for mod in sorted(pkgutil.iter_modules(domains.__path__), key=lambda m: m.name):
-            if mod.ispkg:
-                importlib.import_module(f"domains.{mod.name}.entries")
-                found.append(mod.name)
-    for ep in entry_points(group="zoo.domains"):
-        if ep.value.split(".")[0] != "domains":
-            importlib.import_module(ep.value)
-            found.append(ep.name)
-    _discovered = True
-    return found
-
-
 def _ensure() -> None:
-    if not _discovered:
-        discover_domains()
+    from zoo.domains import load_entries
+
+    load_entries()
 
 
 def list_models(domain: str | None = None, kind: str | None = None) -> list[str]:
     """Names of registered models, optionally only one domain's or one kind's."""
     _ensure()
-    names = MODELS.list()
     return [
         n
-        for n in names
+        for n in MODELS.list()
         if (domain is None or MODELS.get(n).domain == domain) and (kind is None or MODELS.get(n).kind == kind)
     ]
 

@@ -1,1 +1,21 @@
 """GUI grounding and GUI agents: GUI-G1, UI-S1, CRAFT-GUI (recipe only), ScreenSpot evaluation."""
+
+from zoo.domains import Domain
+
+DOMAIN = Domain(
+    name="gui",
+    summary="GUI grounding and mobile agents (GUI-G1, UI-S1), ScreenSpot evaluation",
+    entries="domains.gui.entries",
+    rewards="domains.gui.rewards",
+    algorithms="domains.gui.algorithms",
+    datasets={
+        "screenspot": "domains.gui.data:load_screenspot",
+        "screenspot-v2": "domains.gui.data:load_screenspot_v2",
+        "screenspot-pro": "domains.gui.data:load_screenspot_pro",
+        "gui-g1-json": "domains.gui.data:load_gui_g1_json",
+        "ui-s1-android-control": "domains.gui.data:load_ui_s1_jsonl",
+        "gui-synthetic": "domains.gui.data:load_synthetic",
+    },
+    evaluate="domains.gui.evaluate:run",
+    benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny"),
+)

@@ -63,7 +63,7 @@ are in `training.json` (`sft.curve`, `grpo[*].curve`, `sft_continue_equal_time[*
 * **Vision tower**: frozen at its random initialisation (a trainable one collapsed in our scouting runs).
 * **SFT**: AdamW lr {sft_lr}, batch 32, 30 warm-up steps, loss on the answer tokens only, fresh
   synthetic screens every step.
-* **GRPO** (`domains/gui/recipes/gui-g1-tiny-cpu.yaml`, run through `zoo.rl.trainer.ZooGRPOTrainer`):
+* **GRPO** (`domains/gui/recipes/gui-g1-tiny-cpu.yaml`, run through `zoo.engines.vlm.trainer.ZooGRPOTrainer`):
   GUI-G1's algorithm — advantage = reward − group mean (no std), loss = token-sum × rate / 64
   averaged over sequences, β = 0 (no reference model), G = 8 — at CPU scale: lr {grpo_lr}, temperature
   {temperature}, {grpo_steps} steps of 4 prompts × 8 completions. Reward: `gui-g1` (the authors' formula,

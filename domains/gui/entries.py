@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from domains.gui.prompts import GUI_G1_USER, UI_S1_SYSTEM, UI_S1_USER, parse_gui_g1, parse_ui_s1
-from zoo.data import register_dataset
-from zoo.registry import ModelEntry, PromptSpec, register
+from zoo.kinds import VLMSpec
+from zoo.registry import ModelEntry, register
 
 GUI_G1_3B = register(
     ModelEntry(
         name="gui-g1-3b",
         aliases=("gui-g1",),
         repo_id="Yuqi-Zhou/GUI-G1-3B-v1",
-        kind="vlm",
         architecture="qwen2_5_vl",
         base_model="Qwen/Qwen2.5-VL-3B-Instruct",
         domain="gui",
         task="GUI grounding (instruction -> element box)",
         # grpo_rec.py feeds images at min 3136 / max 12845056 pixels; boxes are absolute pixels
         # of that (smart-resized) image.
-        prompt=PromptSpec(
-            user=GUI_G1_USER, min_pixels=3136, max_pixels=12845056, coord_frame="resized", max_new_tokens=128
+        spec=VLMSpec(
+            user=GUI_G1_USER, min_pixels=3136, max_pixels=12845056, coord_frame="resized", max_new_tokens=128,
+            parser=parse_gui_g1,
         ),
-        parser=parse_gui_g1,
         license="apache-2.0",
         paper="2505.15810",
         notes="Repository licence Apache-2.0; the model card's own licence field is unverified.",
@@ -33,13 +32,12 @@ UI_S1_7B = register(
         name="ui-s1-7b",
         aliases=("ui-s1",),
         repo_id="mPLUG/UI-S1-7B",
-        kind="vlm",
         architecture="qwen2_5_vl",
         base_model="Qwen/Qwen2.5-VL-7B-Instruct",
         domain="gui",
         task="mobile GUI agent (goal + screenshot -> next action)",
         # UI-S1/x/qwen/image.py: factor 28, min 1 token, max 12800 tokens of 28x28 pixels.
-        prompt=PromptSpec(
+        spec=VLMSpec(
             system=UI_S1_SYSTEM,
             user=UI_S1_USER,
             min_pixels=28 * 28,
@@ -47,8 +45,8 @@ UI_S1_7B = register(
             coord_frame="resized",
             max_new_tokens=512,
             image_first=False,
+            parser=parse_ui_s1,
         ),
-        parser=parse_ui_s1,
         license="mit",
         paper="2509.11543",
         notes="Single-step use: the goal is the question; multi-turn history is the caller's to build.",
@@ -60,30 +58,19 @@ GUI_GROUNDING_TINY = register(
     ModelEntry(
         name="gui-grounding-tiny",
         repo_id=None,
-        kind="vlm",
         architecture="qwen2_5_vl",
         base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)",
         domain="gui",
         task="GUI grounding on 112-px synthetic screens (one button: instruction -> box)",
         # Trained with the GUI-G1 prompt and reward on 112x112 screens; the processor limits keep
         # them unresized, and larger screenshots are smart-resized to <= 112x112 (boxes mapped back).
-        prompt=PromptSpec(
-            user=GUI_G1_USER, min_pixels=56 * 56, max_pixels=112 * 112, coord_frame="resized", max_new_tokens=32
+        spec=VLMSpec(
+            user=GUI_G1_USER, min_pixels=56 * 56, max_pixels=112 * 112, coord_frame="resized", max_new_tokens=32,
+            parser=parse_gui_g1,
         ),
-        parser=parse_gui_g1,
         license="apache-2.0",
         notes="A teaching/demo checkpoint trained on CPU by scripts/train_gui_tiny.py; it only knows the "
         "synthetic one-button task and is not a GUI agent. Card: model_cards/gui-grounding-tiny/README.md.",
     )
 )
 
-# Loaders by name (``zoo.data.load_dataset("screenspot", path=...)``); strings, so listing imports nothing.
-for _name, _func in (
-    ("screenspot", "load_screenspot"),
-    ("screenspot-v2", "load_screenspot_v2"),
-    ("screenspot-pro", "load_screenspot_pro"),
-    ("gui-g1-json", "load_gui_g1_json"),
-    ("ui-s1-android-control", "load_ui_s1_jsonl"),
-    ("gui-synthetic", "load_synthetic"),
-):
-    register_dataset(_name, f"domains.gui.data:{_func}")

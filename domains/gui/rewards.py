@@ -380,7 +380,7 @@ def _ui_s1_sizes(target: Mapping[str, Any]) -> tuple[tuple[float, float], tuple[
         raise ValueError("ui-s1 needs target['image_size'] = [width, height] of the original screenshot")
     resized = target.get("resized_size") or (target.get("resized_width"), target.get("resized_height"))
     if None in resized:
-        from rewards.coords import resized_size_for
+        from zoo_common.coords import resized_size_for
 
         resized = resized_size_for(size, 28, UI_S1_MIN_PIXELS, UI_S1_MAX_PIXELS)
     return (float(size[0]), float(size[1])), (float(resized[0]), float(resized[1]))

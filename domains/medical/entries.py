@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from domains.medical.prompts import PATHO_COD_SYSTEM, PATHO_COT_SYSTEM, parse_think_answer
-from zoo.data import register_dataset
-from zoo.registry import ModelEntry, PromptSpec, register
+from zoo.kinds import ClipSpec, VLMSpec
+from zoo.registry import ModelEntry, register
 
 _PATHO_LICENCE_NOTE = (
     "CC-BY-NC-ND-4.0, gated: request access on the model page with an institutional e-mail. "
@@ -13,11 +13,12 @@ _PATHO_LICENCE_NOTE = (
 )
 
 # Patho-R1 README: CoT system prompt by default, Chain-of-Draft as a variant; max_new_tokens=2048.
-_PATHO_PROMPT = PromptSpec(
+_PATHO_SPEC = VLMSpec(
     system=PATHO_COT_SYSTEM,
     variants={"cot": PATHO_COT_SYSTEM, "cod": PATHO_COD_SYSTEM},
     coord_frame="none",
     max_new_tokens=2048,
+    parser=parse_think_answer,
 )
 
 for size, repo in (("3b", "WenchuanZhang/Patho-R1-3B"), ("7b", "WenchuanZhang/Patho-R1-7B")):
@@ -26,13 +27,11 @@ for size, repo in (("3b", "WenchuanZhang/Patho-R1-3B"), ("7b", "WenchuanZhang/Pa
             name=f"patho-r1-{size}",
             aliases=("patho-r1",) if size == "7b" else (),
             repo_id=repo,
-            kind="vlm",
             architecture="qwen2_5_vl",
             base_model=f"Qwen2.5-VL-{size.upper()} (continued pre-training, SFT, then GRPO/DAPO)",
             domain="medical",
             task="pathology VQA and multiple choice with reasoning",
-            prompt=_PATHO_PROMPT,
-            parser=parse_think_answer,
+            spec=_PATHO_SPEC,
             license="cc-by-nc-nd-4.0",
             gated=True,
             paper="2505.11404",
@@ -49,12 +48,11 @@ for size, arch in (("b", "ViT-B-16"), ("l", "ViT-L-14")):
         ModelEntry(
             name=f"patho-clip-{size}",
             repo_id=f"WenchuanZhang/Patho-CLIP-{size.upper()}",
-            kind="clip",
             architecture=arch,
             base_model=f"open_clip {arch} (pathology figure-caption pre-training)",
             domain="medical",
             task="pathology zero-shot classification and image-text retrieval",
-            prompt=PromptSpec(coord_frame="none"),
+            spec=ClipSpec(),
             license="cc-by-nc-nd-4.0",
             gated=True,
             paper="2505.11404",
@@ -74,7 +72,7 @@ for name in ("dolphin-v1", "dolphin-r1"):
         ModelEntry(
             name=name,
             repo_id=None,
-            kind="vlm",
+            spec=VLMSpec(),
             architecture="unknown",
             base_model="unknown (UNVERIFIED)",
             domain="medical",
@@ -85,7 +83,3 @@ for name in ("dolphin-v1", "dolphin-r1"):
         )
     )
 
-register_dataset("synthetic-pathology", "domains.medical.data:synthetic_pathology")
-register_dataset("synthetic-ultrasound", "domains.medical.data:synthetic_ultrasound")
-register_dataset("pathmmu", "domains.medical.data:load_pathmmu")
-register_dataset("u2bench", "domains.medical.data:load_u2bench_tsv")

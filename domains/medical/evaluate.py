@@ -326,7 +326,7 @@ def evaluate(
     ``pipe_or_predictions`` is a zoo pipeline (called on each sample), a list of responses in
     sample order, a mapping sample id -> response (PathMMU's ``No``, U2-Bench's ``index``), or
     ``None`` for a U2-Bench table with its own ``response``/``prediction`` column. Responses may
-    be strings or :class:`~zoo.pipelines.base.Prediction` objects (their ``answer`` is scored).
+    be strings or :class:`~zoo.outputs.Prediction` objects (their ``answer`` is scored).
 
     Returns the metrics; with ``out_dir`` also writes ``<out_dir>/metrics.json`` holding the
     metrics and one record per case (truth, response, correctness or failure).

@@ -91,6 +91,7 @@ def test_bare_state_dict_of_a_builtin_architecture(tmp_path: Path) -> None:
 
     from zoo.hub import ResolvedModel
     from zoo.pipelines.clip import load_clip_pipeline
+    from zoo.kinds import ClipSpec
     from zoo.registry import ModelEntry
 
     cfg = tmp_path / "zoo-test-tiny-clip.json"
@@ -100,7 +101,7 @@ def test_bare_state_dict_of_a_builtin_architecture(tmp_path: Path) -> None:
     weights = tmp_path / "weights"
     weights.mkdir()
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, weights / "PathoCLIP-B.safetensors")
-    entry = ModelEntry("tiny-clip", None, "clip", "zoo-test-tiny-clip", "x", "medical", "test")
+    entry = ModelEntry("tiny-clip", None, ClipSpec(), "zoo-test-tiny-clip", "x", "medical", "test")
     pipe = load_clip_pipeline(entry, ResolvedModel(weights, "local", "local"), "cpu", torch.float32)
     state = pipe.model.state_dict()
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import math
-import sys
-import types
-from importlib.metadata import EntryPoint
 
 import pytest
 
 import rewards
-from rewards import RewardResult, RewardSample, UnknownNameError, WeightedSum
+from rewards import RewardResult, RewardSample, WeightedSum
+from zoo_common.registry import UnknownNameError
 from rewards import base as base_mod
 from rewards.numeric import NumericMatch
 
@@ -45,25 +43,24 @@ def test_register_refuses_a_different_object_under_a_taken_name() -> None:
         rewards.register("test-not-callable", 3)
 
 
-def test_entry_point_discovery_imports_each_module_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("fake_domain_rewards")
-    module.__dict__["loaded"] = 0
+def test_discovery_hooks_run_once_at_first_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """How zoo makes domain rewards findable without rewards importing zoo: a hook run at discovery."""
+    calls = []
+    reward = Fixed("test-hooked-domain", [1.0])
 
-    def load_module():
-        module.loaded += 1
-        rewards.register("test-fake-domain", Fixed("test-fake-domain", [1.0]))
-        return module
+    def hook():
+        calls.append(1)
+        rewards.register("test-hooked-domain", reward)
 
-    good = EntryPoint(name="fake", value="fake_domain_rewards", group=base_mod.ENTRY_POINT_GROUP)
-    broken = EntryPoint(name="broken", value="no_such_module_xyz", group=base_mod.ENTRY_POINT_GROUP)
-    monkeypatch.setitem(sys.modules, "fake_domain_rewards", module)
-    monkeypatch.setattr(base_mod, "entry_points", lambda group: [broken, good] if group == "zoo.rewards" else [])
+    monkeypatch.setattr(base_mod, "_hooks", [])
     monkeypatch.setattr(base_mod, "_discovered", False)
-    monkeypatch.setattr(EntryPoint, "load", lambda self: load_module() if self.value == module.__name__
-                        else __import__(self.value))
-    assert "test-fake-domain" in rewards.list()  # the broken module is logged, not fatal
-    rewards.get("test-fake-domain")
-    assert module.loaded == 1
+    rewards.add_discovery_hook(hook)
+    assert calls == []  # nothing runs before a lookup
+    assert "test-hooked-domain" in rewards.list()
+    rewards.get("test-hooked-domain")
+    assert calls == [1]
+    rewards.add_discovery_hook(hook)  # added after discovery: runs at once
+    assert calls == [1, 1]
 
 
 def test_sample_reward_turns_parse_errors_into_zero_with_all_components() -> None:

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from zoo.rl.recipe import Recipe, RecipeError
+from zoo.engines.vlm.recipe import VLMRecipe as Recipe
+from zoo.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted([*ROOT.glob("zoo/rl/recipes/*.yaml"), *ROOT.glob("domains/*/recipes/*.yaml")])
 
-MINIMAL = {"name": "t", "data": {"name": "synthetic-colour"}, "rewards": ["synthetic-colour"]}
+MINIMAL = {"name": "t", "engine": "vlm-trl", "data": {"name": "synthetic-colour"}, "rewards": ["synthetic-colour"]}
 
 
 def test_defaults_and_shorthand_reward():
@@ -32,7 +33,7 @@ def test_overrides_are_typed():
             "algorithm.dual_clip=3",
             "data.kwargs.n=12",
             "rewards.0.weight=0.5",
-            "engine.verl_overrides=[trainer.nnodes=2]",
+            "verl.overrides=[trainer.nnodes=2]",
         ],
     )
     assert recipe.training.lr == 1e-5 and isinstance(recipe.training.lr, float)
@@ -40,7 +41,7 @@ def test_overrides_are_typed():
     assert recipe.algorithm.loss_type == "dapo" and recipe.algorithm.dual_clip == 3.0
     assert recipe.data.kwargs == {"n": 12}
     assert recipe.rewards[0].weight == 0.5
-    assert recipe.engine.verl_overrides == ("trainer.nnodes=2",)
+    assert recipe.verl.overrides == ("trainer.nnodes=2",)
 
 
 def test_yaml_round_trip(tmp_path):
@@ -54,7 +55,7 @@ def test_yaml_round_trip(tmp_path):
     ("override", "message"),
     [
         ("training.lrr=1", "Did you mean training.lr"),
-        ("algorithm.loss_type=dapoo", "Did you mean 'dapo'"),
+        ("algorithm.loss_type=dapoo", "Did you mean: dapo"),
         ("training.steps=many", "training.steps must be int"),
         ("training.freeze_vision=maybe", "must be true or false"),
         ("rewards.3.weight=1", "has only 1 item"),
@@ -86,12 +87,13 @@ def test_shipped_recipes_parse(path):
 
 def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monkeypatch):
     """Recipes start from Hub base models that are not zoo entries; those must not be 'unknown model'."""
-    from rewards.registry import UnknownNameError
+    from zoo_common.registry import UnknownNameError
     from zoo.hub import CHECKPOINTS_DIR
-    from zoo.train import policy_source
+    from zoo.engines.vlm.policy_model import policy_source
 
     def source(name: str, *overrides: str) -> tuple[str, str | None]:
-        recipe = Recipe.from_dict({"name": "t", "data": {"name": "d"}, "rewards": ["r"], "model": {"name": name}},
+        recipe = Recipe.from_dict({"name": "t", "engine": "vlm-trl", "data": {"name": "d"}, "rewards": ["r"],
+                                   "model": {"name": name}},
                                   list(overrides))
         return policy_source(recipe)
 
@@ -107,9 +109,7 @@ def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monk
 
 
 def test_estimator_needing_rollout_ids_is_refused_at_load():
-    from zoo.rl.recipe import Recipe, RecipeError
-
-    data = {"name": "x", "data": {"name": "synthetic-colour"}, "rewards": [{"name": "synthetic-colour"}],
+    data = {"name": "x", "engine": "vlm-trl", "data": {"name": "synthetic-colour"}, "rewards": [{"name": "synthetic-colour"}],
             "algorithm": {"adv_estimator": "ui-s1"}}
     with pytest.raises(RecipeError, match="traj_ids, step_ids, matches"):
         Recipe.from_dict(data)

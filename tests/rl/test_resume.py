@@ -8,10 +8,11 @@ import json
 import pytest
 from transformers import TrainerCallback
 
-import zoo.train
+from zoo.engines.vlm import trl_engine
 from rewards.base import REWARDS, RewardResult, register
-from zoo.rl.recipe import Recipe
-from zoo.rl.trainer import COMPLETE_MARKER, ZooGRPOTrainer, is_complete, latest_checkpoint
+from zoo.engines.vlm.recipe import VLMRecipe as Recipe
+from zoo.engines.vlm.trainer import ZooGRPOTrainer
+from zoo.runs import COMPLETE_MARKER, is_complete, latest_checkpoint
 
 
 class LetterRate:
@@ -32,6 +33,7 @@ STEPS = 4
 def recipe(out) -> Recipe:
     return Recipe.from_dict({
         "name": "resume",
+        "engine": "vlm-trl",
         "data": {"name": "synthetic-colour", "kwargs": {"n": 16, "seed": 3}},
         "rewards": [{"name": LetterRate.name}],
         "algorithm": {"num_generations": 4, "max_completion_length": 5},
@@ -52,8 +54,8 @@ class Interrupt(TrainerCallback):
 
 
 def interrupted(monkeypatch, at: int) -> None:
-    build = zoo.train.build_trainer
-    monkeypatch.setattr(zoo.train, "build_trainer", lambda r, o, callbacks=None: build(r, o, [Interrupt(at)]))
+    build = trl_engine.build_trainer
+    monkeypatch.setattr(trl_engine, "build_trainer", lambda r, o, callbacks=None: build(r, o, [Interrupt(at)]))
 
 
 def logged(out) -> dict[int, dict[str, str]]:
@@ -63,15 +65,15 @@ def logged(out) -> dict[int, dict[str, str]]:
 
 def test_resumed_run_equals_uninterrupted(tmp_path, monkeypatch):
     straight = tmp_path / "straight"
-    zoo.train.train_trl(recipe(straight), straight)
+    trl_engine.train(recipe(straight), straight)
 
     resumed = tmp_path / "resumed"
     with monkeypatch.context() as patch:
         interrupted(patch, at=3)
         with pytest.raises(KeyboardInterrupt):
-            zoo.train.train_trl(recipe(resumed), resumed)
+            trl_engine.train(recipe(resumed), resumed)
     assert latest_checkpoint(resumed).name == "checkpoint-2"
-    zoo.train.train_trl(recipe(resumed), resumed, resume=True)
+    trl_engine.train(recipe(resumed), resumed, resume=True)
 
     a, b = logged(straight), logged(resumed)
     assert sorted(a) == sorted(b) == list(range(1, STEPS + 1))
@@ -97,13 +99,13 @@ def test_killed_checkpoint_write_is_ignored(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ZooGRPOTrainer, "_save_rng_state", save_rng)
     with pytest.raises(KeyboardInterrupt):
-        zoo.train.train_trl(recipe(out), out)
+        trl_engine.train(recipe(out), out)
     monkeypatch.undo()
 
     half = out / "checkpoint-4"
     assert (half / "model.safetensors").exists() and not is_complete(half), "a half-written checkpoint exists"
     assert latest_checkpoint(out) == out / "checkpoint-2"
-    zoo.train.train_trl(recipe(out), out, resume=True)  # removes the half-written folder, redoes steps 3-4
+    trl_engine.train(recipe(out), out, resume=True)  # removes the half-written folder, redoes steps 3-4
     assert is_complete(out / f"checkpoint-{STEPS}")
     assert json.loads((out / f"checkpoint-{STEPS}" / COMPLETE_MARKER).read_text())["step"] == STEPS
 
@@ -112,7 +114,7 @@ def test_marker_lists_files(tmp_path):
     folder = tmp_path / "checkpoint-1"
     folder.mkdir()
     (folder / "weights.bin").write_bytes(b"x")
-    from zoo.rl.trainer import mark_complete
+    from zoo.runs import mark_complete
 
     mark_complete(folder, 1)
     assert is_complete(folder)

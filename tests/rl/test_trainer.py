@@ -13,8 +13,9 @@ import torch
 from trl import GRPOTrainer
 
 from rewards.base import REWARDS, RewardResult, register
-from zoo.rl.recipe import Recipe
-from zoo.train import build_trainer, run
+from zoo.engines.vlm.recipe import VLMRecipe as Recipe
+from zoo.engines.vlm.trl_engine import build_trainer
+from zoo.train import run
 
 
 class VowelRate:
@@ -52,6 +53,7 @@ for _reward in (VowelRate(), FailsSometimes(), Constant()):
 def recipe_for(tmp_path, *overrides: str, reward: str = "test-vowel-rate") -> Recipe:
     base = {
         "name": "test",
+        "engine": "vlm-trl",
         "data": {"name": "synthetic-colour", "kwargs": {"n": 16, "seed": 0}},
         "rewards": [{"name": reward}],
         "algorithm": {"num_generations": 4, "max_completion_length": 6},
@@ -145,9 +147,9 @@ def test_gui_g1_loss_weights_by_meta_rate(tmp_path):
     trainer = build_trainer(recipe_for(tmp_path, "algorithm.loss_type=gui_g1", "algorithm.normalize_std=false"),
                             tmp_path)
     inputs = trainer._prepare_inputs(first_batch(trainer))
-    assert torch.equal(inputs["zoo_rate"], torch.ones(8))  # synthetic-colour samples carry rate 1.0
+    assert torch.equal(inputs["zoo_sample_weight"], torch.ones(8))  # synthetic-colour samples carry rate 1.0
     base = grads_of(trainer.model, trainer._compute_loss(trainer.model, inputs))
-    doubled = grads_of(trainer.model, trainer._compute_loss(trainer.model, {**inputs, "zoo_rate": inputs["zoo_rate"] * 2}))
+    doubled = grads_of(trainer.model, trainer._compute_loss(trainer.model, {**inputs, "zoo_sample_weight": inputs["zoo_sample_weight"] * 2}))
     assert any(g.abs().sum() > 0 for g in base.values())
     for name in base:
         torch.testing.assert_close(doubled[name], 2 * base[name], msg=name)

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from zoo.rl.recipe import Recipe
+from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 from zoo.train import run
 
 HAS_VERL = importlib.util.find_spec("verl") is not None
@@ -29,6 +29,7 @@ def exported(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("verl-run")
     recipe = Recipe.from_dict({
         "name": "verl-export",
+        "engine": "vlm-trl",
         "data": {"name": "synthetic-colour", "kwargs": {"n": 8, "seed": 0}},
         "rewards": [{"name": "synthetic-colour"}, {"name": "synthetic-format", "weight": 0.1}],
         "algorithm": {"num_generations": 4, "max_completion_length": 8, "loss_type": "dapo"},
@@ -88,7 +89,7 @@ def test_overrides_use_zoo_estimator_loss_and_recipe_values(exported):
     assert args["actor_rollout_ref.rollout.n"] == "4"
     assert args["data.max_response_length"] == "8"
     assert args["reward.custom_reward_function.path"] == str(exported / "reward_fn.py")
-    assert "VERL_USE_EXTERNAL_MODULES=zoo.rl.verl_plugin" in (exported / "run_verl.sh").read_text()
+    assert "VERL_USE_EXTERNAL_MODULES=zoo.engines.vlm.verl_plugin" in (exported / "run_verl.sh").read_text()
 
 
 @pytest.mark.skipif(HAS_VERL, reason="checks the message shown when verl is missing")
@@ -143,7 +144,7 @@ def test_zoo_registrations_match_verl_builtins(verl_config):
     import torch
     from verl.trainer.ppo import core_algos
 
-    import zoo.rl.verl_plugin  # noqa: F401
+    import zoo.engines.vlm.verl_plugin  # noqa: F401
 
     torch.manual_seed(0)
     rewards = torch.zeros(8, 5)

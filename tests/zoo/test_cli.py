@@ -15,7 +15,7 @@ def test_list_and_info(capsys):
     assert "gui-g1-3b" in out and "patho-r1" not in out
     assert main(["info", "patho-r1", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["name"] == "patho-r1-7b" and data["gated"] is True and data["parser"] == "parse_think_answer"
+    assert data["name"] == "patho-r1-7b" and data["gated"] is True and data["kind"] == "vlm" and data["spec"]["parser"] == "parse_think_answer"
 
 
 def test_unknown_name_exits_2_with_suggestion(capsys):

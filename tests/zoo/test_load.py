@@ -53,7 +53,7 @@ def test_patho_r1_loads_from_hf_cache_and_parses_think_answer_letter(hf_cache, i
     assert pipe.entry.name == "patho-r1-7b"
     assert (pipe.source, pipe.revision) == ("cache", COMMIT)
     messages = pipe.messages(screen, PATHO_QUESTION)
-    assert messages[0] == {"role": "system", "content": zoo.info("patho-r1").prompt.system}
+    assert messages[0] == {"role": "system", "content": zoo.info("patho-r1").spec.system}
     assert messages[1]["content"][0]["type"] == "image"
     pred = pipe(screen, PATHO_QUESTION, max_new_tokens=40)
     assert pred.parse_error is None, pred.text
@@ -94,9 +94,9 @@ def test_qwen3_vl_directory_uses_0_1000_frame(tmp_path, screen):
     answer = '[{"bbox_2d": [100, 200, 500, 800]}]'
     model_dir = taught_model_dir(tmp_path, "gui-g1-3b", "qwen3_vl", screen, "find it", answer)
     pipe = zoo.load(str(model_dir))  # no entry: generic pipeline, frame taken from the architecture
-    assert (pipe.entry.architecture, pipe.entry.prompt.coord_frame, pipe.source) == ("qwen3_vl", "norm1000", "local")
+    assert (pipe.entry.architecture, pipe.entry.spec.coord_frame, pipe.source) == ("qwen3_vl", "norm1000", "local")
     # the generic template is the bare question, so passing GUI-G1's full user text gives the taught prompt
-    pred = pipe(screen, zoo.info("gui-g1-3b").prompt.user.replace("{question}", "find it"), max_new_tokens=40)
+    pred = pipe(screen, zoo.info("gui-g1-3b").spec.user.replace("{question}", "find it"), max_new_tokens=40)
     assert pred.bbox == pytest.approx([100 * 200 / 1000, 200 * 150 / 1000, 500 * 200 / 1000, 800 * 150 / 1000])
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from domains.gui.prompts import parse_gui_g1, parse_ui_s1
 from domains.medical.prompts import format_mcq, parse_mcq_options, parse_think_answer
-from zoo.pipelines.base import Prediction
+from zoo.outputs import Prediction
 
 
 def test_patho_mcq_layout_uses_literal_slash_n():

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import zoo
-from rewards.registry import Registry, UnknownNameError
+from zoo_common.registry import Registry, UnknownNameError
 from zoo.cli import markdown_table
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -23,10 +23,10 @@ def test_domains_are_discovered_and_first_entries_exist():
 def test_every_entry_is_well_formed(name):
     entry = zoo.info(name)
     assert entry.name == name == name.lower() and " " not in name
-    assert entry.kind in {"vlm", "diffusion", "edit", "policy", "reward_model", "clip"}
+    assert entry.kind in {"vlm", "diffusion", "policy", "clip"}
     assert entry.license and entry.domain and entry.task
     if entry.released and entry.kind == "vlm":
-        assert entry.parser is not None and "{question}" in entry.prompt.user
+        assert entry.spec.parser is not None and "{question}" in entry.spec.user
 
 
 def test_aliases_and_case_insensitive_lookup():

@@ -1,9 +1,9 @@
 """Qwen2.5-VL / Qwen3-VL inference with the authors' prompt, resize and parser.
 
-``pipe(image, question)`` returns a :class:`~zoo.pipelines.base.Prediction` whose boxes and
+``pipe(image, question)`` returns a :class:`~zoo.outputs.Prediction` whose boxes and
 points are in original-image pixels, whatever frame the model emits: the frame the model saw is
 read back from the processor's ``image_grid_thw`` (so it is right even when the processor's own
-pixel limits resize the image again) and mapped with :mod:`rewards.coords`.
+pixel limits resize the image again) and mapped with :mod:`zoo_common.coords`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 import torch
 from PIL import Image
 
-from rewards.coords import to_original
+from zoo_common.coords import to_original
 from zoo.hub import ResolvedModel
 from zoo.images import ImageInput, load_image
-from zoo.pipelines.base import Prediction
+from zoo.outputs import Prediction
 from zoo.registry import ModelEntry
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class VLMPipeline:
 
     def messages(self, image: Any, question: str, system: str | None = None) -> list[dict[str, Any]]:
         """The chat messages for one question, laid out as the authors lay them out."""
-        spec = self.entry.prompt
+        spec = self.entry.spec
         system = spec.variants.get(system, system) if system else spec.system
         text = {"type": "text", "text": spec.user.replace("{question}", question)}
         image_part = {"type": "image", "image": image}
@@ -65,7 +65,7 @@ class VLMPipeline:
         the entry's pixel limits (the original's size maps coordinates back)."""
         from qwen_vl_utils import fetch_image
 
-        spec = self.entry.prompt
+        spec = self.entry.spec
         original = load_image(image)
         resized = fetch_image(
             {"image": original, "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels},
@@ -108,7 +108,7 @@ class VLMPipeline:
         inputs = self.processor(
             text=texts, images=[resized for _, resized in prepared], padding=True, return_tensors="pt"
         ).to(self.device)
-        kwargs = {"max_new_tokens": self.entry.prompt.max_new_tokens, "do_sample": False, **generation}
+        kwargs = {"max_new_tokens": self.entry.spec.max_new_tokens, "do_sample": False, **generation}
         if seed is not None:
             torch.manual_seed(seed)
         output = self.model.generate(**inputs, **kwargs)
@@ -122,12 +122,12 @@ class VLMPipeline:
 
     def _predict(self, text: str, question: str, original_size: tuple[int, int], grid: list[int]) -> Prediction:
         """Parse one answer and map its coordinates to original pixels."""
-        parser = self.entry.parser
+        parser = self.entry.spec.parser
         parsed = parser(text, question) if parser else {"answer": text.strip()}
         prediction = Prediction.from_parsed(text, parsed)
         # image_grid_thw counts patches; the model saw (grid_h * patch) x (grid_w * patch) pixels.
         seen = (grid[2] * self.patch_size, grid[1] * self.patch_size)
-        frame = self.entry.prompt.coord_frame
+        frame = self.entry.spec.coord_frame
         if frame in ("resized", "norm1000"):
             convert = functools.partial(to_original, frame=frame, original_size=original_size, resized_size=seen)
             if prediction.bbox is not None:

@@ -27,7 +27,7 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
-from rewards.registry import Registry
+from zoo_common.registry import Registry
 
 GroupIds = torch.Tensor | Sequence[Hashable]
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import torch
 
-from rewards.registry import Registry
+from zoo_common.registry import Registry
 
 AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 """verl's ``loss_agg_mode`` values accepted by :func:`aggregate`."""

@@ -289,7 +289,7 @@ def ui_s1(
     advantages and returns (no critic).
 
     ``traj_ids``, ``step_ids`` and ``matches`` are required: they come from a multi-turn
-    rollout. The single-turn TRL trainer (:mod:`zoo.rl.trainer`) does not provide them,
+    rollout. The single-turn TRL trainer (:mod:`zoo.engines.vlm.trainer`) does not provide them,
     so selecting ``ui-s1`` there fails with this message rather than guessing.
 
     Args:

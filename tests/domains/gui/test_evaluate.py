@@ -9,7 +9,7 @@ from PIL import Image
 
 from domains.gui import evaluate
 from domains.gui.data import load_synthetic
-from zoo.pipelines.base import Prediction
+from zoo.outputs import Prediction
 
 
 class ScriptedPipe:

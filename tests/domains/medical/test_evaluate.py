@@ -112,7 +112,7 @@ def _write_pathmmu(root: Path) -> None:
 def test_pathmmu_accuracy_from_data_json(tmp_path: Path) -> None:
     _write_pathmmu(tmp_path)
     responses = {"1": "<think>fibres</think><answer>B</answer>", "2": "(B)"}
-    from zoo.pipelines.base import Prediction
+    from zoo.outputs import Prediction
 
     preds = {"1": Prediction(text=responses["1"], answer="B"), "2": responses["2"]}
     got = evaluate(preds, "pathmmu:PubMed_test_tiny", str(tmp_path), out_dir=tmp_path / "out")

@@ -10,7 +10,7 @@ import domains.medical.entries  # noqa: F401  (registers the datasets)
 import domains.medical.rewards  # noqa: F401  (registers the rewards)
 from rewards.base import REWARDS
 from zoo.data import DATASETS, load_dataset
-from zoo.rl.recipe import Recipe
+from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 
 RECIPES = sorted((Path(__file__).parents[3] / "domains" / "medical" / "recipes").glob("*.yaml"))
 

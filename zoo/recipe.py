@@ -1,16 +1,20 @@
-"""Training recipes: one typed dataclass per run, loaded from YAML, overridden from the CLI.
+"""The recipe machinery every engine shares: typed dataclasses from YAML, dotted CLI overrides.
 
-A recipe names everything a GRPO-family run needs — the model, the data (by registered
-dataset name), the reward(s) with weights, the algorithm and the training knobs — so that
-``zoo train domains/gui/recipes/gui-g1.yaml --set training.lr=1e-5`` is reproducible from the
-``recipe.yaml`` the run writes next to its checkpoints. The shape follows cleanrl's "one
-dataclass of arguments, one docstring per field"; there is no Hydra and no global config.
+A recipe is one typed dataclass per run. It names its engine (``engine: vlm-trl``); the engine
+(:mod:`zoo.engines`) owns the recipe class with its algorithm settings and validation, and this
+module owns what all of them share: reading YAML, converting values to the declared field types,
+``--set`` overrides with close-match errors, the resolved ``recipe.yaml``, the output directory,
+and the blocks every engine reuses (:class:`RewardSpec`, :class:`DataConfig`,
+:class:`TrainingBase`). The shape follows cleanrl's "one dataclass of arguments, one docstring
+per field"; there is no Hydra and no global config. ``zoo train RECIPE --set training.lr=1e-5``
+is reproducible from the ``recipe.yaml`` the run writes next to its checkpoints.
 
-YAML layout (every section optional except ``name``, ``data`` and ``rewards``)::
+YAML layout of a VLM recipe (the engine's recipe class says which sections exist)::
 
     name: gui-g1-tiny
+    engine: vlm-trl
     model: {name: "tiny:qwen2_5_vl"}
-    data: {name: synthetic-shapes, kwargs: {n: 256, seed: 0}}
+    data: {name: synthetic-colour, kwargs: {n: 256, seed: 0}}
     rewards:
       - {name: gui-g1, weight: 1.0}
       - {name: format, weight: 0.1}
@@ -30,12 +34,13 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "gspo", "gui_g1"]
-Engine = Literal["trl", "verl"]
+if TYPE_CHECKING:
+    from rewards.base import Reward
+    from zoo.data import Sample
 
 
 class RecipeError(ValueError):
@@ -43,28 +48,11 @@ class RecipeError(ValueError):
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    """Which policy to train."""
-
-    name: str = "tiny:qwen2_5_vl"
-    """A zoo model name (``zoo list``), a local directory with a transformers checkpoint, a Hugging Face
-    repository id (``Qwen/Qwen2.5-VL-7B-Instruct``: the base models recipes start from), or
-    ``tiny:qwen2_5_vl`` / ``tiny:qwen3_vl`` for a random tiny model built offline (CPU smoke runs)."""
-    revision: str | None = None
-    """Hub revision (commit or tag) when ``name`` resolves to a Hub repository; ``None`` uses the entry's pin."""
-    dtype: str = "auto"
-    """``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``bfloat16`` or ``float16``."""
-    tiny: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments for :func:`zoo.tiny.build_tiny_vlm` (``hidden``, ``layers``, ``seed``...) when
-    ``name`` is ``tiny:*``. Without ``corpus`` the tokenizer is trained on the training prompts and targets."""
-
-
-@dataclass(frozen=True)
 class DataConfig:
-    """Where the prompts come from: a dataset registered with :func:`zoo.data.register_dataset`."""
+    """Where the prompts come from: a dataset a domain registered (``zoo.data.DATASETS``)."""
 
     name: str = ""
-    """Registered dataset name (``zoo.data.DATASETS.list()``), e.g. ``synthetic-shapes``."""
+    """Registered dataset name (``zoo.data.DATASETS.list()``), e.g. ``synthetic-colour``."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Passed to the loader: path, split, n, seed, ..."""
     max_samples: int | None = None
@@ -75,6 +63,15 @@ class DataConfig:
     """Loader arguments for ``eval_name``."""
     system_prompt: str | None = None
     """A system message prepended to every prompt (the paper's system prompt), or ``None``."""
+
+    def load(self) -> list[Sample]:
+        """The samples, from the dataset registry (domains' loaders are found on first use)."""
+        from zoo.data import load_dataset, take
+
+        samples = load_dataset(self.name, **self.kwargs)
+        if self.max_samples is not None:
+            samples = take(samples, self.max_samples)
+        return list(samples)
 
 
 @dataclass(frozen=True)
@@ -88,142 +85,63 @@ class RewardSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Arguments for parameterised rewards (thresholds, judge settings)."""
 
+    def build(self) -> Reward:
+        """The registered reward; ``kwargs`` configure a parameterised one (class or ``with_options``)."""
+        import zoo.domains  # noqa: F401  (its discovery hook makes the domains' rewards findable)
+        from rewards.base import get
 
-@dataclass(frozen=True)
-class AlgorithmConfig:
-    """The GRPO-family algorithm: advantage estimator, surrogate loss and sampling."""
-
-    loss_type: LossType = "grpo"
-    """Loss aggregation by paper: ``grpo`` (per-sequence token mean), ``dr_grpo`` (sum / (B·L_max)),
-    ``dapo`` (token mean over the batch), ``bnpo`` (token mean over the local batch), ``gspo``
-    (sequence-level ratio, GSPO), ``gui_g1`` (token sum scaled by rate/64, GUI-G1)."""
-    adv_estimator: str = "grpo"
-    """Registered advantage estimator in :mod:`zoo.rl.advantages` (``grpo``, ``rloo``, ...)."""
-    normalize_std: bool = True
-    """Divide group-centred rewards by the group std (GRPO); ``False`` is Dr. GRPO's and GUI-G1's choice."""
-    clip_low: float | None = None
-    """PPO clip epsilon below 1 (ratio floor 1 - clip_low); ``None``: the loss's paper default
-    (0.2; GSPO 3e-4)."""
-    clip_high: float | None = None
-    """PPO clip epsilon above 1; ``None``: the loss's paper default (0.2; DAPO's clip-higher 0.28; GSPO 4e-4)."""
-    dual_clip: float | None = None
-    """Dual-clip constant c (> 1) bounding the loss of negative-advantage tokens; ``None`` disables it."""
-    beta: float = 0.0
-    """KL coefficient against the reference policy; 0 skips the reference model entirely."""
-    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
-    """KL estimator (Schulman's k1/k2/k3) used when ``beta > 0``."""
-    num_generations: int = 8
-    """Group size G: completions sampled per prompt."""
-    temperature: float = 1.0
-    """Sampling temperature for rollouts."""
-    top_p: float = 1.0
-    """Nucleus sampling threshold for rollouts."""
-    max_completion_length: int = 64
-    """Maximum new tokens per completion."""
-    num_iterations: int = 1
-    """Optimisation passes over each generated batch (PPO epochs, mu in the GRPO paper)."""
-    dynamic_sampling: bool = False
-    """Drop groups whose rewards are all equal from the loss (DAPO); they carry no signal."""
-    rate_column: str = "rate"
-    """For ``gui_g1``: the ``Sample.meta`` key holding the per-sample difficulty rate."""
+        reward = get(self.name)
+        if self.kwargs:
+            if isinstance(reward, type):
+                return reward(**self.kwargs)
+            if callable(getattr(reward, "with_options", None)):
+                return reward.with_options(**self.kwargs)
+            raise RecipeError(f"reward {self.name!r} takes no options, but the recipe gives kwargs={self.kwargs}")
+        return reward() if isinstance(reward, type) else reward
 
 
-@dataclass(frozen=True)
-class LoraConfig:
-    """Low-rank adapters through peft; ``enabled: false`` trains every unfrozen weight."""
-
-    enabled: bool = False
-    """Train LoRA adapters instead of the full model."""
-    r: int = 16
-    """Adapter rank."""
-    alpha: int = 32
-    """Adapter scaling (lora_alpha)."""
-    dropout: float = 0.05
-    """Dropout on the adapter input."""
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-    """Module names (of the language model) that get adapters."""
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    """Optimiser, batch, checkpointing and output."""
+@dataclass(frozen=True, kw_only=True)
+class TrainingBase:
+    """Optimiser steps, seed, checkpoints and output: the training fields every engine has."""
 
     lr: float = 1e-6
-    """Peak learning rate (AdamW)."""
+    """Peak learning rate."""
     steps: int = 100
     """Optimiser steps to run."""
-    batch_size: int = 8
-    """Completions per device per micro-step (prompts x num_generations); a multiple of
-    ``algorithm.num_generations``."""
-    grad_accum: int = 1
-    """Gradient-accumulation micro-steps per optimiser step."""
     seed: int = 0
     """Seed for data order, sampling and initialisation."""
-    lr_scheduler: str = "constant"
-    """transformers scheduler name: ``constant``, ``linear``, ``cosine``, ..."""
-    warmup_steps: int = 0
-    """Linear warm-up steps."""
-    weight_decay: float = 0.0
-    """AdamW weight decay."""
-    max_grad_norm: float = 1.0
-    """Gradient clipping norm."""
     save_steps: int = 50
     """Write a checkpoint every N optimiser steps (``--resume`` continues from the newest complete one)."""
     save_total_limit: int | None = 2
     """Keep at most N checkpoints; ``None`` keeps all."""
     logging_steps: int = 1
     """Log metrics every N optimiser steps."""
-    freeze_vision: bool = True
-    """Keep the vision tower frozen, as the papers do."""
-    lora: LoraConfig = field(default_factory=LoraConfig)
-    """LoRA settings; disabled means full fine-tuning of the unfrozen weights."""
-    gradient_checkpointing: bool = False
-    """Trade compute for memory on large models."""
     output_dir: str = "runs/{name}"
     """Run directory; ``{name}`` is replaced by the recipe name."""
-    use_cpu: bool | None = None
-    """Force CPU; ``None`` uses a GPU when one is visible."""
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.save_steps < 1 or self.logging_steps < 1:
+            raise RecipeError("training.steps, training.save_steps and training.logging_steps must be >= 1")
 
 
-@dataclass(frozen=True)
-class EngineConfig:
-    """Which trainer runs the recipe."""
-
-    name: Engine = "trl"
-    """``trl`` (one machine, TRL GRPOTrainer) or ``verl`` (export + verl's Ray trainer)."""
-    verl_overrides: tuple[str, ...] = ()
-    """Extra Hydra overrides passed verbatim to verl (``trainer.nnodes=2``)."""
-    n_gpus_per_node: int = 8
-    """verl: GPUs per node."""
-    nnodes: int = 1
-    """verl: number of nodes."""
-    rollout: str = "vllm"
-    """verl: rollout backend (``vllm`` or ``sglang``)."""
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Recipe:
-    """A complete training run."""
+    """What every recipe has: a name, the engine that runs it, a description. Engines subclass it."""
 
     name: str
     """Run name; used in the default output directory."""
-    data: DataConfig
-    """Training prompts."""
-    rewards: tuple[RewardSpec, ...]
-    """Reward terms; the trained reward is their weighted sum."""
+    engine: str
+    """The engine that runs the recipe (``zoo engines``): ``vlm-trl``, ``vlm-verl``, ..."""
     description: str = ""
     """One line on what the recipe reproduces (paper, table)."""
-    model: ModelConfig = field(default_factory=ModelConfig)
-    """The policy."""
-    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
-    """GRPO-family settings."""
-    training: TrainingConfig = field(default_factory=TrainingConfig)
-    """Optimiser and checkpoint settings."""
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    """Trainer backend."""
 
     def __post_init__(self) -> None:
-        _validate(self)
+        if not self.name or "/" in self.name:
+            raise RecipeError(f"name={self.name!r}: give the run a non-empty name without '/'")
+        self.validate()
+
+    def validate(self) -> None:
+        """Engine-specific checks; raise :class:`RecipeError` with the fix."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
@@ -235,14 +153,8 @@ class Recipe:
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
-        """Read a recipe file; ``overrides`` like ``["training.lr=1e-5"]`` win over the file."""
-        path = Path(path)
-        if not path.is_file():
-            raise RecipeError(f"recipe file {str(path)!r} does not exist; pass the path to a .yaml recipe")
-        data = yaml.safe_load(path.read_text()) or {}
-        if not isinstance(data, dict):
-            raise RecipeError(f"recipe {str(path)!r} must be a YAML mapping, got {type(data).__name__}")
-        return cls.from_dict(data, overrides)
+        """Read a recipe file of this class; ``overrides`` like ``["training.lr=1e-5"]`` win over the file."""
+        return cls.from_dict(read_yaml(path), overrides)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, YAML-safe mapping (tuples become lists)."""
@@ -258,38 +170,39 @@ class Recipe:
     @property
     def output_dir(self) -> Path:
         """``training.output_dir`` with ``{name}`` filled in."""
-        return Path(self.training.output_dir.format(name=self.name))
+        return Path(self.training.output_dir.format(name=self.name))  # type: ignore[attr-defined]
 
 
-def _validate(recipe: Recipe) -> None:
-    if not recipe.data.name:
-        raise RecipeError("data.name is empty; name a registered dataset (zoo.data.DATASETS.list())")
-    if not recipe.rewards:
-        raise RecipeError("rewards is empty; list at least one {name: <registered reward>, weight: 1.0}")
-    g = recipe.algorithm.num_generations
-    if g < 2:
-        raise RecipeError(f"algorithm.num_generations={g}; GRPO needs groups of at least 2 completions")
-    if recipe.training.batch_size % g:
-        raise RecipeError(
-            f"training.batch_size={recipe.training.batch_size} is not a multiple of "
-            f"algorithm.num_generations={g}; use e.g. batch_size={g * max(1, recipe.training.batch_size // g)}"
-        )
-    for key in ("clip_low", "clip_high"):
-        if (getattr(recipe.algorithm, key) or 0) < 0:
-            raise RecipeError(f"algorithm.{key} must be >= 0, got {getattr(recipe.algorithm, key)}")
-    if recipe.algorithm.dual_clip is not None and recipe.algorithm.dual_clip <= 1:
-        raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {recipe.algorithm.dual_clip}")
-    if recipe.training.steps < 1 or recipe.training.save_steps < 1:
-        raise RecipeError("training.steps and training.save_steps must be >= 1")
-    from zoo.rl import ADVANTAGE_ESTIMATORS  # registered by zoo.rl (semi_online included)
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A recipe file as a mapping; a missing file or a non-mapping is a :class:`RecipeError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecipeError(f"recipe file {str(path)!r} does not exist; pass the path to a .yaml recipe")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise RecipeError(f"recipe {str(path)!r} must be a YAML mapping, got {type(data).__name__}")
+    return data
 
-    needs = getattr(ADVANTAGE_ESTIMATORS.get(recipe.algorithm.adv_estimator), "rollout_fields", ())
-    if needs:
-        raise RecipeError(
-            f"algorithm.adv_estimator={recipe.algorithm.adv_estimator!r} needs {', '.join(needs)} from a "
-            "multi-turn rollout, which the single-turn GRPO engine does not produce; call it from your own "
-            "rollout loop (zoo.rl.semi_online)"
-        )
+
+def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), engine: str | None = None) -> Recipe:
+    """Read any recipe: ``engine=`` (or an ``engine=...`` override, or the file's ``engine``) picks the class."""
+    from zoo.engines import ENGINES
+
+    data = read_yaml(path)
+    rest = []
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key.strip() == "engine":
+            engine = engine or value.strip()
+        else:
+            rest.append(override)
+    if engine is not None:
+        data["engine"] = engine
+    if not data.get("engine"):
+        raise RecipeError(f"recipe {str(path)!r} names no engine; add e.g. `engine: vlm-trl` (see `zoo engines`)")
+    spec = ENGINES.get(str(data["engine"]))
+    data["engine"] = spec.name
+    return spec.recipe_class().from_dict(data, rest)
 
 
 # --- schema-driven construction -------------------------------------------------------------

@@ -18,9 +18,8 @@ DAPO's dynamic sampling *over-samples* prompts to refill the batch; with TRL's f
 generation batches we mask the flat groups instead, so the effective batch shrinks on easy
 data (the fraction is logged as ``dynamic_sampling/frac_dropped_groups``).
 
-Checkpoints are made atomic by a completion marker (:data:`COMPLETE_MARKER`) written, fsynced
-and renamed into place after every file of the checkpoint; :func:`latest_checkpoint` ignores
-directories without it, so a write killed half way never looks like a valid checkpoint.
+Checkpoints are made atomic by :mod:`zoo.runs`'s completion marker, written after every file of
+the checkpoint, so a write killed half way never looks like a valid checkpoint.
 """
 
 from __future__ import annotations
@@ -29,35 +28,30 @@ import functools
 import inspect
 import json
 import logging
-import os
-import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import TrainerCallback
 from transformers.trainer_utils import rotate_checkpoints
 from trl import GRPOTrainer
 
+from zoo.engines.vlm.recipe import AlgorithmConfig
+from zoo.engines.vlm.trl_data import META_COLUMN
 from zoo.rl import batching, losses
 from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
-from zoo.rl.recipe import AlgorithmConfig
-from zoo.rl.trl_data import META_COLUMN
+from zoo.rl.losses import POLICY_LOSSES
+from zoo.run_logging import MetricsLog
+from zoo.runs import COMPLETE_MARKER, mark_complete
 
 logger = logging.getLogger(__name__)
-
-COMPLETE_MARKER = "zoo_checkpoint_complete.json"
-_CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
-
-#: The paper's clip range for each loss when the recipe leaves ``clip_low``/``clip_high`` unset.
-DEFAULT_CLIP = {"gspo": (3e-4, 4e-4), "dapo": (0.2, 0.28)}
 
 
 class ZooGRPOTrainer(GRPOTrainer):
     """``trl.GRPOTrainer`` whose advantages and loss come from :mod:`zoo.rl`.
 
     Args:
-        algorithm: the recipe's :class:`~zoo.rl.recipe.AlgorithmConfig` (estimator, loss, clips).
+        algorithm: the recipe's :class:`~zoo.engines.vlm.recipe.AlgorithmConfig` (estimator, loss, clips).
         *args, **kwargs: as ``trl.GRPOTrainer``.
     """
 
@@ -104,10 +98,10 @@ class ZooGRPOTrainer(GRPOTrainer):
         if "tool_mask" in output:
             loss_mask = loss_mask * output["tool_mask"]
         output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
-        if self.algorithm.loss_type == "gui_g1":
-            output["zoo_rate"] = torch.tensor(
-                [float(json.loads(x.get(META_COLUMN, "{}")).get(self.algorithm.rate_column, 1.0)) for x in inputs],
-                device=device,
+        weight_key = self.algorithm.loss.sample_weight
+        if weight_key is not None:  # a paper's per-sample loss weight (GUI-G1's rate), from Sample.meta
+            output["zoo_sample_weight"] = torch.tensor(
+                [float(json.loads(x.get(META_COLUMN, "{}")).get(weight_key, 1.0)) for x in inputs], device=device
             )
         return output
 
@@ -139,7 +133,9 @@ class ZooGRPOTrainer(GRPOTrainer):
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
         agg, scale, accum_divisor = self._aggregation(inputs, mode)
-        loss, stats = self._policy_loss(logps, old, inputs["advantages"], mask, agg, scale, inputs.get("zoo_rate"))
+        loss, stats = self._policy_loss(
+            logps, old, inputs["advantages"], mask, agg, scale, inputs.get("zoo_sample_weight")
+        )
         if self.beta != 0.0:
             kl = losses.kl_penalty(logps, inputs["ref_per_token_logps"], self.algorithm.kl_estimator)
             loss = loss + self.beta * _reduce(kl, mask, agg, scale)
@@ -151,42 +147,33 @@ class ZooGRPOTrainer(GRPOTrainer):
         return loss / accum_divisor
 
     def _aggregation(self, inputs, mode: str) -> tuple[Any, float | None, float]:
-        """(aggregation, loss_scale_factor, divisor for gradient accumulation), mirroring TRL's scaling."""
-        loss_type = self.algorithm.loss_type
+        """(aggregation, loss_scale_factor, divisor for gradient accumulation), mirroring TRL's scaling.
+
+        Losses TRL has are reduced exactly as TRL reduces them; the others with their verl mode.
+        """
+        loss = self.algorithm.loss
         accum = self.current_gradient_accumulation_steps if mode == "train" else 1
-        if loss_type == "gui_g1":
-            return "seq-mean-token-sum-norm", 64.0, accum
-        if loss_type == "gspo":
-            return "seq-mean-token-mean", None, accum
-        if loss_type == "dapo":
+        if loss.trl_loss_type is None:
+            return loss.aggregation, loss.scale(self.max_completion_length), accum
+        if loss.trl_loss_type == "dapo":
             # TRL: tokens of the whole generation batch, per process, per accumulation window.
             items = inputs["num_items_in_batch"] / self.accelerator.num_processes
             if mode == "train":
                 items = items * self.current_gradient_accumulation_steps / self.args.steps_per_generation
             return functools.partial(losses.trl_aggregate, loss_type="dapo", num_items_in_batch=items), None, 1
         agg = functools.partial(
-            losses.trl_aggregate, loss_type=loss_type, max_completion_length=self.max_completion_length
+            losses.trl_aggregate, loss_type=loss.trl_loss_type, max_completion_length=self.max_completion_length
         )
         return agg, None, accum
 
-    def _policy_loss(self, logps, old, advantages, mask, agg, scale, rate):
-        clip_low, clip_high = resolved_clip(self.algorithm)
-        if self.algorithm.loss_type == "gspo":
-            return losses.gspo_loss(
-                logps, old, advantages, mask, clip_low=clip_low, clip_high=clip_high, agg=agg, loss_scale_factor=scale
-            )
-        return losses.clipped_surrogate(
-            logps,
-            old,
-            advantages,
-            mask,
-            clip_low=clip_low,
-            clip_high=clip_high,
-            dual_clip=self.algorithm.dual_clip,
-            agg=agg,
-            weights=rate,
-            loss_scale_factor=scale,
-        )
+    def _policy_loss(self, logps, old, advantages, mask, agg, scale, weights):
+        clip_low, clip_high = self.algorithm.clips()
+        loss_fn = POLICY_LOSSES.get(self.algorithm.loss.loss)
+        options = {"dual_clip": self.algorithm.dual_clip} if "dual_clip" in inspect.signature(loss_fn).parameters else {}
+        return loss_fn(
+            logps, old, advantages, mask, clip_low=clip_low, clip_high=clip_high, agg=agg, weights=weights,
+            loss_scale_factor=scale, **options,
+        )  # fmt: skip
 
     # --- checkpoints -----------------------------------------------------------------------------
 
@@ -244,15 +231,6 @@ def _is_peft(model: torch.nn.Module) -> bool:
     return isinstance(model, PeftModel)
 
 
-def resolved_clip(algorithm: AlgorithmConfig) -> tuple[float, float]:
-    """``(clip_low, clip_high)``: the recipe's values, or the loss's paper default when unset."""
-    low, high = DEFAULT_CLIP.get(algorithm.loss_type, (0.2, 0.2))
-    return (
-        low if algorithm.clip_low is None else algorithm.clip_low,
-        high if algorithm.clip_high is None else algorithm.clip_high,
-    )
-
-
 def _reduce(values: torch.Tensor, mask: torch.Tensor, agg: Any, scale: float | None) -> torch.Tensor:
     if callable(agg):
         return agg(values, mask)
@@ -263,51 +241,20 @@ def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
     return ((values * mask).sum() / mask.sum().clamp(min=1.0)).item()
 
 
-def mark_complete(folder: Path, step: int) -> None:
-    """Write the completion marker last: fsync every file, then atomically rename the marker in."""
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            with path.open("rb") as f:
-                os.fsync(f.fileno())
-    tmp = folder / (COMPLETE_MARKER + ".tmp")
-    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p != tmp)
-    with tmp.open("w") as f:
-        json.dump({"step": step, "files": files}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, folder / COMPLETE_MARKER)
+class MetricsCallback(TrainerCallback):
+    """Feeds the Trainer's logs to :class:`~zoo.run_logging.MetricsLog` (``metrics.csv``, reward curve)."""
 
+    def __init__(self, output_dir: str | Path) -> None:
+        self.log = MetricsLog(output_dir)
 
-def is_complete(folder: Path) -> bool:
-    """True when ``folder`` holds a marker and every file it lists."""
-    marker = folder / COMPLETE_MARKER
-    if not marker.is_file():
-        return False
-    try:
-        files = json.loads(marker.read_text())["files"]
-    except (ValueError, KeyError):
-        return False
-    return all((folder / name).is_file() for name in files)
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.log.start(state.global_step)
 
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            self.log.log(state.global_step, logs)
 
-def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False) -> Path | None:
-    """The newest *complete* ``checkpoint-N`` in ``output_dir``, or ``None``.
-
-    Incomplete ones (a killed write) are skipped with a warning, and deleted when
-    ``remove_incomplete`` so that a resumed run does not write into a half-written folder.
-    """
-    output_dir = Path(output_dir)
-    if not output_dir.is_dir():
-        return None
-    found = sorted(
-        (int(m.group(1)), p) for p in output_dir.iterdir() if p.is_dir() and (m := _CHECKPOINT_RE.match(p.name))
-    )
-    best = None
-    for _, path in found:
-        if is_complete(path):
-            best = path
-        else:
-            logger.warning("ignoring incomplete checkpoint %s (its write did not finish)", path)
-            if remove_incomplete:
-                shutil.rmtree(path)
-    return best
+    def on_train_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.log.finish()

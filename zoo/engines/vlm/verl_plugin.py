@@ -1,14 +1,14 @@
 """Registers zoo's advantage estimators and policy losses in verl, so a cluster run uses the same maths.
 
-verl imports this module in every process when ``VERL_USE_EXTERNAL_MODULES=zoo.rl.verl_plugin``
-is set (``verl/__init__.py`` in verl 0.9.1; :mod:`zoo.rl.verl_export` sets it for the driver and,
+verl imports this module in every process when ``VERL_USE_EXTERNAL_MODULES=zoo.engines.vlm.verl_plugin``
+is set (``verl/__init__.py`` in verl 0.9.1; :mod:`zoo.engines.vlm.verl_engine` sets it for the driver and,
 through Ray's ``runtime_env``, for every worker). The functions registered here are thin shims
 from verl's call shapes to the pure functions of :mod:`zoo.rl.advantages` / :mod:`zoo.rl.losses`:
 
 * advantage estimators ``zoo_<name>`` for every entry of ``ADVANTAGE_ESTIMATORS``: verl calls
   ``fn(token_level_rewards, response_mask, index, config, ...)`` and wants ``(advantages, returns)``
   of shape (B, T) (``verl/trainer/ppo/ray_trainer.py::compute_advantage``);
-* policy losses ``zoo_vanilla`` and ``zoo_gspo``: verl calls ``fn(old_log_prob, log_prob,
+* a policy loss ``zoo_<name>`` for every entry of ``POLICY_LOSSES`` (``zoo_vanilla``, ``zoo_gspo``): verl calls ``fn(old_log_prob, log_prob,
   advantages, response_mask, loss_agg_mode, config, rollout_is_weights)`` and wants
   ``(loss, metrics)`` (``verl/workers/utils/losses.py``). Aggregation goes through verl's own
   ``agg_loss`` with the actor's ``global_batch_info`` so data-parallel normalisation is verl's.
@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from zoo.rl import losses
 from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
+from zoo.rl.losses import POLICY_LOSSES
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ try:
     from verl.trainer.ppo import core_algos
 except ImportError as err:  # pragma: no cover - exercised only where verl is missing
     raise ImportError(
-        "zoo.rl.verl_plugin needs verl; install the optional extra on the GPU cluster: "
+        "zoo.engines.vlm.verl_plugin needs verl; install the optional extra on the GPU cluster: "
         "pip install 'rl-model-zoo[verl]'  (verl==0.9.1)"
     ) from err
 
@@ -78,10 +78,12 @@ def _metrics(stats: dict[str, torch.Tensor]) -> dict[str, float]:
     return {f"actor/pg_{k}" if k.startswith("clip") else f"actor/{k}": v.item() for k, v in stats.items()}
 
 
-def _loss_shim(loss_fn: Any, default_agg: str, dual_clip: bool) -> Any:
-    """verl's policy-loss call shape over a zoo loss; ``dual_clip`` passes verl's ``clip_ratio_c``."""
+def _loss_shim(name: str) -> Any:
+    """verl's policy-loss call shape over a zoo loss; a loss with a dual clip gets verl's ``clip_ratio_c``."""
+    loss_fn = POLICY_LOSSES.get(name)
+    dual_clip = "dual_clip" in inspect.signature(loss_fn).parameters
 
-    def policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode=default_agg, config=None,
+    def policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None,
                     rollout_is_weights=None):
         low, high = _clips(config)
         extra = {"dual_clip": config.get("clip_ratio_c", 3.0)} if dual_clip else {}
@@ -98,17 +100,18 @@ def _loss_shim(loss_fn: Any, default_agg: str, dual_clip: bool) -> Any:
         )
         return loss, _metrics(stats)
 
+    policy_loss.__name__ = f"{PREFIX}{name}"
     return policy_loss
 
 
-#: zoo's clipped surrogate (clip-higher, dual clip = ``clip_ratio_c``) with verl's aggregation.
-zoo_vanilla = core_algos.register_policy_loss(f"{PREFIX}vanilla")(
-    _loss_shim(losses.clipped_surrogate, "token-mean", dual_clip=True)
-)
-#: zoo's GSPO loss (sequence-level ratio) with verl's aggregation.
-zoo_gspo = core_algos.register_policy_loss(f"{PREFIX}gspo")(
-    _loss_shim(losses.gspo_loss, "seq-mean-token-mean", dual_clip=False)
-)
+def register_losses() -> list[str]:
+    """Register ``zoo_<name>`` in verl for every zoo policy loss; returns the verl names."""
+    names = []
+    for name in POLICY_LOSSES.list():
+        verl_name = f"{PREFIX}{name}"
+        core_algos.register_policy_loss(verl_name)(_loss_shim(name))
+        names.append(verl_name)
+    return names
 
 
 def register_estimators() -> list[str]:
@@ -125,3 +128,4 @@ def register_estimators() -> list[str]:
 
 
 ESTIMATORS = register_estimators()
+LOSSES = register_losses()

@@ -1,9 +1,18 @@
-"""What a pipeline returns: the raw text and the task's parsed fields."""
+"""What pipelines return, one typed output per model kind.
+
+A VLM answers with text (:class:`Prediction`: the raw text and the task's parsed fields), a
+diffusion model with images (:class:`ImageOutput`), a policy with actions (:class:`ActionOutput`),
+as diffusers' pipelines return typed outputs rather than bare tuples.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image
 
 #: fields a parser may fill; anything else it returns goes to ``Prediction.extra``.
 PARSED_FIELDS = ("think", "answer", "letter", "bbox", "point", "action", "code", "trajectory")
@@ -41,3 +50,35 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict without empty fields."""
         return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])}
+
+
+@dataclass
+class ImageOutput:
+    """Images from a diffusion pipeline, with the settings that made them (for reproducibility).
+
+    Attributes:
+        images: PIL images, one per prompt x ``num_images_per_prompt``.
+        prompts: the prompt of each image (``None`` for unconditional models).
+        settings: steps, guidance, resolution and seed used.
+    """
+
+    images: list[Image.Image]
+    prompts: list[str | None]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ActionOutput:
+    """Actions from a policy for a batch of observations.
+
+    Attributes:
+        actions: ``(B, action_chunk, action_dim)`` array in the environment's units (de-normalised).
+        chunk: actions per call; a chunked policy executes them in order before observing again.
+    """
+
+    actions: np.ndarray
+    chunk: int = 1
+
+    def first(self) -> np.ndarray:
+        """``(B, action_dim)``: the action to execute now."""
+        return self.actions[:, 0]

@@ -1,11 +1,11 @@
-"""rewards.coords against qwen-vl-utils 0.0.14 (qwen_vl_utils/vision_process.py::smart_resize)."""
+"""zoo_common.coords against qwen-vl-utils 0.0.14 (qwen_vl_utils/vision_process.py::smart_resize)."""
 
 import random
 
 import pytest
 from qwen_vl_utils.vision_process import smart_resize as reference_smart_resize
 
-from rewards.coords import from_original, resized_size_for, smart_resize, to_original
+from zoo_common.coords import from_original, resized_size_for, smart_resize, to_original
 
 
 @pytest.mark.parametrize("factor", [28, 32])

@@ -1,9 +1,9 @@
-"""Readable run logs: ``metrics.csv`` (one row per logging step) and ``reward_curve.png`` at the end.
+"""Readable run logs for every engine: ``metrics.csv`` (one row per logging step) and ``reward_curve.png``.
 
-TensorBoard events come from transformers' own ``TensorBoardCallback`` (the trainer asks for it
-through ``report_to`` when tensorboard is importable); the progress bar is the Trainer's tqdm
-bar. What the ecosystem lacks is a plain CSV a reader can open in a spreadsheet, with one column
-per reward term and per reward component, and a PNG of the reward curve — this module adds them.
+TensorBoard events and progress bars are each engine's trainer's own (transformers'
+``TensorBoardCallback`` for the VLM engine). What the ecosystem lacks is a plain CSV a reader can
+open in a spreadsheet, with one column per reward term and per reward component, and a PNG of
+the reward curve: :class:`MetricsLog` writes them for any engine.
 """
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerCallback
-
 logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.csv"
 CURVE_FILE = "reward_curve.png"
 
 
-class RunLogger(TrainerCallback):
-    """Appends every training log to ``metrics.csv``; draws ``reward_curve.png`` when training ends.
+class MetricsLog:
+    """``metrics.csv`` of a run: one row per logging step, a column per metric seen so far.
 
-    Columns are the union of the keys seen so far (components can appear after the first step), so
-    the file is rewritten when a new key shows up; rows are few (one per logging step), so this is
-    cheap. On resume, the rows already in the file up to the resumed step are kept.
+    Engine-agnostic: an engine calls :meth:`start` with the step it starts (or resumes) from, then
+    :meth:`log` per logging step, then :meth:`finish`. Columns are the union of the keys seen so far
+    (components can appear after the first step), so the file is rewritten when a new key shows up;
+    rows are few, so this is cheap. On resume, rows past the resumed step are dropped from the file
+    itself (they belong to the interrupted run and will be logged again).
     """
 
     def __init__(self, output_dir: str | Path) -> None:
@@ -35,18 +35,21 @@ class RunLogger(TrainerCallback):
         self.rows: list[dict[str, Any]] = []
         self.columns: list[str] = ["step"]
 
-    def on_train_begin(self, args, state, control, **kwargs):
-        start = state.global_step
-        if self.path.exists():
-            with self.path.open(newline="") as f:
-                reader = csv.DictReader(f)
-                self.columns = list(reader.fieldnames or ["step"])
-                self.rows = [r for r in reader if r.get("step") and int(float(r["step"])) <= start]
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or not logs:
+    def start(self, step: int) -> None:
+        """Keep the rows of steps ``<= step`` (a resumed run), in memory and on disk."""
+        if not self.path.exists():
             return
-        row = {"step": state.global_step, **{k: v for k, v in logs.items() if _is_scalar(v)}}
+        with self.path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            self.columns = list(reader.fieldnames or ["step"])
+            rows = list(reader)
+        self.rows = [r for r in rows if r.get("step") and int(float(r["step"])) <= step]
+        if len(self.rows) != len(rows):
+            self._rewrite()
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        """Append one row (scalars only)."""
+        row = {"step": step, **{k: v for k, v in metrics.items() if _is_scalar(v)}}
         new = [k for k in row if k not in self.columns]
         self.columns.extend(new)
         self.rows.append(row)
@@ -56,12 +59,14 @@ class RunLogger(TrainerCallback):
             with self.path.open("a", newline="") as f:
                 csv.DictWriter(f, self.columns).writerow(row)
 
-    def on_train_end(self, args, state, control, **kwargs):
-        if state.is_world_process_zero and self.rows:
-            try:
-                plot_reward_curve(self.path, self.path.with_name(CURVE_FILE))
-            except Exception as err:  # a failed plot must not lose a finished run
-                logger.warning("could not draw the reward curve: %s", err)
+    def finish(self) -> None:
+        """Draw ``reward_curve.png`` beside the CSV (a failed plot never loses a finished run)."""
+        if not self.rows:
+            return
+        try:
+            plot_reward_curve(self.path, self.path.with_name(CURVE_FILE))
+        except Exception as err:  # noqa: BLE001
+            logger.warning("could not draw the reward curve: %s", err)
 
     def _rewrite(self) -> None:
         tmp = self.path.with_suffix(".csv.tmp")

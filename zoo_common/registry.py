@@ -5,8 +5,8 @@ lowercase kebab-case name. The pattern follows verl's decorator registries: a
 second, *different* object under a taken name is an error (no silent shadowing),
 and a miss names the closest keys so a typo is a one-glance fix.
 
-It lives in ``rewards`` because ``rewards`` imports nothing of ours and both
-``zoo`` and the domains may import it.
+It lives in the leaf package ``zoo_common`` so that ``rewards``, ``zoo`` and the
+domains share it without ``zoo`` paying for importing the reward code.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``zoo train RECIPE --engine verl``: write what verl 0.9.1 needs, then launch its trainer.
+"""The ``vlm-verl`` engine (``zoo train RECIPE --engine vlm-verl``): write what verl 0.9.1 needs, then launch it.
 
 Written into ``<output_dir>/verl/``:
 
@@ -15,11 +15,12 @@ Written into ``<output_dir>/verl/``:
 * ``verl_args.yaml`` / ``run_verl.sh`` — the Hydra overrides for ``python -m
   verl.trainer.main_ppo`` (algorithm, clips, KL, batch, rollout, reward, trainer), with zoo's
   estimator and loss (``algorithm.adv_estimator=zoo_grpo``, ``policy_loss.loss_mode=zoo_vanilla``)
-  registered by :mod:`zoo.rl.verl_plugin`, which every verl process imports through
+  registered by :mod:`zoo.engines.vlm.verl_plugin`, which every verl process imports through
   ``VERL_USE_EXTERNAL_MODULES``.
 
-Not exported: GUI-G1's per-sample ``rate`` weight (verl's policy-loss API receives no per-sample
-metadata), so a ``gui_g1`` recipe runs in verl with its aggregation (token sum / 64) but rate 1.
+Not exported: a loss type's per-sample weight (GUI-G1's ``rate``; verl's policy-loss API receives no
+per-sample metadata), so such a recipe runs in verl with its aggregation (token sum / 64) but weight 1;
+the export logs a warning saying so.
 """
 
 from __future__ import annotations
@@ -33,28 +34,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from zoo.rl.recipe import Recipe, RecipeError
+from zoo.engines.vlm.recipe import VLMRecipe
+from zoo.recipe import RecipeError
+from zoo.rl.losses import POLICY_LOSSES
 
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'rl-model-zoo[verl]'   # verl==0.9.1, on a machine with CUDA GPUs"
-PLUGIN_MODULE = "zoo.rl.verl_plugin"
-
-#: zoo loss_type -> (verl policy_loss.loss_mode, verl loss_agg_mode, loss_scale_factor)
-_LOSSES: dict[str, tuple[str, str, str | None]] = {
-    "grpo": ("zoo_vanilla", "seq-mean-token-mean", None),
-    "dr_grpo": ("zoo_vanilla", "seq-mean-token-sum-norm", "max_completion_length"),
-    "dapo": ("zoo_vanilla", "token-mean", None),
-    "bnpo": ("zoo_vanilla", "token-mean", None),
-    "gspo": ("zoo_gspo", "seq-mean-token-mean", None),
-    "gui_g1": ("zoo_vanilla", "seq-mean-token-sum-norm", "64"),
-}
+PLUGIN_MODULE = "zoo.engines.vlm.verl_plugin"
 _KL = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}
 _NO_DUAL_CLIP = 1e9  # verl requires clip_ratio_c > 1; this large value switches the dual clip off
 
 
-def run(recipe: Recipe, output_dir: Path, *, dry_run: bool = False) -> Path:
-    """Export ``recipe`` to ``output_dir/verl`` and, unless ``dry_run``, launch verl; returns ``output_dir``."""
+def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+    """Export ``recipe`` to ``output_dir/verl`` and, unless ``dry_run``, launch verl; returns ``output_dir``.
+
+    ``resume`` is verl's own: its trainer resumes from ``trainer.default_local_dir`` by default.
+    """
     folder = export(recipe, output_dir)
     if dry_run:
         logger.info("verl files written to %s (dry run; launch with %s)", folder, folder / "run_verl.sh")
@@ -71,14 +67,12 @@ def run(recipe: Recipe, output_dir: Path, *, dry_run: bool = False) -> Path:
     return output_dir
 
 
-def export(recipe: Recipe, output_dir: Path) -> Path:
+def export(recipe: VLMRecipe, output_dir: Path) -> Path:
     """Write parquet, reward module, overrides and launch script; returns the ``verl`` folder."""
-    from zoo.train import load_samples
-
     folder = Path(output_dir).resolve() / "verl"
     folder.mkdir(parents=True, exist_ok=True)
     source = data_source(recipe)
-    samples = load_samples(recipe)
+    samples = recipe.data.load()
     write_parquet(samples, folder / "train.parquet", source, ability=recipe.data.name, system=recipe.data.system_prompt)
     write_reward_module(recipe, folder / "reward_fn.py", source)
     args = verl_overrides(recipe, folder, model_path(recipe, folder, samples))
@@ -92,7 +86,7 @@ def export(recipe: Recipe, output_dir: Path) -> Path:
     return folder
 
 
-def data_source(recipe: Recipe) -> str:
+def data_source(recipe: VLMRecipe) -> str:
     """The reward name verl passes back as ``data_source``: the reward itself when it is one term of
     weight 1, else a recipe-specific name the reward module registers."""
     if len(recipe.rewards) == 1 and recipe.rewards[0].weight == 1.0 and not recipe.rewards[0].kwargs:
@@ -102,7 +96,7 @@ def data_source(recipe: Recipe) -> str:
 
 def parquet_rows(samples: list, source: str, ability: str, system: str | None = None) -> list[dict[str, Any]]:
     """verl ``RLHFDataset`` rows for ``samples`` (images still PIL; see :func:`write_parquet`)."""
-    from zoo.rl.trl_data import _open, prompt_messages
+    from zoo.engines.vlm.trl_data import _open, prompt_messages
 
     rows = []
     for index, sample in enumerate(samples):
@@ -136,7 +130,7 @@ def write_parquet(samples: list, path: Path, source: str, ability: str, system: 
     return path
 
 
-def write_reward_module(recipe: Recipe, path: Path, source: str) -> Path:
+def write_reward_module(recipe: VLMRecipe, path: Path, source: str) -> Path:
     """A module verl loads as ``custom_reward_function``; it scores with the recipe's zoo reward(s)."""
     terms = [(spec.name, spec.weight, dict(spec.kwargs)) for spec in recipe.rewards]
     path.write_text(
@@ -145,7 +139,7 @@ def write_reward_module(recipe: Recipe, path: Path, source: str) -> Path:
         "rewards.verl_hook.compute_score, scoring with the reward registered under data_source.\n"
         '"""\n\n'
         "from rewards.verl_hook import compute_score  # noqa: F401\n"
-        "from zoo.rl.verl_export import register_recipe_reward\n\n"
+        "from zoo.engines.vlm.verl_engine import register_recipe_reward\n\n"
         f"register_recipe_reward({source!r}, {terms!r})\n"
     )
     return path
@@ -154,21 +148,21 @@ def write_reward_module(recipe: Recipe, path: Path, source: str) -> Path:
 def register_recipe_reward(source: str, terms: list[tuple[str, float, dict[str, Any]]]) -> None:
     """Register the weighted sum of ``terms`` as ``source`` (no-op when ``source`` is one plain reward)."""
     from rewards.base import REWARDS, WeightedSum, register
-
-    from zoo.train import reward_object
+    from zoo.recipe import RewardSpec
 
     if len(terms) == 1 and terms[0][0] == source:
         return
     if source not in REWARDS:
-        register(source, WeightedSum([(reward_object(n, kw), w) for n, w, kw in terms], name=source))
+        parts = [(RewardSpec(n, w, kw).build(), w) for n, w, kw in terms]
+        register(source, WeightedSum(parts, name=source))
 
 
-def model_path(recipe: Recipe, folder: Path, samples: list) -> str:
+def model_path(recipe: VLMRecipe, folder: Path, samples: list) -> str:
     """What verl loads as ``actor_rollout_ref.model.path``: a local directory or a Hub repo id
     (a ``tiny:*`` model is built from ``samples`` and saved into ``folder/model``)."""
     name = recipe.model.name
     if name.startswith("tiny:"):
-        from zoo.train import load_policy
+        from zoo.engines.vlm.policy_model import load_policy
 
         model, processor = load_policy(recipe, samples)
         target = folder / "model"
@@ -177,7 +171,7 @@ def model_path(recipe: Recipe, folder: Path, samples: list) -> str:
         return str(target)
     if Path(name).expanduser().is_dir():
         return str(Path(name).expanduser().resolve())
-    from rewards.registry import UnknownNameError
+    from zoo_common.registry import UnknownNameError
     from zoo.hub import is_repo_id
     from zoo.registry import info
 
@@ -192,13 +186,15 @@ def model_path(recipe: Recipe, folder: Path, samples: list) -> str:
     return entry.repo_id
 
 
-def verl_overrides(recipe: Recipe, folder: Path, model: str) -> dict[str, str]:
+def verl_overrides(recipe: VLMRecipe, folder: Path, model: str) -> dict[str, str]:
     """Hydra overrides for verl 0.9.1 ``main_ppo`` (keys of ``trainer/config/ppo_trainer.yaml``)."""
-    alg, tr, eng = recipe.algorithm, recipe.training, recipe.engine
-    from zoo.rl.trainer import resolved_clip
-
-    loss_mode, agg, scale = _LOSSES[alg.loss_type]
-    clip_low, clip_high = resolved_clip(alg)
+    alg, tr, eng = recipe.algorithm, recipe.training, recipe.verl
+    loss = alg.loss
+    if loss.sample_weight is not None:
+        logger.warning("loss_type %r weights samples by meta[%r]; verl's loss API has no per-sample weight, so "
+                       "the verl run uses weight 1", loss.name, loss.sample_weight)  # fmt: skip
+    scale = loss.scale(alg.max_completion_length)
+    clip_low, clip_high = alg.clips()
     prompts_per_step = tr.batch_size * tr.grad_accum // alg.num_generations * eng.n_gpus_per_node * eng.nnodes
     actor = "actor_rollout_ref.actor"
     args = {
@@ -226,8 +222,8 @@ def verl_overrides(recipe: Recipe, folder: Path, model: str) -> dict[str, str]:
         f"{actor}.ppo_micro_batch_size_per_gpu": tr.batch_size,
         f"{actor}.ppo_epochs": alg.num_iterations,
         f"{actor}.freeze_vision_tower": tr.freeze_vision,
-        f"{actor}.policy_loss.loss_mode": loss_mode,
-        f"{actor}.loss_agg_mode": agg,
+        f"{actor}.policy_loss.loss_mode": "zoo_" + POLICY_LOSSES.canonical(loss.loss),
+        f"{actor}.loss_agg_mode": loss.aggregation,
         f"{actor}.clip_ratio_low": clip_low,
         f"{actor}.clip_ratio_high": clip_high,
         f"{actor}.clip_ratio_c": alg.dual_clip if alg.dual_clip is not None else _NO_DUAL_CLIP,
@@ -256,12 +252,12 @@ def verl_overrides(recipe: Recipe, folder: Path, model: str) -> dict[str, str]:
         "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE,
     }
     if scale is not None:
-        args[f"{actor}.loss_scale_factor"] = alg.max_completion_length if scale == "max_completion_length" else scale
+        args[f"{actor}.loss_scale_factor"] = scale
     args = {k: _hydra_value(v) for k, v in args.items()}
-    for item in eng.verl_overrides:
+    for item in eng.overrides:
         key, sep, value = item.partition("=")
         if not sep:
-            raise RecipeError(f"engine.verl_overrides item {item!r} must look like key=value")
+            raise RecipeError(f"verl.overrides item {item!r} must look like key=value")
         args[key] = value
     return args
 

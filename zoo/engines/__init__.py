@@ -1,0 +1,84 @@
+"""Engines as peers: each trains one kind of model, behind one registry.
+
+An engine owns its recipe class (the algorithm config dataclass and its validation) and a
+``train(recipe, out_dir, *, resume, dry_run) -> Path`` function; ``zoo train`` only looks the
+engine up and calls it. What every engine shares (YAML, overrides, the run directory, resume,
+metrics CSV / TensorBoard / reward curve) lives outside them, in :mod:`zoo.recipe`,
+:mod:`zoo.runs` and :mod:`zoo.run_logging`; the maths they share is :mod:`zoo.rl`, on (B, T)
+tensors whose T is tokens for a VLM, denoising steps for a diffusion model, env steps for a policy.
+
+Built in:
+
+* ``vlm-trl`` — GRPO-family RL of a VLM on one machine, TRL's ``GRPOTrainer`` with zoo's maths;
+* ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster.
+
+The seats for ``diffusion`` (diffusers + accelerate: Flow-GRPO family) and ``policy``
+(gymnasium + stable-baselines3: residual RL) are filled by registering an :class:`Engine`
+with the same two parts; a third-party package can register its own the same way. Modules are
+named by import strings so that listing engines imports no trainer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from zoo_common.registry import Registry
+
+if TYPE_CHECKING:
+    from zoo.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One trainer behind ``zoo train``.
+
+    Attributes:
+        name: what a recipe's ``engine:`` says (``vlm-trl``).
+        summary: one line for ``zoo engines``.
+        recipe: ``"module:Class"`` of the engine's recipe dataclass (a :class:`~zoo.recipe.Recipe`).
+        train: ``"module:function"`` called as ``fn(recipe, out_dir, resume=..., dry_run=...) -> Path``.
+        aliases: other accepted names.
+    """
+
+    name: str
+    summary: str
+    recipe: str
+    train: str
+    aliases: tuple[str, ...] = ()
+
+    def recipe_class(self) -> type[Recipe]:
+        """The engine's recipe dataclass (imported on first use)."""
+        return _resolve(self.recipe)
+
+    def run(self, recipe: Recipe, out_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+        """Train ``recipe`` into ``out_dir``; returns the run directory."""
+        if not isinstance(recipe, self.recipe_class()):
+            raise TypeError(f"engine {self.name!r} runs {self.recipe_class().__name__} recipes, "
+                            f"got {type(recipe).__name__}")  # fmt: skip
+        return _resolve(self.train)(recipe, out_dir, resume=resume, dry_run=dry_run)
+
+
+def _resolve(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+ENGINES: Registry[Engine] = Registry("engine")
+
+
+def register_engine(engine: Engine) -> Engine:
+    """Add an engine (a different engine under a taken name is an error)."""
+    return ENGINES.register(engine.name, engine, engine.aliases)
+
+
+register_engine(Engine(
+    "vlm-trl", "GRPO-family RL of a VLM on this machine (TRL GRPOTrainer + zoo.rl maths)",
+    recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.trl_engine:train", aliases=("trl",),
+))  # fmt: skip
+register_engine(Engine(
+    "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
+    recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.verl_engine:train", aliases=("verl",),
+))  # fmt: skip

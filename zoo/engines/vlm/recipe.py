@@ -1,0 +1,199 @@
+"""The recipe of the VLM engines (``vlm-trl``, ``vlm-verl``): a GRPO-family run on a VLM that writes text.
+
+One class for both engines, so a recipe moves from one machine (TRL) to a cluster (verl) with
+``--engine vlm-verl`` and nothing else. The shared machinery (YAML, overrides, run directory) is
+:mod:`zoo.recipe`'s; the loss settings come from the loss table (:mod:`zoo.rl.loss_types`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from zoo.recipe import DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
+from zoo.rl.loss_types import LOSS_TYPES, LossType
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which policy to train."""
+
+    name: str = "tiny:qwen2_5_vl"
+    """A zoo model name (``zoo list``), a local directory with a transformers checkpoint, a Hugging Face
+    repository id (``Qwen/Qwen2.5-VL-7B-Instruct``: the base models recipes start from), or
+    ``tiny:qwen2_5_vl`` / ``tiny:qwen3_vl`` for a random tiny model built offline (CPU smoke runs)."""
+    revision: str | None = None
+    """Hub revision (commit or tag) when ``name`` resolves to a Hub repository; ``None`` uses the entry's pin."""
+    dtype: str = "auto"
+    """``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``bfloat16`` or ``float16``."""
+    tiny: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for :func:`zoo.tiny.build_tiny_vlm` (``hidden``, ``layers``, ``seed``...) when
+    ``name`` is ``tiny:*``. Without ``corpus`` the tokenizer is trained on the training prompts and targets."""
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    """The GRPO-family algorithm: advantage estimator, surrogate loss and sampling."""
+
+    loss_type: str = "grpo"
+    """A row of the loss table (:data:`zoo.rl.loss_types.LOSS_TYPES`): ``grpo`` (per-sequence token
+    mean), ``dr_grpo`` (sum / (B·L_max)), ``dapo`` (token mean over the batch), ``bnpo`` (token mean
+    over the local batch), ``gspo`` (sequence-level ratio), or a domain's own (``gui_g1``)."""
+    adv_estimator: str = "grpo"
+    """Registered advantage estimator in :mod:`zoo.rl.advantages` (``grpo``, ``rloo``, ...)."""
+    normalize_std: bool = True
+    """Divide group-centred rewards by the group std (GRPO); ``False`` is Dr. GRPO's and GUI-G1's choice."""
+    clip_low: float | None = None
+    """PPO clip epsilon below 1 (ratio floor 1 - clip_low); ``None``: the loss's paper default
+    (0.2; GSPO 3e-4)."""
+    clip_high: float | None = None
+    """PPO clip epsilon above 1; ``None``: the loss's paper default (0.2; DAPO's clip-higher 0.28; GSPO 4e-4)."""
+    dual_clip: float | None = None
+    """Dual-clip constant c (> 1) bounding the loss of negative-advantage tokens; ``None`` disables it."""
+    beta: float = 0.0
+    """KL coefficient against the reference policy; 0 skips the reference model entirely."""
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    """KL estimator (Schulman's k1/k2/k3) used when ``beta > 0``."""
+    num_generations: int = 8
+    """Group size G: completions sampled per prompt."""
+    temperature: float = 1.0
+    """Sampling temperature for rollouts."""
+    top_p: float = 1.0
+    """Nucleus sampling threshold for rollouts."""
+    max_completion_length: int = 64
+    """Maximum new tokens per completion."""
+    num_iterations: int = 1
+    """Optimisation passes over each generated batch (PPO epochs, mu in the GRPO paper)."""
+    dynamic_sampling: bool = False
+    """Drop groups whose rewards are all equal from the loss (DAPO); they carry no signal."""
+
+    @property
+    def loss(self) -> LossType:
+        """The loss table's row for ``loss_type``."""
+        return LOSS_TYPES.get(self.loss_type)
+
+    def clips(self) -> tuple[float, float]:
+        """``(clip_low, clip_high)``: the recipe's values, or the loss's paper default when unset."""
+        low, high = self.loss.default_clip
+        return (low if self.clip_low is None else self.clip_low, high if self.clip_high is None else self.clip_high)
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    """Low-rank adapters through peft; ``enabled: false`` trains every unfrozen weight."""
+
+    enabled: bool = False
+    """Train LoRA adapters instead of the full model."""
+    r: int = 16
+    """Adapter rank."""
+    alpha: int = 32
+    """Adapter scaling (lora_alpha)."""
+    dropout: float = 0.05
+    """Dropout on the adapter input."""
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    """Module names (of the language model) that get adapters."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingConfig(TrainingBase):
+    """Optimiser, batch, checkpointing and output of a VLM run (the shared fields, plus the VLM ones)."""
+
+    batch_size: int = 8
+    """Completions per device per micro-step (prompts x num_generations); a multiple of
+    ``algorithm.num_generations``."""
+    grad_accum: int = 1
+    """Gradient-accumulation micro-steps per optimiser step."""
+    lr_scheduler: str = "constant"
+    """transformers scheduler name: ``constant``, ``linear``, ``cosine``, ..."""
+    warmup_steps: int = 0
+    """Linear warm-up steps."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm."""
+    freeze_vision: bool = True
+    """Keep the vision tower frozen, as the papers do."""
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    """LoRA settings; disabled means full fine-tuning of the unfrozen weights."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory on large models."""
+    use_cpu: bool | None = None
+    """Force CPU; ``None`` uses a GPU when one is visible."""
+
+
+@dataclass(frozen=True)
+class VerlConfig:
+    """Cluster settings used by the ``vlm-verl`` engine (ignored by ``vlm-trl``)."""
+
+    overrides: tuple[str, ...] = ()
+    """Extra Hydra overrides passed verbatim to verl (``trainer.nnodes=2``)."""
+    n_gpus_per_node: int = 8
+    """GPUs per node."""
+    nnodes: int = 1
+    """Number of nodes."""
+    rollout: str = "vllm"
+    """Rollout backend (``vllm`` or ``sglang``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class VLMRecipe(Recipe):
+    """A GRPO-family run of a vision-language policy on a registered dataset with registered rewards."""
+
+    data: DataConfig
+    """Training prompts."""
+    rewards: tuple[RewardSpec, ...]
+    """Reward terms; the trained reward is their weighted sum."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The policy."""
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    """GRPO-family settings."""
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    """Optimiser and checkpoint settings."""
+    verl: VerlConfig = field(default_factory=VerlConfig)
+    """Cluster settings for ``--engine vlm-verl``."""
+
+    def validate(self) -> None:
+        alg, tr = self.algorithm, self.training
+        if not self.data.name:
+            raise RecipeError("data.name is empty; name a registered dataset (zoo.data.DATASETS.list())")
+        if not self.rewards:
+            raise RecipeError("rewards is empty; list at least one {name: <registered reward>, weight: 1.0}")
+        for i, spec in enumerate(self.rewards):
+            if spec.weight != spec.weight or spec.weight in (float("inf"), float("-inf")):
+                raise RecipeError(f"rewards[{i}].weight={spec.weight}: a reward weight must be a finite number")
+        if alg.num_generations < 2:
+            raise RecipeError(f"algorithm.num_generations={alg.num_generations}; GRPO needs groups of at least 2")
+        if tr.batch_size % alg.num_generations:
+            g = alg.num_generations
+            raise RecipeError(
+                f"training.batch_size={tr.batch_size} is not a multiple of algorithm.num_generations={g}; "
+                f"use e.g. batch_size={g * max(1, tr.batch_size // g)}"
+            )
+        for key in ("clip_low", "clip_high"):
+            if (getattr(alg, key) or 0) < 0:
+                raise RecipeError(f"algorithm.{key} must be >= 0, got {getattr(alg, key)}")
+        if alg.dual_clip is not None and alg.dual_clip <= 1:
+            raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {alg.dual_clip}")
+        self._validate_tables()
+
+    def _validate_tables(self) -> None:
+        from zoo.domains import load_algorithms
+        from zoo.rl import ADVANTAGE_ESTIMATORS
+        from zoo_common.registry import UnknownNameError
+
+        load_algorithms()
+        alg = self.algorithm
+        try:
+            loss = alg.loss
+            estimator = ADVANTAGE_ESTIMATORS.get(alg.adv_estimator)
+        except UnknownNameError as err:
+            raise RecipeError(f"algorithm: {err}") from None
+        if loss.sequence_level and alg.dual_clip is not None:
+            raise RecipeError(f"algorithm.dual_clip applies to token-level losses; loss_type={alg.loss_type!r} has none")
+        needs = getattr(estimator, "rollout_fields", ())
+        if needs:
+            raise RecipeError(
+                f"algorithm.adv_estimator={alg.adv_estimator!r} needs {', '.join(needs)} from a multi-turn rollout, "
+                "which the single-turn GRPO engine does not produce; call it from your own rollout loop "
+                "(zoo.rl.semi_online)"
+            )

@@ -1,0 +1,159 @@
+"""The ``vlm-trl`` engine: a :class:`~zoo.engines.vlm.recipe.VLMRecipe` trained on this machine by TRL.
+
+Reads top to bottom in training order: the samples (:meth:`DataConfig.load`), the policy
+(:mod:`zoo.engines.vlm.policy_model`), the rewards as TRL ``reward_funcs``, TRL's ``GRPOConfig`` from
+the recipe, then :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer`, whose advantages and loss are
+:mod:`zoo.rl`'s. The run leaves ``metrics.csv``, TensorBoard events (when tensorboard is installed),
+``reward_curve.png`` and atomic ``checkpoint-N/`` folders; ``resume`` continues from the newest
+complete one with optimiser, scheduler, data position and RNG restored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rewards.adapters import to_trl
+from zoo.engines.vlm.policy_model import load_policy
+from zoo.engines.vlm.recipe import VLMRecipe
+from zoo.runs import checkpoint_step, latest_checkpoint
+
+if TYPE_CHECKING:
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from zoo.engines.vlm.trainer import ZooGRPOTrainer
+
+logger = logging.getLogger(__name__)
+
+
+def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+    """Train ``recipe`` with :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer`; returns ``output_dir``."""
+    if dry_run:
+        return output_dir
+
+    checkpoint = None
+    if resume:
+        checkpoint = latest_checkpoint(output_dir, remove_incomplete=True)
+        if checkpoint is None:
+            logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
+        else:
+            logger.info("resuming from %s", checkpoint)
+    trainer = build_trainer(recipe, output_dir)
+    if checkpoint is not None and checkpoint_step(checkpoint) >= recipe.training.steps:
+        # Resuming a finished run: HF's loop would still take one more step. Keep the result instead.
+        logger.info("%s already reached training.steps=%d; nothing to resume", checkpoint, recipe.training.steps)
+        trainer._load_from_checkpoint(str(checkpoint))
+        trainer.save_model(str(output_dir / "final"))
+        return output_dir
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    except KeyboardInterrupt:
+        logger.warning("interrupted; continue with `zoo train <recipe> --resume` (same --set/--output-dir)")
+        raise
+    trainer.save_model(str(output_dir / "final"))
+    return output_dir
+
+
+def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | None = None) -> ZooGRPOTrainer:
+    """The :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer` for ``recipe`` (model, data, rewards, config)."""
+    from zoo.engines.vlm.trainer import MetricsCallback, ZooGRPOTrainer
+    from zoo.engines.vlm.trl_data import to_trl_dataset
+
+    samples = recipe.data.load()
+    model, processor = load_policy(recipe, samples)
+    if recipe.training.freeze_vision:
+        from zoo.sft import freeze_vision_tower
+
+        logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
+    return ZooGRPOTrainer(
+        model=model,
+        reward_funcs=[to_trl(spec.build(), name=spec.name) for spec in recipe.rewards],
+        args=grpo_config(recipe, output_dir),
+        train_dataset=to_trl_dataset(samples, recipe.data.system_prompt),
+        processing_class=processor,
+        peft_config=peft_config(recipe),
+        callbacks=[MetricsCallback(output_dir), *(callbacks or [])],
+        algorithm=recipe.algorithm,
+    )
+
+
+def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
+    """TRL ``GRPOConfig`` from the recipe (loss/advantage settings are read by ZooGRPOTrainer)."""
+    from trl import GRPOConfig
+
+    alg, tr = recipe.algorithm, recipe.training
+    clip_low, clip_high = alg.clips()
+    checkpointing = {_checkpointing_arg(): tr.gradient_checkpointing}
+    # ZooGRPOTrainer computes the loss itself; TRL's loss_type only matters for TRL's own bookkeeping.
+    trl_loss = alg.loss.trl_loss_type or "grpo"
+    return GRPOConfig(
+        output_dir=str(output_dir),
+        learning_rate=tr.lr,
+        max_steps=tr.steps,
+        per_device_train_batch_size=tr.batch_size,
+        gradient_accumulation_steps=tr.grad_accum,
+        seed=tr.seed,
+        lr_scheduler_type=tr.lr_scheduler,
+        warmup_steps=tr.warmup_steps,
+        weight_decay=tr.weight_decay,
+        max_grad_norm=tr.max_grad_norm,
+        save_strategy="steps",
+        save_steps=tr.save_steps,
+        save_total_limit=tr.save_total_limit,
+        logging_steps=tr.logging_steps,
+        **checkpointing,
+        use_cpu=tr.use_cpu if tr.use_cpu is not None else not _has_gpu(),
+        bf16=recipe.model.dtype == "bfloat16",
+        report_to=["tensorboard"] if importlib.util.find_spec("tensorboard") else [],
+        num_generations=alg.num_generations,
+        temperature=alg.temperature,
+        top_p=alg.top_p,
+        max_completion_length=alg.max_completion_length,
+        num_iterations=alg.num_iterations,
+        beta=alg.beta,
+        epsilon=clip_low,
+        epsilon_high=clip_high,
+        loss_type=trl_loss,
+        importance_sampling_level="sequence" if alg.loss.sequence_level else "token",
+        scale_rewards="group" if alg.normalize_std else "none",
+        reward_weights=[spec.weight for spec in recipe.rewards],
+        remove_unused_columns=False,
+        log_completions=False,
+        dataloader_num_workers=0,
+    )
+
+
+def _checkpointing_arg() -> str:
+    # transformers 5.x renamed gradient_checkpointing to activation_checkpointing (the old name warns).
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+
+
+def peft_config(recipe: VLMRecipe) -> LoraConfig | None:
+    """A peft ``LoraConfig`` when ``training.lora.enabled``, else ``None`` (full fine-tune)."""
+    lora = recipe.training.lora
+    if not lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        # Only language-model projections: the vision tower's attention is named qkv/proj, so these
+        # names leave it frozen, as the papers do.
+        target_modules=list(lora.target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

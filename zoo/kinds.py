@@ -1,0 +1,122 @@
+"""What each kind of model needs to be used correctly: one frozen spec class per kind.
+
+A :class:`~zoo.registry.ModelEntry` holds the spec of its kind (as timm's pretrained cfg travels
+with the weights): a VLM needs the authors' prompt, pixel limits, coordinate frame and output
+parser; a contrastive model its architecture's prompt templates; a diffusion model its pipeline
+class and sampling defaults; a policy its observation/action sizes and normalisation file. The
+spec class also names the pipeline that serves the kind, so :func:`zoo.load` has one table to
+read and a new kind is one new spec class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+CoordFrame = Literal["resized", "norm1000", "original", "none"]
+
+Parser = Callable[[str, str], dict[str, Any]]
+"""``parser(text, question) -> dict`` of task fields, with ``parse_error`` set instead of raising."""
+
+
+@dataclass(frozen=True)
+class VLMSpec:
+    """How the authors prompt a vision-language model, how it sees the image, how to read its text.
+
+    Attributes:
+        user: user-turn template; ``{question}`` is replaced by the caller's text.
+        system: system prompt, or ``None`` when the authors use none.
+        variants: other named system prompts the authors publish (``{"cod": "..."}``).
+        min_pixels: smallest image area fed to the vision tower (qwen-vl-utils ``min_pixels``).
+        max_pixels: largest image area fed to the vision tower (qwen-vl-utils ``max_pixels``).
+        coord_frame: frame of the coordinates the model emits: ``resized`` (absolute pixels on
+            the smart-resized image, Qwen2.5-VL), ``norm1000`` (0-1000, Qwen3-VL),
+            ``original`` or ``none``.
+        max_new_tokens: the authors' generation budget.
+        image_first: the image comes before the text in the user turn (Qwen's default layout).
+        parser: turns the model's raw text into task fields (``think``, ``answer``, ``bbox``...) in
+            the model's coordinate frame; ``None`` keeps the raw text only.
+    """
+
+    kind: ClassVar[str] = "vlm"
+    pipeline: ClassVar[str] = "zoo.pipelines.vlm:load_vlm_pipeline"
+
+    user: str = "{question}"
+    system: str | None = None
+    variants: dict[str, str] = field(default_factory=dict)
+    min_pixels: int = 4 * 28 * 28
+    max_pixels: int = 16384 * 28 * 28
+    coord_frame: CoordFrame = "resized"
+    max_new_tokens: int = 512
+    image_first: bool = True
+    parser: Parser | None = None
+
+    def __hash__(self) -> int:  # dict field: hash on the immutable parts
+        return hash((self.user, self.system, tuple(sorted(self.variants)), self.min_pixels, self.max_pixels))
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    """A contrastive image-text model (open_clip).
+
+    Attributes:
+        templates: caption templates for zero-shot labels (``"a photo of {label}."``); the pipeline
+            averages the text embeddings over them, as CLIP's zero-shot protocol does.
+    """
+
+    kind: ClassVar[str] = "clip"
+    pipeline: ClassVar[str] = "zoo.pipelines.clip:load_clip_pipeline"
+
+    templates: tuple[str, ...] = ("{label}",)
+
+
+@dataclass(frozen=True)
+class DiffusionSpec:
+    """A diffusers pipeline and the authors' sampling settings.
+
+    Attributes:
+        num_inference_steps: denoising steps the authors sample with.
+        guidance_scale: classifier-free guidance scale (``None``: the pipeline's default or none).
+        height, width: output resolution (``None``: the pipeline's default).
+        base_repo: Hub repository of the base pipeline when the entry's repository holds only a LoRA
+            (Flow-GRPO's adapters on SD3.5); ``None`` when the repository is a full pipeline.
+        lora_weight_name: file of LoRA weights in the entry's repository, applied on ``base_repo``.
+    """
+
+    kind: ClassVar[str] = "diffusion"
+    pipeline: ClassVar[str] = "zoo.pipelines.diffusion:load_diffusion_pipeline"
+
+    num_inference_steps: int = 28
+    guidance_scale: float | None = None
+    height: int | None = None
+    width: int | None = None
+    base_repo: str | None = None
+    lora_weight_name: str | None = None
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A control policy: observation in, action out.
+
+    Attributes:
+        observation_dim: length of the flat observation vector.
+        action_dim: length of one action.
+        action_chunk: actions predicted per call (chunked policies execute them in order).
+        normalization: file (in the model directory) with the observation/action statistics that
+            travel with the weights.
+    """
+
+    kind: ClassVar[str] = "policy"
+    pipeline: ClassVar[str] = "zoo.pipelines.policy:load_policy_pipeline"
+
+    observation_dim: int = 0
+    action_dim: int = 0
+    action_chunk: int = 1
+    normalization: str = "normalization.json"
+
+
+KindSpec = VLMSpec | ClipSpec | DiffusionSpec | PolicySpec
+
+#: kind name -> spec class: the one table of model kinds.
+SPECS: dict[str, type] = {cls.kind: cls for cls in (VLMSpec, ClipSpec, DiffusionSpec, PolicySpec)}

@@ -1,0 +1,90 @@
+"""The run directory every engine writes: resolved recipe, atomic checkpoints, resume.
+
+A checkpoint is only a checkpoint once its completion marker (:data:`COMPLETE_MARKER`) is
+written, fsynced and renamed into place after every other file of it; :func:`latest_checkpoint`
+ignores directories without one, so a write killed half way never looks like a valid
+checkpoint and ``--resume`` continues from the newest complete one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zoo.recipe import Recipe
+
+logger = logging.getLogger(__name__)
+
+COMPLETE_MARKER = "zoo_checkpoint_complete.json"
+RESOLVED_RECIPE = "recipe.yaml"
+_CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+
+def prepare_run_dir(recipe: Recipe, out_dir: Path | None = None) -> Path:
+    """Create the run directory and write the resolved recipe into it; returns the directory."""
+    out = Path(out_dir) if out_dir is not None else recipe.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    recipe.to_yaml(out / RESOLVED_RECIPE)
+    logger.info("resolved recipe written to %s", out / RESOLVED_RECIPE)
+    return out
+
+
+def checkpoint_step(folder: Path) -> int:
+    """The optimiser step a complete checkpoint was written at (from its marker)."""
+    return int(json.loads((Path(folder) / COMPLETE_MARKER).read_text())["step"])
+
+
+def mark_complete(folder: Path, step: int) -> None:
+    """Write the completion marker last: fsync every file, then atomically rename the marker in."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            with path.open("rb") as f:
+                os.fsync(f.fileno())
+    tmp = folder / (COMPLETE_MARKER + ".tmp")
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p != tmp)
+    with tmp.open("w") as f:
+        json.dump({"step": step, "files": files}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, folder / COMPLETE_MARKER)
+
+
+def is_complete(folder: Path) -> bool:
+    """True when ``folder`` holds a marker and every file it lists."""
+    marker = folder / COMPLETE_MARKER
+    if not marker.is_file():
+        return False
+    try:
+        files = json.loads(marker.read_text())["files"]
+    except (ValueError, KeyError):
+        return False
+    return all((folder / name).is_file() for name in files)
+
+
+def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False) -> Path | None:
+    """The newest *complete* ``checkpoint-N`` in ``output_dir``, or ``None``.
+
+    Incomplete ones (a killed write) are skipped with a warning, and deleted when
+    ``remove_incomplete`` so that a resumed run does not write into a half-written folder.
+    """
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return None
+    found = sorted(
+        (int(m.group(1)), p) for p in output_dir.iterdir() if p.is_dir() and (m := _CHECKPOINT_RE.match(p.name))
+    )
+    best = None
+    for _, path in found:
+        if is_complete(path):
+            best = path
+        else:
+            logger.warning("ignoring incomplete checkpoint %s (its write did not finish)", path)
+            if remove_incomplete:
+                shutil.rmtree(path)
+    return best
