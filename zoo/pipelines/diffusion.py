@@ -98,7 +98,7 @@ def load_diffusion_pipeline(
         from zoo.hub import resolve_repo
 
         source = resolve_repo(spec.base_repo).path
-    pipe = DiffusersPipeline.from_pretrained(source, torch_dtype=dtype, use_safetensors=True)
+    pipe = DiffusersPipeline.from_pretrained(source, dtype=dtype, use_safetensors=True)
     if spec.lora_weight_name:
         pipe.load_lora_weights(resolved.path, weight_name=spec.lora_weight_name)
     pipe.set_progress_bar_config(disable=True)
