@@ -42,7 +42,7 @@ from zoo.engines.vlm.recipe import AlgorithmConfig
 from domains.synthetic.rewards import ColourReward
 from zoo.engines.vlm.trainer import ZooGRPOTrainer
 from zoo.engines.vlm.trl_data import to_trl_dataset
-from zoo.sft import freeze_vision_tower
+from zoo.engines.vlm.sft import freeze_vision_tower
 from zoo.tiny import build_tiny_vlm
 
 

@@ -5,7 +5,7 @@ Policy: a tiny random Qwen2.5-VL (``zoo.tiny``) with its vision tower frozen, as
 
 Per seed:
 
-1. **SFT warm start** (``zoo.sft.train_sft``, plain torch loop) until the mean SFT loss of the last
+1. **SFT warm start** (``zoo.engines.vlm.sft.train_sft``, plain torch loop) until the mean SFT loss of the last
    three steps drops to ``--warm-loss`` (answer tokens), so GRPO starts from a policy that samples
    colour words but is often wrong. (A greedy-accuracy criterion is fooled early on: argmax can
    already name a colour while sampling at temperature 1 is still near uniform, and GRPO sees
@@ -39,7 +39,7 @@ from zoo.data import load_dataset
 from domains.synthetic import data as synthetic_task
 from domains.synthetic.rewards import ColourReward
 from zoo.engines.vlm.recipe import VLMRecipe
-from zoo.sft import SFTExample, train_sft
+from zoo.engines.vlm.sft import SFTExample, train_sft
 from zoo.engines.vlm.policy_model import load_policy
 from zoo.train import run as zoo_train
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,27 @@ def register_dataset(name: str, target: str) -> str:
     if ":" not in target:
         raise ValueError(f"dataset target must look like 'package.module:function', got {target!r}")
     return DATASETS.register(name, target)
+
+
+# Answer formats turn a sample's ground truth into the assistant text an SFT stage teaches
+# (``data.answer_format`` of a ``vlm-sft`` recipe); registered the same way, from descriptors.
+ANSWER_FORMATS: Registry[str] = Registry("answer format")
+
+
+def register_answer_format(name: str, target: str) -> str:
+    """Register ``"package.module:function"`` mapping a :class:`Sample` to its reference answer text."""
+    if ":" not in target:
+        raise ValueError(f"answer format target must look like 'package.module:function', got {target!r}")
+    return ANSWER_FORMATS.register(name, target)
+
+
+def answer_format(name: str) -> Callable[[Sample], str]:
+    """The function registered under ``name`` (domains are discovered first)."""
+    from zoo.domains import discover
+
+    discover()
+    module, _, func = ANSWER_FORMATS.get(name).partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 def load_dataset(name: str, **kwargs: Any) -> Iterable[Sample]:

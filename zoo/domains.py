@@ -42,6 +42,8 @@ class Domain:
         algorithms: module whose import registers its papers' own loss types or advantage estimators
             (:mod:`zoo.rl.loss_types`); the engines load it before reading those tables.
         datasets: dataset name -> ``"module:function"`` loader returning :class:`~zoo.data.Sample` s.
+        answer_formats: name -> ``"module:function"`` writing a sample's reference answer as the
+            assistant text an SFT stage teaches (``vlm-sft`` recipes' ``data.answer_format``).
         evaluate: ``"module:function"`` run by ``zoo eval`` as ``fn(pipe, data, path, out_dir, limit)``.
         benchmarks: the ``--data`` names that evaluation accepts (for help and listing).
         environments: environment name -> ``"module:function"`` factory (policy engines).
@@ -55,6 +57,7 @@ class Domain:
     rewards: str | None = None
     algorithms: str | None = None
     datasets: Mapping[str, str] = field(default_factory=dict)
+    answer_formats: Mapping[str, str] = field(default_factory=dict)
     evaluate: str | None = None
     benchmarks: tuple[str, ...] = ()
     environments: Mapping[str, str] = field(default_factory=dict)
@@ -112,7 +115,7 @@ def _domain_packages() -> list[str]:
 def _add(package: str) -> None:
     try:
         module = importlib.import_module(package)
-    except Exception:  # noqa: BLE001  (a broken domain must not hide the others)
+    except Exception:  # a broken domain must not hide the others
         logger.exception("could not import domain package %s; skipping it", package)
         return
     domain = getattr(module, "DOMAIN", None)
@@ -121,10 +124,12 @@ def _add(package: str) -> None:
         return
     domain = _with_package(domain, package)
     DOMAINS.register(domain.name, domain)
-    from zoo.data import register_dataset
+    from zoo.data import register_answer_format, register_dataset
 
     for name, target in domain.datasets.items():
         register_dataset(name, target)
+    for name, target in domain.answer_formats.items():
+        register_answer_format(name, target)
 
 
 def _with_package(domain: Domain, package: str) -> Domain:
@@ -165,11 +170,11 @@ def _load_once(part: str) -> None:
                 continue
             try:
                 importlib.import_module(module)
-            except Exception:  # noqa: BLE001  (one broken module must not hide the other domains)
+            except Exception:  # one broken module must not hide the other domains
                 logger.exception("could not import %s of domain %r; its %s are unavailable", module, domain.name, part)
 
 
 # rewards may not import zoo; instead zoo tells rewards how to find the domains' rewards.
-from rewards.base import add_discovery_hook  # noqa: E402
+from rewards.base import add_discovery_hook
 
 add_discovery_hook(load_rewards)

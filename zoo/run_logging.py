@@ -11,13 +11,14 @@ from __future__ import annotations
 import csv
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.csv"
-CURVE_FILE = "reward_curve.png"
+CPU_MINUTES = "cpu_minutes"  # CPU time of the training process (all threads), summed over resumes
 
 
 class MetricsLog:
@@ -27,11 +28,15 @@ class MetricsLog:
     :meth:`log` per logging step, then :meth:`finish`. Columns are the union of the keys seen so far
     (components can appear after the first step), so the file is rewritten when a new key shows up;
     rows are few, so this is cheap. On resume, rows past the resumed step are dropped from the file
-    itself (they belong to the interrupted run and will be logged again).
+    itself (they belong to the interrupted run and will be logged again). Every row carries
+    ``cpu_minutes`` (continued across resumes), the x axis of equal-compute comparisons.
     """
 
-    def __init__(self, output_dir: str | Path) -> None:
+    def __init__(self, output_dir: str | Path, curve: str = "reward") -> None:
         self.path = Path(output_dir) / METRICS_FILE
+        self.curve = curve  # the metric :meth:`finish` draws into ``<curve>_curve.png``
+        self._cpu_start = time.process_time()
+        self._cpu_before = 0.0  # CPU minutes of the run before a resume
         self.rows: list[dict[str, Any]] = []
         self.columns: list[str] = ["step"]
 
@@ -46,10 +51,14 @@ class MetricsLog:
         self.rows = [r for r in rows if r.get("step") and int(float(r["step"])) <= step]
         if len(self.rows) != len(rows):
             self._rewrite()
+        if self.rows and self.rows[-1].get(CPU_MINUTES):
+            self._cpu_before = float(self.rows[-1][CPU_MINUTES])
+        self._cpu_start = time.process_time()
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
-        """Append one row (scalars only)."""
-        row = {"step": step, **{k: v for k, v in metrics.items() if _is_scalar(v)}}
+        """Append one row (scalars only), with the run's CPU minutes so far unless the engine gives them."""
+        cpu = self._cpu_before + (time.process_time() - self._cpu_start) / 60
+        row = {"step": step, CPU_MINUTES: cpu, **{k: v for k, v in metrics.items() if _is_scalar(v)}}
         new = [k for k in row if k not in self.columns]
         self.columns.extend(new)
         self.rows.append(row)
@@ -60,11 +69,11 @@ class MetricsLog:
                 csv.DictWriter(f, self.columns).writerow(row)
 
     def finish(self) -> None:
-        """Draw ``reward_curve.png`` beside the CSV (a failed plot never loses a finished run)."""
+        """Draw ``<curve>_curve.png`` beside the CSV (a failed plot never loses a finished run)."""
         if not self.rows:
             return
         try:
-            plot_reward_curve(self.path, self.path.with_name(CURVE_FILE))
+            plot_curve(self.path, self.path.with_name(f"{self.curve}_curve.png"), self.curve)
         except Exception as err:  # noqa: BLE001
             logger.warning("could not draw the reward curve: %s", err)
 
@@ -81,8 +90,9 @@ def _is_scalar(value: Any) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
-def plot_reward_curve(metrics_csv: str | Path, out_png: str | Path) -> Path:
-    """Plot ``reward`` (with a rolling mean) and every ``rewards/<term>/mean`` column against the step."""
+def plot_curve(metrics_csv: str | Path, out_png: str | Path, metric: str = "reward") -> Path:
+    """Plot ``metric`` (with a rolling mean) against the step; for ``reward``, every
+    ``rewards/<term>/mean`` column too."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -90,20 +100,21 @@ def plot_reward_curve(metrics_csv: str | Path, out_png: str | Path) -> Path:
     import pandas as pd
 
     frame = pd.read_csv(metrics_csv)
-    columns = [c for c in frame.columns if c == "reward" or (c.startswith("rewards/") and c.endswith("/mean"))]
+    terms = metric == "reward"
+    columns = [c for c in frame.columns if c == metric or (terms and c.startswith("rewards/") and c.endswith("/mean"))]
     if not columns:
-        raise ValueError(f"{metrics_csv} has no reward column to plot")
+        raise ValueError(f"{metrics_csv} has no {metric} column to plot")
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for column in columns:
         data = frame[["step", column]].dropna()
-        ax.plot(data["step"], data[column], label=column, linewidth=1, alpha=0.5 if column == "reward" else 0.8)
-    reward = frame[["step", "reward"]].dropna() if "reward" in frame else None
-    if reward is not None and len(reward) >= 10:  # sampled rewards are noisy: add a rolling mean
-        window = max(2, len(reward) // 10)
-        smooth = reward["reward"].rolling(window, min_periods=1).mean()
-        ax.plot(reward["step"], smooth, color="black", linewidth=2, label=f"reward, mean of {window} steps")
+        ax.plot(data["step"], data[column], label=column, linewidth=1, alpha=0.5 if column == metric else 0.8)
+    values = frame[["step", metric]].dropna() if metric in frame else None
+    if values is not None and len(values) >= 10:  # sampled rewards and batch losses are noisy: add a rolling mean
+        window = max(2, len(values) // 10)
+        smooth = values[metric].rolling(window, min_periods=1).mean()
+        ax.plot(values["step"], smooth, color="black", linewidth=2, label=f"{metric}, mean of {window} steps")
     ax.set_xlabel("optimiser step")
-    ax.set_ylabel("mean reward")
+    ax.set_ylabel(f"mean {metric}" if terms else metric)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -16,6 +16,7 @@ DOMAIN = Domain(
         "ui-s1-android-control": "domains.gui.data:load_ui_s1_jsonl",
         "gui-synthetic": "domains.gui.data:load_synthetic",
     },
+    answer_formats={"qwen-bbox-json": "domains.gui.prompts:qwen_bbox_json"},
     evaluate="domains.gui.evaluate:run",
     benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny"),
 )

@@ -1,7 +1,7 @@
 """The Hugging Face model card of ``gui-grounding-tiny``, rendered from its ``training.json``.
 
-Every number in the card is read from the training record written by ``scripts/train_gui_tiny.py``;
-nothing is typed in by hand, so re-running the script re-writes a card that matches its checkpoint.
+Every number in the card is read from the training record written by ``python -m domains.gui.release``;
+nothing is typed in by hand, so re-running the release re-writes a card that matches its checkpoint.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ TEMPLATE = """
 A **~1M-parameter Qwen2.5-VL-architecture model trained from scratch on two CPU cores** to put a
 box on a button: supervised warm start, then GRPO with the GUI-G1 reward (hit + 0.25·IoU +
 0.125·box). It is the runnable, offline example of the GUI domain of the RL model zoo — small
-enough to ship in the repository ({size_mb:.1f} MB of safetensors), trained by a script you can re-run.
+enough to ship in the repository ({size_mb:.1f} MB of safetensors), trained by three recipes you can re-run.
 
 **It is not a GUI agent.** It only knows one synthetic task: 112×112-pixel screens with one
 coloured button, and an instruction like "click the Save button". For real screenshots use
@@ -61,18 +61,19 @@ are in `training.json` (`sft.curve`, `grpo[*].curve`, `sft_continue_equal_time[*
   vision 64 hidden × 2 layers, patch 14, merge 2 (16 image tokens per 112-px screen); byte-level BPE
   tokenizer with one token per digit, trained on the task's text. Built offline with `zoo.tiny`.
 * **Vision tower**: frozen at its random initialisation (a trainable one collapsed in our scouting runs).
-* **SFT**: AdamW lr {sft_lr}, batch 32, 30 warm-up steps, loss on the answer tokens only, fresh
-  synthetic screens every step.
+* **SFT** (`domains/gui/recipes/gui-g1-tiny-sft.yaml`, the `vlm-sft` engine): AdamW lr {sft_lr}, batch 32,
+  30 warm-up steps, loss on the answer tokens only, fresh synthetic screens every step.
 * **GRPO** (`domains/gui/recipes/gui-g1-tiny-cpu.yaml`, run through `zoo.engines.vlm.trainer.ZooGRPOTrainer`):
   GUI-G1's algorithm — advantage = reward − group mean (no std), loss = token-sum × rate / 64
   averaged over sequences, β = 0 (no reference model), G = 8 — at CPU scale: lr {grpo_lr}, temperature
   {temperature}, {grpo_steps} steps of 4 prompts × 8 completions. Reward: `gui-g1` (the authors' formula,
   parse failure = 0).
 * **Data**: `domains/gui/synthetic.py` one-button screens (5 themes, 8 colours, random size and place).
-* **Reproduce**: `python scripts/train_gui_tiny.py all` (about {total_minutes:.0f} CPU-minutes); seeds are in
-  `training.json`. The GRPO stage alone starts from the shipped SFT weights in `sft/`:
-  `python scripts/train_gui_tiny.py grpo --seed 3 --run-dir runs/repro` (trains with
-  `domains/gui/recipes/gui-g1-tiny-cpu.yaml` and reports held-out hit), or `zoo train` on that recipe.
+* **Reproduce**: `python -m domains.gui.release all` (about {total_minutes:.0f} CPU-minutes) runs the three
+  recipes (SFT, GRPO, equal-time SFT control) and evaluates their checkpoints; seeds are in `training.json`.
+  The GRPO stage alone starts from the shipped SFT weights in `sft/`:
+  `python -m domains.gui.release grpo --seed 3 --run-dir runs/repro` (reports held-out hit per checkpoint),
+  or `zoo train domains/gui/recipes/gui-g1-tiny-cpu.yaml`.
 
 ## Files
 

@@ -53,7 +53,7 @@ UI_S1_7B = register(
     )
 )
 
-# The checkpoint this repository trains itself (scripts/train_gui_tiny.py).
+# The checkpoint this repository trains itself (python -m domains.gui.release, from three recipes).
 GUI_GROUNDING_TINY = register(
     ModelEntry(
         name="gui-grounding-tiny",
@@ -69,7 +69,7 @@ GUI_GROUNDING_TINY = register(
             parser=parse_gui_g1,
         ),
         license="apache-2.0",
-        notes="A teaching/demo checkpoint trained on CPU by scripts/train_gui_tiny.py; it only knows the "
+        notes="A teaching/demo checkpoint trained on CPU by `python -m domains.gui.release`; it only knows the "
         "synthetic one-button task and is not a GUI agent. Card: model_cards/gui-grounding-tiny/README.md.",
     )
 )

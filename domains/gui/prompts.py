@@ -7,9 +7,12 @@ coordinates in the *model's* frame, and the pipeline maps them to original pixel
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rewards.parsing import ParseError, extract_tag, parse_json_value, parse_qwen_box
+
+if TYPE_CHECKING:
+    from zoo.data import Sample
 
 # GUI-G1 (Yuqi-Zhou/GUI-G1, src/open-r1-multimodal/src/open_r1/grpo_rec.py): no system prompt,
 # user turn = [image, text]; "Fast Thinking Template", no <think> tags.
@@ -84,6 +87,12 @@ UI_S1_USER = (
     "User Instruction: {question}\nOutput Format: " + UI_S1_OUTPUT_FORMAT + "If the query asks a question, "
     "please answer the question through the answer action before terminating the process.\n"
 )
+
+
+def qwen_bbox_json(sample: Sample) -> str:
+    """The answer :func:`parse_gui_g1` reads, for SFT: ``[{"bbox_2d": [x1, y1, x2, y2]}]`` in integer pixels
+    (Qwen2.5-VL's native grounding JSON; the ``gui-g1-tiny-sft`` warm start teaches it)."""
+    return json.dumps([{"bbox_2d": [round(v) for v in sample.target["bbox"]]}])
 
 
 def parse_gui_g1(text: str, question: str = "") -> dict[str, Any]:

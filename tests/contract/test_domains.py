@@ -19,7 +19,7 @@ import pytest
 import rewards
 import zoo
 from rewards.base import RewardSample
-from zoo.data import DATASETS
+from zoo.data import ANSWER_FORMATS, DATASETS
 from zoo.domains import discover
 from zoo.recipe import load_recipe
 
@@ -61,6 +61,8 @@ def test_recipe_parses_and_names_registered_things(domain, path):
             spec.build()
     if hasattr(recipe, "data"):
         assert recipe.data.name in DATASETS, recipe.data.name
+    if getattr(recipe.data, "answer_format", None):
+        assert recipe.data.answer_format in ANSWER_FORMATS, recipe.data.answer_format
 
 
 @pytest.mark.parametrize(("domain", "path"), SMOKE, ids=[p.stem for _, p in SMOKE])
@@ -68,8 +70,10 @@ def test_cpu_smoke_recipe_trains_one_step(domain, path, tmp_path):
     from zoo.train import run
 
     recipe = load_recipe(path)
-    overrides = ["training.steps=1", "training.save_steps=1", "training.use_cpu=true"]
-    if hasattr(recipe, "data") and "n" in recipe.data.kwargs:
+    overrides = ["training.steps=1", "training.save_steps=1"]
+    if hasattr(recipe.training, "use_cpu"):
+        overrides.append("training.use_cpu=true")
+    if hasattr(recipe, "algorithm") and "n" in recipe.data.kwargs:
         overrides.append(f"data.kwargs.n={recipe.algorithm.num_generations}")
     out = run(str(path), overrides, output_dir=str(tmp_path / "run"))
     assert (out / "checkpoint-1").is_dir() and (out / "metrics.csv").is_file()

@@ -1,4 +1,4 @@
-"""Loader for the golden numbers written by ``scripts/make_rl_golden.py``.
+"""Loader for the golden numbers written by ``tests/rl/golden/make_rl_golden.py``.
 
 Each JSON file records, under ``sources``, the library versions that produced it
 (verl 0.9.1, TRL 1.16.0, torch 2.14.1; GUI-G1 by transcription at a named commit).

@@ -1,6 +1,6 @@
 """zoo.rl.advantages against numbers from verl 0.9.1 ``core_algos`` and TRL 1.16.0.
 
-Golden data: ``tests/rl/golden/advantages.json`` (``scripts/make_rl_golden.py``). Inputs
+Golden data: ``tests/rl/golden/advantages.json`` (``tests/rl/golden/make_rl_golden.py``). Inputs
 cover groups of one, equal-reward groups (0.1 x 3: non-dyadic), binary and mixed-sign
 groups, interleaved string uids, ragged masks and masks with holes, three seeds.
 """

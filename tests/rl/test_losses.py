@@ -1,6 +1,6 @@
 """zoo.rl.losses against verl 0.9.1 ``core_algos``, TRL 1.16.0 ``GRPOTrainer._compute_loss`` and GUI-G1.
 
-Golden data (``scripts/make_rl_golden.py``): ``policy_losses.json`` (verl
+Golden data (``tests/rl/golden/make_rl_golden.py``): ``policy_losses.json`` (verl
 ``compute_policy_loss_vanilla`` / ``compute_policy_loss_gspo``: loss, d loss / d logp,
 clip fractions, ppo_kl), ``aggregation.json`` (verl ``agg_loss``), ``kl.json`` (verl
 ``kl_penalty``, values and gradients), ``trl_losses.json`` (TRL's own ``_compute_loss``

@@ -1,6 +1,6 @@
 """UI-S1 semi-online RL maths against the authors' own functions.
 
-Golden numbers: ``tests/rl/golden/ui_s1.json``, produced by ``scripts/make_ui_s1_golden.py``
+Golden numbers: ``tests/rl/golden/ui_s1.json``, produced by ``tests/rl/golden/make_ui_s1_golden.py``
 running X-PLUG/MobileAgent@11cea575 ``UI-S1/uis1/core_uis1.py`` and
 ``MultiRoundGenerator.apply_response`` unchanged (the DAPO filter lines transcribed).
 """

@@ -12,7 +12,7 @@ import zoo
 from zoo.hub import CHECKPOINTS_DIR, ModelNotAvailableError, ResolvedModel
 from zoo.load import WrongArchitectureError
 from zoo.pipelines.vlm import VLMPipeline
-from zoo.sft import SFTExample, train_sft
+from zoo.engines.vlm.sft import SFTExample, train_sft
 from zoo.tiny import build_tiny_vlm
 
 PATHO_QUESTION = "What feature is shown? /n A. necrosis /n B. fibrosis /n C. mitosis"

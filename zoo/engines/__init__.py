@@ -10,7 +10,8 @@ tensors whose T is tokens for a VLM, denoising steps for a diffusion model, env 
 Built in:
 
 * ``vlm-trl`` — GRPO-family RL of a VLM on one machine, TRL's ``GRPOTrainer`` with zoo's maths;
-* ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster.
+* ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster;
+* ``vlm-sft`` — the supervised warm start (and equal-time control arm) of a VLM, a plain torch loop.
 
 The seats for ``diffusion`` (diffusers + accelerate: Flow-GRPO family) and ``policy``
 (gymnasium + stable-baselines3: residual RL) are filled by registering an :class:`Engine`
@@ -81,4 +82,8 @@ register_engine(Engine(
 register_engine(Engine(
     "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
     recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.verl_engine:train", aliases=("verl",),
+))  # fmt: skip
+register_engine(Engine(
+    "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",
+    recipe="zoo.engines.vlm.sft_engine:SFTRecipe", train="zoo.engines.vlm.sft_engine:train", aliases=("sft",),
 ))  # fmt: skip

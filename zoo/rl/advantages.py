@@ -2,7 +2,7 @@
 
 Every estimator reproduces the verl 0.9.1 function named in its docstring
 (``verl/trainer/ppo/core_algos.py``) number for number; the tests compare against
-numbers produced by verl itself (``scripts/make_rl_golden.py``).
+numbers produced by verl itself (``tests/rl/golden/make_rl_golden.py``).
 
 One thing is added on top of verl: a reward may be ``NaN``, which means *the reward
 could not be computed* (``RewardResult.score is None``, see ``zoo.rl.batching``).

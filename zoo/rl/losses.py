@@ -3,7 +3,7 @@
 Each function reproduces the verl 0.9.1 (``verl/trainer/ppo/core_algos.py``) or TRL 1.x
 (``trl/trainer/grpo_trainer.py::GRPOTrainer._compute_loss``) code named in its
 docstring; the tests compare against numbers those libraries produced
-(``scripts/make_rl_golden.py``).
+(``tests/rl/golden/make_rl_golden.py``).
 
 Shapes: ``logp``, ``old_logp``, ``ref_logp``, ``mask`` are (B, T) per-token log-probs of
 the sampled response tokens and its 0/1 mask; ``advantages`` is (B,) or (B, T).

@@ -4,7 +4,7 @@ UI-S1 trains a mobile GUI agent on *offline* trajectories while rolling them out
 online*: at every step the model's own answer stays in the dialogue, and the next screenshot
 is the recorded one. This module holds the pure functions around that loop, each checked
 number for number against the authors' code (``tests/rl/golden/ui_s1.json``, written by
-``scripts/make_ui_s1_golden.py`` from X-PLUG/MobileAgent@11cea575, folder ``UI-S1/``):
+``tests/rl/golden/make_ui_s1_golden.py`` from X-PLUG/MobileAgent@11cea575, folder ``UI-S1/``):
 
 - :func:`patch_plan` — the *patch module* (``MultiRoundGenerator.apply_response``): a wrong
   step is replaced by the ground-truth action while the trajectory has made fewer than

@@ -1,4 +1,4 @@
-"""The shipped ``checkpoints/gui-grounding-tiny`` and the script that builds it."""
+"""The shipped ``checkpoints/gui-grounding-tiny`` and the release driver that builds it from its recipes."""
 
 from __future__ import annotations
 
@@ -44,13 +44,16 @@ def test_checkpoint_loads_by_name_and_predicts_in_original_pixels():
 
 
 @pytest.mark.slow
-def test_training_script_runs_end_to_end_small(tmp_path):
-    """Every stage of scripts/train_gui_tiny.py at toy scale (minutes, not the release run)."""
+def test_release_stages_run_end_to_end_small(tmp_path):
+    """Every training stage of ``python -m domains.gui.release`` at toy scale (minutes, not the release run)."""
     common = ["--run-dir", str(tmp_path), "--eval-n", "8", "--final-eval-n", "8", "--seed", "0"]
-    script = [sys.executable, str(ROOT / "scripts" / "train_gui_tiny.py")]
-    subprocess.run([*script, "sft", "--sft-steps", "4", *common], check=True, cwd=ROOT)
-    subprocess.run([*script, "grpo", "--set", "training.steps=2", *common], check=True, cwd=ROOT)
-    subprocess.run([*script, "sft-continue", *common], check=True, cwd=ROOT)
+    release = [sys.executable, "-m", "domains.gui.release"]
+    subprocess.run([*release, "sft", "--sft-set", "training.steps=4", *common], check=True, cwd=ROOT)
+    subprocess.run([*release, "grpo", "--set", "training.steps=2", "--set", "training.save_steps=1", *common],
+                   check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run([*release, "sft-continue", *common], check=True, cwd=ROOT)
     for stage in ("sft", "grpo-s0", "sft-continue-s0"):
         record = json.loads((tmp_path / f"{stage}.json").read_text())
-        assert 0.0 <= record["final_hit"] <= 1.0 and record["curve"]
+        assert 0.0 <= record["final_hit"] <= 1.0 and record["curve"] and record["train_minutes"] > 0
+    grpo = json.loads((tmp_path / "grpo-s0.json").read_text())
+    assert [p["step"] for p in grpo["curve"]] == [1, 2]

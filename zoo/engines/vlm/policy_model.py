@@ -10,10 +10,17 @@ from zoo.recipe import RecipeError
 if TYPE_CHECKING:
     from zoo.data import Sample
     from zoo.engines.vlm.recipe import VLMRecipe
+    from zoo.engines.vlm.sft_engine import SFTRecipe
 
 
-def load_policy(recipe: VLMRecipe, samples: list[Sample] | None = None) -> tuple[Any, Any]:
-    """``(model, processor)`` for ``recipe.model.name``: ``tiny:<arch>``, a local directory or a zoo name."""
+def load_policy(
+    recipe: VLMRecipe | SFTRecipe, samples: list[Sample] | None = None, corpus: list[str] | None = None
+) -> tuple[Any, Any]:
+    """``(model, processor)`` for ``recipe.model.name``: ``tiny:<arch>``, a local directory or a zoo name.
+
+    A ``tiny:`` model's tokenizer learns ``corpus`` (default: the prompts and targets of ``samples``)
+    unless ``model.tiny`` gives its own.
+    """
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -24,7 +31,7 @@ def load_policy(recipe: VLMRecipe, samples: list[Sample] | None = None) -> tuple
         kwargs = dict(recipe.model.tiny)
         kwargs.setdefault("seed", recipe.training.seed)
         if "corpus" not in kwargs:
-            kwargs["corpus"] = [DEFAULT_CORPUS, *_corpus(samples or [])]
+            kwargs["corpus"] = [DEFAULT_CORPUS, *(corpus if corpus is not None else _corpus(samples or []))]
         arch = name.split(":", 1)[1]
         if arch not in ("qwen2_5_vl", "qwen3_vl"):
             raise RecipeError(f"model.name={name!r}: tiny models are tiny:qwen2_5_vl or tiny:qwen3_vl")

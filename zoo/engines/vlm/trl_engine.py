@@ -66,7 +66,7 @@ def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | No
     samples = recipe.data.load()
     model, processor = load_policy(recipe, samples)
     if recipe.training.freeze_vision:
-        from zoo.sft import freeze_vision_tower
+        from zoo.engines.vlm.sft import freeze_vision_tower
 
         logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
     return ZooGRPOTrainer(

@@ -15,7 +15,7 @@ Source: X-PLUG/MobileAgent, folder ``UI-S1/``, snapshot commit
 Re-run (torch + numpy suffice; the project venv has both)::
 
     git clone https://github.com/X-PLUG/MobileAgent && git -C MobileAgent checkout 11cea575
-    .venv/bin/python scripts/make_ui_s1_golden.py MobileAgent/UI-S1
+    .venv/bin/python tests/rl/golden/make_ui_s1_golden.py MobileAgent/UI-S1
 
 Inputs are drawn from fixed seeds and stored beside the outputs; rerunning rewrites an identical file.
 """
@@ -36,7 +36,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "rl" / "golden" / "ui_s1.json"
+OUT = Path(__file__).resolve().parent / "ui_s1.json"
 COMMIT = "11cea575561fb7800b5fb6b6cafa56f7a91de11f"
 # Reward values UI-S1's rule reward can take: 0.1 * format + 0.9 * action, action in {0, 0.1, 0.5, 1}.
 MISMATCH_SCORES = (0.0, 0.09, 0.1, 0.19, 0.45, 0.55)

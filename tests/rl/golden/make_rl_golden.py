@@ -22,7 +22,7 @@ that borrows torch/TRL from the project venv)::
     echo "$PWD/.venv/lib/python3.11/site-packages" > /tmp/verlvenv/lib/python3.11/site-packages/main.pth
     /tmp/verlvenv/bin/pip install --no-deps verl==0.9.1
     /tmp/verlvenv/bin/pip install codetiming hydra-core omegaconf pylatexenc ray tensordict orjson
-    /tmp/verlvenv/bin/python scripts/make_rl_golden.py
+    /tmp/verlvenv/bin/python tests/rl/golden/make_rl_golden.py
 
 verl's pip metadata pins transformers<5.11 and tensordict<=0.10; ``core_algos`` imports and
 runs fine with the project's newer versions (the functions used here are plain torch).
@@ -47,7 +47,7 @@ from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo import core_algos
 from verl.workers.config import ActorConfig
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "rl" / "golden"
+OUT = Path(__file__).resolve().parent
 SEEDS = (0, 1, 2)
 
 

@@ -1,0 +1,157 @@
+"""Supervised fine-tuning of a VLM: teacher-forced cross-entropy on the answer tokens only.
+
+GRPO needs a policy that already emits the task's format now and then; papers start from an
+instruction-tuned checkpoint, and the tiny models of this repo start from a short SFT run (the
+``vlm-sft`` engine, :mod:`zoo.engines.vlm.sft_engine`). This is deliberately a plain torch loop
+(TRL's ``SFTTrainer`` would work too, at the cost of a second trainer stack): the batch builder
+is the piece that matters, because it masks the prompt (including image tokens) out of the loss
+exactly as chat-style SFT does. :class:`SFTLoop` keeps everything a resumed run needs (optimiser,
+schedule, data RNG, torch RNG) in one state dict, so an interrupted run continues exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SFTExample:
+    """One chat prompt with its images and the assistant text to learn."""
+
+    messages: list[dict[str, Any]]
+    images: Sequence[Any]
+    target: str
+
+
+#: ``sample_examples(rng, batch_size)``: a batch drawn with the loop's own data RNG.
+ExampleSampler = Callable[[random.Random, int], Sequence[SFTExample]]
+
+
+def build_batch(processor: Any, examples: Sequence[SFTExample]) -> dict[str, torch.Tensor]:
+    """Processor inputs for ``examples`` with ``labels`` = answer tokens (+ end of turn), -100 elsewhere."""
+    tokenizer = processor.tokenizer
+    prompts = [processor.apply_chat_template(e.messages, add_generation_prompt=True, tokenize=False) for e in examples]
+    full = [p + e.target + tokenizer.eos_token for p, e in zip(prompts, examples)]
+    images = [img for e in examples for img in e.images] or None
+    old_side = tokenizer.padding_side
+    tokenizer.padding_side = "right"  # labels are located from the left edge of each row
+    try:
+        batch = processor(text=full, images=images, padding=True, return_tensors="pt")
+        prompt_lengths = [
+            len(processor(text=[p], images=list(e.images) or None, return_tensors="pt")["input_ids"][0])
+            for p, e in zip(prompts, examples)
+        ]
+    finally:
+        tokenizer.padding_side = old_side
+    labels = batch["input_ids"].clone()
+    for row, start in enumerate(prompt_lengths):
+        labels[row, :start] = -100
+    labels[batch["attention_mask"] == 0] = -100
+    batch["labels"] = labels
+    return batch
+
+
+def freeze_vision_tower(model: torch.nn.Module) -> int:
+    """Freeze the vision encoder (as the RL papers do); returns the number of frozen parameters."""
+    frozen = 0
+    for name, param in model.named_parameters():
+        if ".visual." in f".{name}" or name.startswith("visual.") or ".vision_tower." in f".{name}":
+            param.requires_grad_(False)
+            frozen += param.numel()
+    return frozen
+
+
+class SFTLoop:
+    """AdamW with linear warm-up then a constant rate, gradient clipping, one batch per step.
+
+    Seeding happens here (``torch.manual_seed(seed)``, data ``Random(seed)``), so two loops built
+    with the same arguments on the same model take identical steps; :meth:`state_dict` /
+    :meth:`load_state_dict` carry the step, optimiser, schedule and both RNGs across a restart.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        processor: Any,
+        sample_examples: ExampleSampler,
+        *,
+        batch_size: int = 16,
+        lr: float = 2e-3,
+        warmup: int = 30,
+        seed: int = 0,
+        freeze_vision: bool = True,
+        grad_clip: float = 1.0,
+    ) -> None:
+        torch.manual_seed(seed)
+        self.model, self.processor, self.sample_examples = model, processor, sample_examples
+        self.batch_size, self.grad_clip = batch_size, grad_clip
+        self.rng = random.Random(seed)
+        if freeze_vision:
+            logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.params, lr=lr)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / max(1, warmup)))
+        self.step_count = 0
+
+    def step(self) -> float:
+        """One optimiser step on a fresh batch; returns its loss."""
+        self.model.train()
+        batch = build_batch(self.processor, self.sample_examples(self.rng, self.batch_size))
+        loss = self.model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)
+        self.optimizer.step()
+        self.schedule.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step_count += 1
+        return loss.item()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the weights that the next step depends on."""
+        return {
+            "step": self.step_count,
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "data_rng": self.rng.getstate(),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue where :meth:`state_dict` was taken (the weights are loaded by the caller)."""
+        self.step_count = int(state["step"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.schedule.load_state_dict(state["schedule"])
+        self.rng.setstate(state["data_rng"])
+        torch.set_rng_state(state["torch_rng"])
+
+
+def train_sft(
+    model: torch.nn.Module,
+    processor: Any,
+    sample_examples: ExampleSampler,
+    *,
+    steps: int,
+    callback: Callable[[int, float], None] | None = None,
+    **loop_kwargs: Any,
+) -> list[float]:
+    """Train ``steps`` steps of an :class:`SFTLoop` (``loop_kwargs``: its settings); returns every loss.
+
+    ``callback(step, loss)`` runs after each step (evaluation in benches and tests).
+    """
+    loop = SFTLoop(model, processor, sample_examples, **loop_kwargs)
+    losses: list[float] = []
+    for _ in tqdm(range(steps), desc="sft", disable=None):
+        losses.append(loop.step())
+        if callback is not None:
+            callback(loop.step_count, losses[-1])
+    model.eval()
+    return losses

@@ -1,0 +1,206 @@
+"""The ``vlm-sft`` engine: the supervised stage before GRPO, as a recipe ``zoo train`` runs.
+
+RL papers start from an instruction-tuned model; a zoo recipe that starts from a random tiny
+model (CPU smoke runs, the shipped tiny checkpoints) needs a supervised warm start first, and a
+fair RL result needs its control arm: the same SFT continued for the time RL used. Both are
+:class:`SFTRecipe` s. The data is a registered dataset plus a registered answer format (the
+assistant text to teach, e.g. GUI-G1's ``qwen-bbox-json``); with ``data.stream`` every batch is
+drawn fresh from the loader with a seed from the run's data RNG, so a synthetic task never
+repeats a screen. The run directory is the same as every engine's: ``recipe.yaml``,
+``metrics.csv`` with ``loss_curve.png``, atomic ``checkpoint-N/`` folders that ``--resume``
+continues from exactly (weights, optimiser, schedule, both RNGs), and ``final/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm.auto import tqdm
+
+from zoo.engines.vlm.recipe import ModelConfig
+from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
+from zoo.run_logging import CPU_MINUTES, MetricsLog
+from zoo.runs import checkpoint_step, is_complete, latest_checkpoint, mark_complete
+
+if TYPE_CHECKING:
+    from zoo.data import Sample
+    from zoo.engines.vlm.sft import SFTExample, SFTLoop
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "sft_state.pt"
+
+
+@dataclass(frozen=True)
+class SFTDataConfig(DataConfig):
+    """The prompts (a registered dataset) and the answers to teach (a registered answer format)."""
+
+    answer_format: str = ""
+    """Registered answer format (``zoo.data.ANSWER_FORMATS``): writes a sample's reference answer as text."""
+    stream: bool = False
+    """Draw every batch fresh: ``loader(n=batch_size, seed=stream_seed + rng.randrange(10**9), **kwargs)``
+    (synthetic tasks); ``False`` cycles through the loaded samples in a seeded random order."""
+    stream_seed: int = 1_000_000
+    """Offset of streamed batch seeds, keeping them clear of the held-out evaluation seeds."""
+    corpus_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Loader arguments for the samples whose prompt + answer train a ``tiny:`` model's tokenizer
+    (default: ``kwargs``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SFTTrainingConfig(TrainingBase):
+    """Optimiser, batch and budget of an SFT run (the shared fields, plus these)."""
+
+    batch_size: int = 16
+    """Examples per optimiser step."""
+    warmup_steps: int = 30
+    """Linear warm-up steps, then a constant learning rate."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm."""
+    freeze_vision: bool = True
+    """Keep the vision tower frozen, as the papers do."""
+    max_minutes: float | None = None
+    """Stop after this much CPU time of training (the equal-time control arm of an RL run); ``None``
+    runs ``steps`` steps."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SFTRecipe(Recipe):
+    """A supervised run of a VLM: teacher-forced cross-entropy on the answer tokens."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The model to train (``tiny:*``, a directory, a zoo name or a Hub base model)."""
+    data: SFTDataConfig = field(default_factory=SFTDataConfig)
+    """Prompts and answers."""
+    training: SFTTrainingConfig = field(default_factory=SFTTrainingConfig)
+    """Optimiser, checkpoints and output."""
+
+    def validate(self) -> None:
+        if not self.data.name or not self.data.answer_format:
+            raise RecipeError("an SFT recipe needs data.name (a dataset) and data.answer_format (zoo.data.ANSWER_FORMATS)")
+        if self.training.batch_size < 1:
+            raise RecipeError(f"training.batch_size={self.training.batch_size} must be >= 1")
+
+
+def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+    """Run ``recipe`` into ``output_dir`` (``final/`` holds the model); returns ``output_dir``."""
+    if dry_run:
+        return output_dir
+    import torch
+
+    from zoo.engines.vlm.policy_model import load_policy
+    from zoo.engines.vlm.sft import SFTLoop
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
+    if resume and checkpoint is None:
+        logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
+    sampler = ExampleStream(recipe)
+    if checkpoint is not None:
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        logger.info("resuming from %s", checkpoint)
+        model, processor = AutoModelForImageTextToText.from_pretrained(checkpoint), AutoProcessor.from_pretrained(checkpoint)
+    else:
+        corpus = sampler.corpus() if recipe.model.name.startswith("tiny:") else None
+        model, processor = load_policy(recipe, corpus=corpus)
+    tr = recipe.training
+    loop = SFTLoop(model, processor, sampler, batch_size=tr.batch_size, lr=tr.lr, warmup=tr.warmup_steps,
+                   seed=tr.seed, freeze_vision=tr.freeze_vision, grad_clip=tr.max_grad_norm)  # fmt: skip
+    used = 0.0
+    if checkpoint is not None:
+        state = torch.load(checkpoint / STATE_FILE, weights_only=True)
+        loop.load_state_dict(state)
+        used = float(state["cpu_seconds"])
+    log = MetricsLog(output_dir, curve="loss")
+    log.start(loop.step_count)
+    budget = None if tr.max_minutes is None else tr.max_minutes * 60
+    bar = tqdm(total=tr.steps, initial=loop.step_count, desc=f"sft {recipe.name}", disable=None)
+    while loop.step_count < tr.steps and (budget is None or used < budget):
+        start = time.process_time()
+        loss = loop.step()
+        used += time.process_time() - start
+        bar.update(1)
+        last = loop.step_count == tr.steps or (budget is not None and used >= budget)
+        if loop.step_count % tr.logging_steps == 0 or last:
+            log.log(loop.step_count, {"loss": loss, "lr": loop.schedule.get_last_lr()[0], CPU_MINUTES: used / 60})
+        if loop.step_count % tr.save_steps == 0 or last:
+            _save_checkpoint(loop, used, output_dir / f"checkpoint-{loop.step_count}", tr.save_total_limit)
+    bar.close()
+    if budget is not None and used >= budget:
+        logger.info("stopped at step %d: training.max_minutes=%.2f reached", loop.step_count, tr.max_minutes)
+    log.finish()
+    model.eval()
+    _save_model(model, processor, output_dir / "final")
+    return output_dir
+
+
+class ExampleStream:
+    """Batches of :class:`~zoo.engines.vlm.sft.SFTExample` s for an :class:`~zoo.engines.vlm.sft.SFTLoop`."""
+
+    def __init__(self, recipe: SFTRecipe) -> None:
+        from zoo.data import answer_format
+
+        self.data = recipe.data
+        self.answer = answer_format(self.data.answer_format)
+        self.samples = [] if self.data.stream else self.data.load()
+        if not self.data.stream and not self.samples:
+            raise RecipeError(f"data {self.data.name!r} with kwargs={self.data.kwargs} gave no samples")
+        self.order: list[int] = []
+
+    def __call__(self, rng: random.Random, batch_size: int) -> list[SFTExample]:
+        from zoo.data import load_dataset
+
+        if self.data.stream:
+            seed = self.data.stream_seed + rng.randrange(10**9)
+            batch = list(load_dataset(self.data.name, **{**self.data.kwargs, "n": batch_size, "seed": seed}))
+        else:
+            batch = []
+            while len(batch) < batch_size:  # seeded epochs: every sample once before any repeats
+                if not self.order:
+                    self.order = rng.sample(range(len(self.samples)), len(self.samples))
+                batch.append(self.samples[self.order.pop()])
+        return [self.example(s) for s in batch]
+
+    def example(self, sample: Sample) -> SFTExample:
+        """The chat turn the policy sees (images first, then the prompt text) and the answer to learn."""
+        from zoo.engines.vlm.sft import SFTExample
+
+        content = [*({"type": "image"} for _ in sample.images), {"type": "text", "text": sample.question}]
+        messages = [{"role": "user", "content": content}]
+        if self.data.system_prompt:
+            messages.insert(0, {"role": "system", "content": [{"type": "text", "text": self.data.system_prompt}]})
+        return SFTExample(messages=messages, images=sample.images, target=self.answer(sample))
+
+    def corpus(self) -> list[str]:
+        """Prompt + answer texts for a ``tiny:`` model's tokenizer, so the task's words are whole tokens."""
+        from zoo.data import load_dataset
+
+        kwargs = self.data.corpus_kwargs or self.data.kwargs
+        return [f"{s.question} {self.answer(s)}" for s in load_dataset(self.data.name, **kwargs)]
+
+
+def _save_model(model: Any, processor: Any, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    processor.save_pretrained(folder)
+
+
+def _save_checkpoint(loop: SFTLoop, cpu_seconds: float, folder: Path, keep: int | None) -> None:
+    """Weights + processor + loop state, then the completion marker; older checkpoints beyond ``keep`` go."""
+    import shutil
+
+    import torch
+
+    _save_model(loop.model, loop.processor, folder)
+    torch.save({**loop.state_dict(), "cpu_seconds": cpu_seconds}, folder / STATE_FILE)
+    mark_complete(folder, loop.step_count)
+    if keep is not None:
+        older = sorted((checkpoint_step(p), p) for p in folder.parent.glob("checkpoint-*") if p != folder and is_complete(p))
+        for _, old in older[: max(0, len(older) + 1 - keep)]:
+            shutil.rmtree(old, ignore_errors=True)
