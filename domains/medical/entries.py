@@ -12,8 +12,8 @@ from zoo.kinds import ClipSpec, VLMSpec
 from zoo.registry import ModelEntry, register
 
 _PATHO_SOURCE = (
-    "Hub card front matter of WenchuanZhang/Patho-R1-3B (`license: cc-by-nc-nd-4.0`, gated by an "
-    "extra_gated_prompt); the Patho-R1 README links the same terms for -7B"
+    "Hub card front matter of {repo} (`license: cc-by-nc-nd-4.0`, gated by an extra_gated_prompt stating "
+    "the CC-BY-NC-ND 4.0 terms)"
 )
 _PATHO_CLIP_SOURCE = (
     "the Patho-R1 README (Wenchuan-Zhang/Patho-R1@066024f3) sends users to request access to "
@@ -55,7 +55,7 @@ for size, repo in (("3b", "WenchuanZhang/Patho-R1-3B"), ("7b", "WenchuanZhang/Pa
             gated=True,
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE,
-            license_source=_PATHO_SOURCE,
+            license_source=_PATHO_SOURCE.format(repo=repo),
             revision_note=_NO_PIN.format(repo=repo),
             rl_methods=("grpo", "dapo"),
         )
@@ -79,6 +79,9 @@ for size, arch in (("b", "ViT-B-16"), ("l", "ViT-L-14")):
             gated=True,
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE
+            + " Authors' protocol (Patho-R1 README): rank candidate captions by the cosine similarity of "
+            "normalised embeddings; their zero-shot template sets are described in the paper, not released "
+            "as code, so pass yours as template=[...]."
             + (" Architecture ViT-L-14 is UNVERIFIED (authors say ViT-L)." if size == "l" else ""),
             license_source=_PATHO_CLIP_SOURCE,
             revision_note=_NO_PIN.format(repo=f"WenchuanZhang/Patho-CLIP-{size.upper()}"),
