@@ -178,7 +178,7 @@ def _validate_kind(card: ModelCard, meta: dict[str, Any], entry: ModelEntry) -> 
     unearned = {"grpo", "dapo", "reinforcement-learning"} & set(meta["tags"]) - earned
     if unearned:
         raise CardError(f"{entry.name}: tags {sorted(unearned)} claim RL training the entry does not record")
-    blocks = re.findall(r"```python\n(.*?)```", card.text, flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)
     if not blocks:
         raise CardError(f"{entry.name}: the card has no Python usage snippet")
     check_usage(blocks[0], kind, entry.name)

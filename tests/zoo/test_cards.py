@@ -1,10 +1,15 @@
-"""Model cards: rendered from entry + measured numbers, validated locally, medical cards state out-of-scope use."""
+"""Model cards: rendered per kind from entry + measured numbers, validated locally (front matter, RL tags, usage)."""
+
+import dataclasses
 
 import pytest
 from huggingface_hub import ModelCard
 
 import zoo
-from zoo.cards import CardError, render_card, validate_card, write_card
+from zoo.card_kinds import CARD_KINDS, UNRELEASED, CardKindError, card_kind
+from zoo.cards import CardError, check_usage, render_card, validate_card, write_card
+from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
+from zoo.registry import ModelEntry
 
 RECORD = {
     "summary": "A tiny grounding model.",
@@ -40,14 +45,6 @@ def test_validation_catches_broken_cards():
 
 
 # --- every registered entry, and every kind, gets a card true to its kind ---------------------------
-
-import dataclasses  # noqa: E402
-
-from zoo.card_kinds import CARD_KINDS, UNRELEASED, CardKindError, card_kind  # noqa: E402
-from zoo.cards import check_usage  # noqa: E402
-from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec  # noqa: E402
-from zoo.registry import ModelEntry  # noqa: E402
-
 
 def _usage(card: ModelCard) -> str:
     return card.text.split("```python\n", 1)[1].split("```", 1)[0]

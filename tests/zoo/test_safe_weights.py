@@ -103,7 +103,7 @@ def test_malicious_patho_clip_pt_is_refused_by_the_pipeline(tmp_path: Path, monk
     from zoo.registry import info
 
     monkeypatch.setattr("zoo.safe_weights.CONVERTED_CACHE", tmp_path / "cache")
-    path, marker = _malicious_pt(tmp_path)
+    _, marker = _malicious_pt(tmp_path)
     with pytest.raises(UnsafeCheckpointError):
         load_clip_pipeline(info("patho-clip-b"), ResolvedModel(tmp_path, "local", "local"), "cpu", torch.float32)
     assert not marker.exists()
