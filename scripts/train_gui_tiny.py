@@ -1,7 +1,7 @@
 """Build ``checkpoints/gui-grounding-tiny``: SFT warm start, then GRPO with the GUI-G1 reward.
 
 A randomly initialised Qwen2.5-VL of ~1M parameters (frozen random vision tower, digit-split
-tokenizer; research/feasibility-gui-checkpoint.md) learns to put a box on the one button of a
+tokenizer) learns to put a box on the one button of a
 112-px synthetic screen. Stages, in training order (each caches its result under ``--run-dir``):
 
     python scripts/train_gui_tiny.py sft                    # supervised warm start
