@@ -2,9 +2,11 @@
 renders model-written code (SVG, matplotlib) and compares it with the reference image.
 
 Every metric maps two images to [0, 1] (1 = identical) so they can be weighted together, as the
-chart/SVG-to-code RL papers do (RLRF arXiv 2505.20793: pixel L2 + DreamSim/DINO; ChartMaster
-arXiv 2508.13587: SSIM-style visual similarity). Images are ``PIL.Image`` or ``HxWx3`` uint8
-arrays; the second is resized to the first's size.
+chart/SVG-to-code RL papers do with their own choices (RLRF, arXiv 2505.20793: pixel L2 +
+DreamSim/DINO; MSRL, arXiv 2508.13587, judges visual similarity with a VLM evaluator instead). The
+SSIM and edge metrics here are this project's cheap, model-free choice (SSIM: Wang et al., 2004),
+not a published chart-RL reward. Images are ``PIL.Image`` or ``HxWx3`` uint8 arrays; the second is
+resized to the first's size.
 """
 
 from __future__ import annotations

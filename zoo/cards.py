@@ -1,20 +1,27 @@
 """Hugging Face model cards generated from a catalog entry and the numbers this project measured.
 
-Cards are rendered with ``huggingface_hub.ModelCard.from_template`` and validated locally
-(metadata re-parsed, licence and base model present, ``model-index`` well formed): the Hub's
-own ``validate()`` needs the network. A card only states results found in the checkpoint's
+Cards are rendered with ``huggingface_hub.ModelCard.from_template``; what they say depends on the
+entry's kind (:mod:`zoo.card_kinds`: VLM, open_clip, diffusion, policy, not released). They are
+validated locally (front matter re-parsed as ``ModelCardData``, licence and tags present,
+``model-index`` well formed, the usage snippet naming only functions that exist for the kind): the
+Hub's own ``validate()`` needs the network. A card only states results found in the checkpoint's
 ``training.json``; entries the project did not evaluate say so instead of quoting papers.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
+import dataclasses
 import importlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from zoo.card_kinds import CardKind, card_kind
 from zoo.hub import CHECKPOINTS_DIR, is_repo_id
 from zoo.registry import ModelEntry, info
 
@@ -64,52 +71,91 @@ def _evaluation(record: dict[str, Any]) -> tuple[str, list[EvalResult]]:
     return "\n".join(lines) + (f"\n\n{note}" if note else ""), results
 
 
+def _tags(entry: ModelEntry, kind: CardKind) -> list[str]:
+    rl = ["reinforcement-learning", *(m for m in entry.rl_methods if m != "rl")] if entry.rl_methods else []
+    return ["rl-model-zoo", entry.domain, *kind.tags, *rl]
+
+
+def _license_line(entry: ModelEntry) -> str:
+    line = f"{entry.license} (weights)" if entry.released else f"{entry.license} (no weights published)"
+    line += ", gated: request access on the Hub page" if entry.gated else ""
+    if entry.code_license and entry.code_license != entry.license:
+        line += f"; code: {entry.code_license}"
+    return line + (f". Source: {entry.license_source}" if entry.license_source else "")
+
+
+def _revision_line(entry: ModelEntry) -> str:
+    if entry.revision:
+        return f"`{entry.revision}` (pinned; `zoo.load` fetches this commit)"
+    return entry.revision_note or "not pinned (follows `main`)"
+
+
 def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> ModelCard:
     """The card for ``entry``; ``record`` is its ``training.json`` (default: read from checkpoints/)."""
     record = _training_record(entry) if record is None else record
+    kind = card_kind(entry)
     evaluation, results = _evaluation(record)
+    known = entry.license != "unknown"
     data = ModelCardData(
-        license=entry.license if entry.license != "unknown" else "other",
+        license=entry.license if known else "other",
+        license_name=None if known else "unknown",
         base_model=record.get("base_model") or (entry.base_model if is_repo_id(entry.base_model) else None),
-        library_name="transformers",
-        pipeline_tag="image-text-to-text" if entry.kind == "vlm" else None,
-        tags=["rl-model-zoo", entry.domain, "grpo", "reinforcement-learning"],
+        library_name=kind.library_name,
+        pipeline_tag=kind.pipeline_tag,
+        tags=_tags(entry, kind),
         model_name=entry.name,
         eval_results=results or None,
     )
     paper = f"[arXiv:{entry.paper}](https://arxiv.org/abs/{entry.paper})" if entry.paper else "—"
-    spec = entry.spec
+    if entry.repo_id:
+        weights = f"`{entry.repo_id}`"
+    elif entry.released:
+        weights = f"`checkpoints/{entry.name}/` in the rl-model-zoo repository"
+    else:
+        weights = "not released by the authors"
     card = ModelCard.from_template(
         data,
         template_path=str(TEMPLATE),
         name=entry.name,
         summary=record.get("summary", entry.notes or entry.task),
         task=entry.task,
+        kind_label=kind.label,
         architecture=entry.architecture,
         base_model=entry.base_model,
-        license=entry.license,
-        gated=entry.gated,
+        license_line=_license_line(entry),
+        revision_line=_revision_line(entry),
         paper_link=paper,
-        weights=f"`{entry.repo_id}`" if entry.repo_id else f"`checkpoints/{entry.name}/` in the rl-model-zoo repository",
-        usage=record.get("usage", 'pred = pipe("image.png", "your question")\nprint(pred.to_dict())'),
-        prompt_summary="system prompt + user template" if getattr(spec, "system", None) else "user template, no system prompt",
-        min_pixels=getattr(spec, "min_pixels", "n/a"),
-        max_pixels=getattr(spec, "max_pixels", "n/a"),
-        parser=getattr(getattr(spec, "parser", None), "__name__", "none"),
+        weights=weights,
+        usage=record.get("usage", kind.usage(entry)),
+        how_it_works=kind.how_it_works(entry),
         intended_use=record.get("intended_use", f"Research on {entry.task}."),
         out_of_scope=SAFETY_CRITICAL.get(entry.domain, record.get("out_of_scope", "Anything beyond the task above.")),
-        training=record.get("training_text", "Trained by its authors; see the paper."),
+        training=record.get("training_text", _training_text(entry)),
         evaluation=evaluation,
         limitations=record.get("limitations", "See the paper."),
         citation=f"arXiv:{entry.paper}" if entry.paper else "This repository.",
     )
-    validate_card(card)
+    validate_card(card, entry)
     return card
 
 
-def validate_card(card: ModelCard) -> None:
-    """Local checks standing in for the Hub's validation: metadata parses and carries what the Hub needs."""
+def _training_text(entry: ModelEntry) -> str:
+    if not entry.released:
+        return "The authors' training is described in the paper; its code, data and weights are not published."
+    if entry.rl_methods:
+        return f"Trained by its authors ({', '.join(entry.rl_methods)}); see the paper."
+    return "Trained by its authors without an RL stage; see the paper."
+
+
+def validate_card(card: ModelCard, entry: ModelEntry | None = None) -> None:
+    """Local checks standing in for the Hub's validation: metadata parses and carries what the Hub needs.
+
+    With ``entry``, also that the card is true to the entry's kind: its ``library_name``, no RL tag
+    the entry did not earn, and a usage snippet that names only what exists for the kind.
+    """
     reparsed = ModelCard(str(card))
+    if not isinstance(reparsed.data, ModelCardData):
+        raise CardError("model card front matter does not parse as huggingface_hub ModelCardData")
     meta = reparsed.data.to_dict()
     for key in ("license", "tags"):
         if not meta.get(key):
@@ -120,6 +166,75 @@ def validate_card(card: ModelCard) -> None:
                 raise CardError(f"model-index entry without metrics or dataset name: {result}")
     if "{{" in reparsed.text:
         raise CardError("the card still contains unrendered template fields")
+    if entry is not None:
+        _validate_kind(reparsed, meta, entry)
+
+
+def _validate_kind(card: ModelCard, meta: dict[str, Any], entry: ModelEntry) -> None:
+    kind = card_kind(entry)
+    if meta.get("library_name") != kind.library_name:
+        raise CardError(f"{entry.name}: library_name {meta.get('library_name')!r}, expected {kind.library_name!r}")
+    earned = {"reinforcement-learning", *entry.rl_methods} if entry.rl_methods else set()
+    unearned = {"grpo", "dapo", "reinforcement-learning"} & set(meta["tags"]) - earned
+    if unearned:
+        raise CardError(f"{entry.name}: tags {sorted(unearned)} claim RL training the entry does not record")
+    blocks = re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)
+    if not blocks:
+        raise CardError(f"{entry.name}: the card has no Python usage snippet")
+    check_usage(blocks[0], kind, entry.name)
+
+
+def _resolve(path: str | None) -> Any:
+    if path is None:
+        return None
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _has(obj: Any, attr: str) -> bool:
+    fields = {f.name for f in dataclasses.fields(obj)} if dataclasses.is_dataclass(obj) else set()
+    return attr in fields or hasattr(obj, attr)
+
+
+def check_usage(code: str, kind: CardKind, name: str) -> None:
+    """Raise :class:`CardError` when ``code`` calls or reads a name that does not exist for ``kind``.
+
+    ``zoo.X`` must be in :mod:`zoo`; ``pipe`` (what ``zoo.load`` returns) must have the methods and
+    attributes used on it, and ``pred = pipe(...)`` the output's; an entry without weights may not
+    call ``zoo.load`` at all (it raises).
+    """
+    import zoo
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as err:
+        raise CardError(f"{name}: the usage snippet is not valid Python ({err})") from None
+    objects: dict[str, Any] = {"zoo": zoo}
+    pipeline, output = _resolve(kind.pipeline), _resolve(kind.output)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            made = None
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "zoo":
+                made = pipeline if func.attr == "load" else None
+            elif isinstance(func, ast.Name) and func.id == "pipe":
+                made = output
+            for target in node.targets:
+                if isinstance(target, ast.Name) and made is not None:
+                    objects[target.id] = made
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in objects:
+            owner = objects[node.value.id]
+            if node.value.id == "zoo" and node.attr == "load" and pipeline is None:
+                raise CardError(f"{name}: the usage calls zoo.load, but this entry has no weights to load")
+            if not _has(owner, node.attr):
+                raise CardError(f"{name}: the usage names {node.value.id}.{node.attr}, which does not exist for this kind")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called = node.func.id
+            if called == "pipe" and (pipeline is None or not any("__call__" in vars(c) for c in pipeline.__mro__[:-1])):
+                raise CardError(f"{name}: the usage calls pipe(...), which this kind does not have")
+            if called not in objects and called != "pipe" and not hasattr(builtins, called):
+                raise CardError(f"{name}: the usage calls {called}(), which is not defined")
 
 
 def write_card(name: str, out_dir: Path = Path("model_cards")) -> Path:
@@ -137,7 +252,7 @@ def write_card(name: str, out_dir: Path = Path("model_cards")) -> Path:
     if "card" in record:
         module, _, func = record["card"].partition(":")
         getattr(importlib.import_module(module), func)(path, record, CHECKPOINTS_DIR / entry.name)
-        validate_card(ModelCard(path.read_text()))
+        validate_card(ModelCard(path.read_text()), entry)
     else:
         path.write_text(str(render_card(entry, record)))
     return path

@@ -74,9 +74,18 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, default=str))
         return 0
     print(f"{e.name}  ({e.domain}: {e.task})")
-    for key in ("repo_id", "revision", "architecture", "base_model", "license", "gated", "paper", "aliases"):
+    for key in ("repo_id", "architecture", "base_model", "gated", "paper", "aliases"):
         print(f"  {key:<13} {data[key]}")
+    print(f"  {'revision':<13} {e.revision or '-'}" + ("" if e.revision else f"  ({e.revision_note or 'not pinned'})"))
+    if e.code_license and e.code_license != e.license:
+        print(f"  {'licence':<13} weights {e.license}; code {e.code_license}")
+    else:
+        print(f"  {'licence':<13} {e.license}")
+    if e.license_source:
+        print(f"  {'  source':<13} {e.license_source}")
     print(f"  {'kind':<13} {e.kind}")
+    if e.rl_methods:
+        print(f"  {'rl':<13} {', '.join(e.rl_methods)}")
     if e.kind == "vlm":
         spec = e.spec
         print(f"  {'pixels':<13} min {spec.min_pixels}, max {spec.max_pixels}; coordinates: {spec.coord_frame}")

@@ -63,12 +63,16 @@ class ClipSpec:
     Attributes:
         templates: caption templates for zero-shot labels (``"a photo of {label}."``); the pipeline
             averages the text embeddings over them, as CLIP's zero-shot protocol does.
+        pickled_weights: file patterns of pickled state dicts the authors publish instead of
+            safetensors (Patho-CLIP's ``*.pt``). They are fetched and converted once to safetensors
+            with ``torch.load(weights_only=True)`` (:mod:`zoo.safe_weights`); never unpickled freely.
     """
 
     kind: ClassVar[str] = "clip"
     pipeline: ClassVar[str] = "zoo.pipelines.clip:load_clip_pipeline"
 
     templates: tuple[str, ...] = ("{label}",)
+    pickled_weights: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
+import re
 import types
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from rewards.base import Reward
@@ -45,6 +50,21 @@ if TYPE_CHECKING:
 
 class RecipeError(ValueError):
     """A recipe file or override that does not fit the schema; the message says how to fix it."""
+
+
+class EvalSplitTrainingWarning(UserWarning):
+    """A recipe trains on a split whose name says it is for evaluation (``test``)."""
+
+
+#: Loader arguments that name a split or a benchmark category (``PubMed_test``, ``split: test``).
+SPLIT_KEYS = ("split", "category", "subset")
+#: "test" starting a word (``test``, ``PubMed_test``, ``test_tiny``), not inside one (``latest``).
+_TEST_WORD = re.compile(r"(?<![a-z])test")
+
+
+def _test_splits(name: str, kwargs: dict[str, Any]) -> list[str]:
+    named = [f"{key}={kwargs[key]!r}" for key in SPLIT_KEYS if _TEST_WORD.search(str(kwargs.get(key, "")).lower())]
+    return named + ([f"dataset {name!r}"] if _TEST_WORD.search(name.lower()) else [])
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,18 @@ class DataConfig:
     """Loader arguments for ``eval_name``."""
     system_prompt: str | None = None
     """A system message prepended to every prompt (the paper's system prompt), or ``None``."""
+
+    def __post_init__(self) -> None:
+        """Warn loudly when the training data is an evaluation split: its scores would then be inflated."""
+        found = _test_splits(self.name, self.kwargs)
+        if found:
+            message = (
+                f"TRAINING ON A TEST SPLIT: data {', '.join(found)} looks like an evaluation split. Numbers "
+                "measured on it after training are not held-out results. Train on a training split (or your "
+                "own data) and keep the test split for `zoo eval`."
+            )
+            logger.warning(message)
+            warnings.warn(message, EvalSplitTrainingWarning, stacklevel=2)
 
     def load(self) -> list[Sample]:
         """The samples, from the dataset registry (domains' loaders are found on first use)."""

@@ -31,7 +31,8 @@ class ModelEntry:
         base_model: what it was fine-tuned from.
         domain: the ``domains/<domain>`` folder that registered it.
         task: what it does, in a few words (``pathology MCQ``).
-        license: SPDX-style licence id of the weights.
+        license: SPDX-style licence id of the weights the entry loads (the Hub card's ``license``),
+            ``unknown`` when no weights are published.
         gated: the Hub repository requires accepting terms before download.
         paper: arXiv id.
         aliases: other accepted names.
@@ -39,6 +40,12 @@ class ModelEntry:
         released: ``False`` for systems without public weights (recipe/reward/eval only).
         trust_remote_code: the weights need custom code; still only used when the caller opts in.
         notes: anything a user must know (licence terms, intended use).
+        license_source: where ``license`` was read (Hub card and commit, or the page stating it).
+        code_license: licence of the authors' code repository when it differs from the weights'
+            (UI-S1: MIT code, Apache-2.0 weights); ``None`` when the same or unknown.
+        revision_note: why ``revision`` is ``None`` for an entry with a Hub repository.
+        rl_methods: RL algorithms the released weights went through (``("grpo", "dapo")``);
+            empty for models that were not RL-tuned (a CLIP, an SFT-only model).
     """
 
     name: str
@@ -56,6 +63,10 @@ class ModelEntry:
     released: bool = True
     trust_remote_code: bool = False
     notes: str = ""
+    license_source: str = ""
+    code_license: str | None = None
+    revision_note: str = ""
+    rl_methods: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, VLMSpec | ClipSpec | DiffusionSpec | PolicySpec):

@@ -1,6 +1,6 @@
 """Coordinate frames of Qwen-VL models, and the conversions between them.
 
-Three frames occur in practice (research notes §0, maintainer statements in QwenLM issues):
+Three frames occur in practice (maintainer statements in QwenLM/Qwen3-VL issues #721 and #1741):
 
 * ``resized``  - absolute pixels on the *smart-resized* image the vision tower saw (Qwen2.5-VL);
 * ``norm1000`` - relative coordinates on a 0-1000 scale (Qwen2-VL and Qwen3-VL);

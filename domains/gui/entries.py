@@ -1,4 +1,8 @@
-"""GUI models of the zoo (facts: research/domain-medical-gui.md §1-2)."""
+"""GUI models of the zoo.
+
+Facts come from the authors' code and Hub pages: GUI-G1 (Yuqi-Zhou/GUI-G1@e581fe98,
+``grpo_rec.py``), UI-S1 (X-PLUG/MobileAgent@11cea575, ``UI-S1/``) and the mPLUG/UI-S1-7B Hub card.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +27,17 @@ GUI_G1_3B = register(
         ),
         license="apache-2.0",
         paper="2505.15810",
-        notes="Repository licence Apache-2.0; the model card's own licence field is unverified.",
+        license_source=(
+            "LICENSE of the authors' repository Yuqi-Zhou/GUI-G1@e581fe98 (Apache-2.0); the licence field of "
+            "the Yuqi-Zhou/GUI-G1-3B-v1 Hub card was not read by this project (UNVERIFIED). The base "
+            "Qwen/Qwen2.5-VL-3B-Instruct is published under the Qwen Research License (its Hub LICENSE, "
+            "discussion Qwen/Qwen2.5-VL-3B-Instruct#12): check it before any commercial use"
+        ),
+        revision_note=(
+            "not pinned: no commit of Yuqi-Zhou/GUI-G1-3B-v1 is recorded in this project's sources (the "
+            "authors' README links the repository without a commit); pin one with zoo.load(name, revision=SHA)"
+        ),
+        rl_methods=("grpo",),
     )
 )
 
@@ -47,7 +61,15 @@ UI_S1_7B = register(
             image_first=False,
             parser=parse_ui_s1,
         ),
-        license="mit",
+        license="apache-2.0",
+        code_license="mit",
+        license_source=(
+            "Hub card front matter of mPLUG/UI-S1-7B at commit 8f38d44 (`license: apache-2.0`); the code "
+            "(X-PLUG/MobileAgent, UI-S1/) is MIT"
+        ),
+        # The Hub commit whose page shows the card above (a model-card edit; parent d4e8297).
+        revision="8f38d44a4cfde16061067bb7b0caf767e6ebb578",
+        rl_methods=("semi-online-rl",),
         paper="2509.11543",
         notes="Single-step use: the goal is the question; multi-turn history is the caller's to build.",
     )
@@ -69,6 +91,9 @@ GUI_GROUNDING_TINY = register(
             parser=parse_gui_g1,
         ),
         license="apache-2.0",
+        license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
+        revision_note="shipped in this repository (checkpoints/gui-grounding-tiny), not on the Hub",
+        rl_methods=("grpo",),
         notes="A teaching/demo checkpoint trained on CPU by `python -m domains.gui.release`; it only knows the "
         "synthetic one-button task and is not a GUI agent. Card: model_cards/gui-grounding-tiny/README.md.",
     )

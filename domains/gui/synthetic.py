@@ -8,8 +8,8 @@ element as it draws it, and writes an instruction for each in the styles ScreenS
 ("click the Save button", "open settings", "tap the search icon").
 
 :func:`single_button_screen` is the much smaller task the tiny checkpoint learns on two CPU cores:
-one button on a 112-px screen (research/feasibility-gui-checkpoint.md: a randomly initialised
-Qwen2.5-VL learns single-target localisation in minutes, multi-element binding it does not).
+one button on a 112-px screen (in this project's trials a randomly initialised Qwen2.5-VL learns
+single-target localisation in minutes; multi-element binding it does not).
 """
 
 from __future__ import annotations

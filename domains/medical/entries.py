@@ -1,4 +1,9 @@
-"""Medical models of the zoo (facts: research/domain-medical-gui.md §13-14)."""
+"""Medical models of the zoo.
+
+Facts come from the authors' pages: the Patho-R1 README (Wenchuan-Zhang/Patho-R1@066024f3) and the
+Hub cards of WenchuanZhang/Patho-R1-3B/-7B; Dolphin's paper (arXiv 2509.25748). Where a fact
+could not be read (a Hub commit, the Patho-CLIP-L architecture) the entry says so.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,20 @@ from domains.medical.prompts import PATHO_COD_SYSTEM, PATHO_COT_SYSTEM, parse_th
 from zoo.kinds import ClipSpec, VLMSpec
 from zoo.registry import ModelEntry, register
 
+_PATHO_SOURCE = (
+    "Hub card front matter of {repo} (`license: cc-by-nc-nd-4.0`, gated by an extra_gated_prompt stating "
+    "the CC-BY-NC-ND 4.0 terms)"
+)
+_PATHO_CLIP_SOURCE = (
+    "the Patho-R1 README (Wenchuan-Zhang/Patho-R1@066024f3) sends users to request access to "
+    "WenchuanZhang/Patho-CLIP-B under the Patho-R1 terms (CC-BY-NC-ND-4.0); the Patho-CLIP Hub cards "
+    "themselves were not read by this project"
+)
+_NO_PIN = (
+    "not pinned: no commit of {repo} is recorded in this project's sources (its card was read without "
+    "a commit id, and this project builds without Hub access); pin one yourself with "
+    "zoo.load(name, revision=SHA)"
+)
 _PATHO_LICENCE_NOTE = (
     "CC-BY-NC-ND-4.0, gated: request access on the model page with an institutional e-mail. "
     "Non-commercial; no derivatives (this includes training on the model or building datasets from its outputs). "
@@ -36,13 +55,16 @@ for size, repo in (("3b", "WenchuanZhang/Patho-R1-3B"), ("7b", "WenchuanZhang/Pa
             gated=True,
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE,
+            license_source=_PATHO_SOURCE.format(repo=repo),
+            revision_note=_NO_PIN.format(repo=repo),
+            rl_methods=("grpo", "dapo"),
         )
     )
 
 # --- Patho-CLIP (open_clip), Dolphin (no public weights), datasets -------------------------------
-# Patho-R1 README: `open_clip.create_model_and_transforms('ViT-B-16', pretrained='PathoCLIP-B.pt')`.
-# The -L variant's exact open_clip name is not stated by the authors (research notes §13): ViT-L-14
-# is the open_clip ViT-L CLIP and is UNVERIFIED here.
+# Patho-R1 README: `open_clip.create_model_and_transforms('ViT-B-16', pretrained='PathoCLIP-B.pt')`:
+# a pickled state dict, converted to safetensors on first load (zoo/safe_weights.py). The -L
+# variant's open_clip name is not stated by the authors: ViT-L-14 is UNVERIFIED here.
 for size, arch in (("b", "ViT-B-16"), ("l", "ViT-L-14")):
     register(
         ModelEntry(
@@ -52,22 +74,29 @@ for size, arch in (("b", "ViT-B-16"), ("l", "ViT-L-14")):
             base_model=f"open_clip {arch} (pathology figure-caption pre-training)",
             domain="medical",
             task="pathology zero-shot classification and image-text retrieval",
-            spec=ClipSpec(),
+            spec=ClipSpec(pickled_weights=("*.pt",)),
             license="cc-by-nc-nd-4.0",
             gated=True,
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE
+            + " Authors' protocol (Patho-R1 README): rank candidate captions by the cosine similarity of "
+            "normalised embeddings; their zero-shot template sets are described in the paper, not released "
+            "as code, so pass yours as template=[...]."
             + (" Architecture ViT-L-14 is UNVERIFIED (authors say ViT-L)." if size == "l" else ""),
+            license_source=_PATHO_CLIP_SOURCE,
+            revision_note=_NO_PIN.format(repo=f"WenchuanZhang/Patho-CLIP-{size.upper()}"),
         )
     )
 
 _DOLPHIN_NOTE = (
-    "Dolphin v1.0 / R1 (ultrasound, U2-Bench) have no public weights (U4R/Dolphin holds images only). "
-    "Base model, prompts and reward formulas are unpublished; the zoo's Dolphin-R1-style recipe "
-    "(domains/medical/recipes/dolphin-r1-ultrasound.yaml) runs its RL stage on any Qwen-VL model "
-    "with the U2-Bench task rewards. Fill in repo_id and architecture when weights are released."
+    "Dolphin v1.0 and Dolphin R1 (ultrasound; paper arXiv 2509.25748) have no public weights. Their "
+    "base model, prompts and reward formulas are unpublished, so the zoo ships its own recipe, rewards "
+    "and evaluation in the style of the paper (domains/medical/recipes/dolphin-r1-ultrasound.yaml: RL on "
+    "any Qwen-VL model with the U2-Bench task rewards), not the authors' training. Fill in repo_id and "
+    "architecture when weights are released."
 )
-for name in ("dolphin-v1", "dolphin-r1"):
+# Dolphin v1.0 is the instruction-aligned model; Dolphin R1 adds the RL stage (arXiv 2509.25748).
+for name, rl_methods in (("dolphin-v1", ()), ("dolphin-r1", ("rl",))):
     register(
         ModelEntry(
             name=name,
@@ -78,8 +107,11 @@ for name in ("dolphin-v1", "dolphin-r1"):
             domain="medical",
             task="ultrasound classification, localisation, measurement and report generation",
             license="unknown",
+            paper="2509.25748",
             released=False,
             notes=_DOLPHIN_NOTE,
+            license_source="no weights are published, so there is no weights licence to read",
+            revision_note="no public weights to pin",
+            rl_methods=rl_methods,
         )
     )
-

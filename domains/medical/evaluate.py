@@ -31,8 +31,16 @@ Where the evalkit would crash or return NaN the zoo decides and says so: a missi
 (empty cell) is a failed case; a non-finite measurement (``"nan"``) is failed; a metric over
 zero cases is ``None``. (A ``"null"`` measurement answer, which dataset 27's prompt asks for
 when IMT cannot be read, is failed as on the evalkit's jsonl path; its xlsx path reads it as
-NaN and returns a NaN MAE.) When a model is run, the response is its parsed ``<answer>`` when it
-wrote one, else its text.
+NaN and returns a NaN MAE.)
+
+What is scored of a model's output (``response_source``, recorded in ``metrics.json``):
+
+* ``raw``: the whole generated text, as PathMMU's ``eval/main.py`` passes the raw response to
+  ``get_multi_choice_prediction``. The default for ``pathmmu``, so its numbers compare with the
+  benchmark's leaderboard protocol.
+* ``answer``: the parsed ``<answer>`` span when the model wrote one, else the text (a stricter
+  reading for think/answer models). The default for the U2-Bench and synthetic tasks, and an option
+  for PathMMU (``response_source="answer"``).
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ import numbers
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
@@ -58,6 +66,8 @@ from rewards.text import normalize_text
 logger = logging.getLogger(__name__)
 
 Row = dict[str, Any]
+ResponseSource = Literal["raw", "answer"]
+RESPONSE_SOURCES = ("raw", "answer")
 
 
 def _missing(value: Any) -> bool:
@@ -211,17 +221,18 @@ SYNTHETIC = {
 }
 
 
-def _response(prediction: Any) -> Any:
-    """What a benchmark scores: a string as is, else the parsed ``<answer>`` or the raw text."""
+def _response(prediction: Any, source: ResponseSource) -> Any:
+    """What a benchmark scores: a string as is; of a Prediction, its raw text (``raw``) or its parsed
+    ``<answer>`` falling back to the text (``answer``)."""
     if prediction is None or isinstance(prediction, (str, numbers.Number)):
         return prediction
     answer = getattr(prediction, "answer", None)
-    return answer if answer is not None else prediction.text
+    return answer if source == "answer" and answer is not None else prediction.text
 
 
 def generate(pipe: Callable[..., Any], samples: Sequence[Any], batch_size: int = 8, **generation: Any) -> list[Any]:
-    """Responses of a zoo pipeline to ``samples``: VLMs answer the question (``generation`` goes to
-    ``model.generate``, e.g. ``max_new_tokens``); CLIP picks the most probable option."""
+    """Outputs of a zoo pipeline on ``samples``: VLMs answer the question (``generation`` goes to
+    ``model.generate``, e.g. ``max_new_tokens``) with Predictions; CLIP picks the most probable option."""
     from zoo.pipelines.clip import ClipPipeline
 
     out: list[Any] = []
@@ -237,7 +248,7 @@ def generate(pipe: Callable[..., Any], samples: Sequence[Any], batch_size: int =
                 best = max(probs, key=probs.get)
                 out.append("(" + next(k for k, v in options.items() if v == best) + ")")
         else:
-            out.extend(_response(p) for p in pipe(images, [s.question for s in batch], **generation))
+            out.extend(pipe(images, [s.question for s in batch], **generation))
     return out
 
 
@@ -246,18 +257,22 @@ def _given(predictions: Any, samples: Sequence[Any]) -> list[Any]:
         missing = [s.id for s in samples if s.id not in predictions]
         if missing:
             raise ValueError(f"no prediction for sample id(s) {missing[:5]} ({len(missing)} in all)")
-        return [_response(predictions[s.id]) for s in samples]
+        return [predictions[s.id] for s in samples]
     if len(predictions) != len(samples):
         raise ValueError(f"{len(predictions)} predictions for {len(samples)} samples; give one per sample, in order")
-    return [_response(p) for p in predictions]
+    return list(predictions)
 
 
-def _responses(source: Any, samples: Sequence[Any], batch_size: int, generation: Mapping[str, Any]) -> list[Any]:
-    return generate(source, samples, batch_size, **generation) if callable(source) else _given(source, samples)
+def _responses(
+    source: Any, samples: Sequence[Any], batch_size: int, generation: Mapping[str, Any],
+    response_source: ResponseSource = "answer",
+) -> list[Any]:  # fmt: skip
+    outputs = generate(source, samples, batch_size, **generation) if callable(source) else _given(source, samples)
+    return [_response(o, response_source) for o in outputs]
 
 
 def _u2bench(source: Any, task: str, dataset: str | None, path: str, limit: int | None, batch_size: int,
-             generation: Mapping[str, Any]):
+             generation: Mapping[str, Any], response_source: ResponseSource):
     if task not in mdata.U2_TASKS:
         raise ValueError(f"unknown U2-Bench task {task!r}; use one of {[U2_PREFIX + t for t in mdata.U2_TASKS]}")
     dataset = dataset or mdata.dataset_id_from_path(path) or ""
@@ -273,7 +288,7 @@ def _u2bench(source: Any, task: str, dataset: str | None, path: str, limit: int 
             responses = list(frame[key])
     else:
         samples = mdata.load_u2bench_tsv(path, task, dataset, limit=limit)
-        responses = _responses(source, samples, batch_size, generation)
+        responses = _responses(source, samples, batch_size, generation, response_source)
     if task == "cla":
         return classification_metrics(list(frame[mdata.class_column(frame)]), responses)
     if task == "seg":
@@ -287,10 +302,11 @@ def _u2bench(source: Any, task: str, dataset: str | None, path: str, limit: int 
     return report_metrics(ids, list(frame["caption"] if "caption" in frame.columns else frame["cap_ans"]), responses)
 
 
-def _synthetic(source: Any, name: str, limit: int | None, batch_size: int, generation: Mapping[str, Any]):
+def _synthetic(source: Any, name: str, limit: int | None, batch_size: int, generation: Mapping[str, Any],
+               response_source: ResponseSource):  # fmt: skip
     loader, kwargs = SYNTHETIC[name]
     samples = getattr(mdata, loader)(n=limit or 32, **kwargs)
-    responses = _responses(source, samples, batch_size, generation)
+    responses = _responses(source, samples, batch_size, generation, response_source)
     task = kwargs["task"]
     if task == "mcq":
         return mcq_metrics(samples, responses)
@@ -319,6 +335,7 @@ def evaluate(
     out_dir: str | Path | None = None,
     limit: int | None = None,
     batch_size: int = 8,
+    response_source: ResponseSource | None = None,
     **generation: Any,
 ) -> dict[str, Any]:
     """Score a pipeline, a list/mapping of predictions, or (``None``) a file's own predictions.
@@ -326,32 +343,39 @@ def evaluate(
     ``pipe_or_predictions`` is a zoo pipeline (called on each sample), a list of responses in
     sample order, a mapping sample id -> response (PathMMU's ``No``, U2-Bench's ``index``), or
     ``None`` for a U2-Bench table with its own ``response``/``prediction`` column. Responses may
-    be strings or :class:`~zoo.outputs.Prediction` objects (their ``answer`` is scored).
+    be strings or :class:`~zoo.outputs.Prediction` objects. ``response_source`` says what of a
+    Prediction is scored (module docstring): ``raw`` text or the ``answer`` span; ``None`` takes the
+    benchmark's default (``raw`` for PathMMU, as its authors' ``main.py``; ``answer`` elsewhere).
 
-    Returns the metrics; with ``out_dir`` also writes ``<out_dir>/metrics.json`` holding the
-    metrics and one record per case (truth, response, correctness or failure).
+    Returns the metrics, ``response_source`` included; with ``out_dir`` also writes
+    ``<out_dir>/metrics.json`` holding the metrics and one record per case (truth, response,
+    correctness or failure).
     """
     name, _, arg = data.partition(":")
+    source = response_source or ("raw" if name == "pathmmu" else "answer")
+    if source not in RESPONSE_SOURCES:
+        raise ValueError(f"response_source={response_source!r}; use one of {RESPONSE_SOURCES}")
     if name.startswith(U2_PREFIX):
         if not path:
             raise ValueError(f"{data} needs path= a U2-Bench TSV")
         task = name[len(U2_PREFIX) :]
-        metrics, rows = _u2bench(pipe_or_predictions, task, arg or None, path, limit, batch_size, generation)
+        metrics, rows = _u2bench(pipe_or_predictions, task, arg or None, path, limit, batch_size, generation, source)
     elif name == "pathmmu":
         if not path:
             raise ValueError("pathmmu needs path= PathMMU's data.json (or its folder)")
         if pipe_or_predictions is None:
             raise ValueError("pathmmu has no predictions in its data file; pass a model or a list of responses")
         samples = mdata.load_pathmmu(path, arg or "PubMed_test_tiny", limit=limit)
-        metrics, rows = pathmmu_metrics(samples, _responses(pipe_or_predictions, samples, batch_size, generation))
+        responses = _responses(pipe_or_predictions, samples, batch_size, generation, source)
+        metrics, rows = pathmmu_metrics(samples, responses)
     elif name in SYNTHETIC:
         if pipe_or_predictions is None:
             raise ValueError(f"{name} is generated here; pass a model or a list of responses")
-        metrics, rows = _synthetic(pipe_or_predictions, name, limit, batch_size, generation)
+        metrics, rows = _synthetic(pipe_or_predictions, name, limit, batch_size, generation, source)
     else:
         known = [U2_PREFIX + t for t in mdata.U2_TASKS] + ["pathmmu", *SYNTHETIC]
         raise ValueError(f"unknown medical benchmark {data!r}; use one of {known}")
-    result = {"data": data, **metrics}
+    result = {"data": data, **metrics, "response_source": source}
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,6 @@
 """The authors' prompts and output parsers for medical VLMs.
 
-Patho-R1 strings are copied as facts from the authors' README (Wenchuan-Zhang/Patho-R1);
-see research/domain-medical-gui.md §13.
+Patho-R1 strings are copied as facts from the authors' README (Wenchuan-Zhang/Patho-R1@066024f3).
 """
 
 from __future__ import annotations
@@ -82,7 +81,7 @@ U2BENCH_LOCALIZATION_PROMPT = (
 )
 
 # The zoo's own templates for the synthetic ultrasound tasks, in U2-Bench's layout (role, task,
-# options, output format). Dolphin's prompts are not public (research notes §14: UNVERIFIED).
+# options, output format). Dolphin's prompts are not public (arXiv 2509.25748 releases none).
 US_CLASSIFICATION_TEMPLATE = (
     "You are a radiologist analyzing an ultrasound image about {anatomy}.\n"
     "Your task is to classify the visible lesion.\noptions: {options}\n"

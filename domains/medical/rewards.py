@@ -12,8 +12,9 @@ Registered names (``rewards.get(name)``):
 ``us-answer``         multi-task: the rule of the task named in ``target["task"]``
 ===================== =========================================================================
 
-Patho-R1 was tuned with GRPO and DAPO but its reward code is not public (research notes §13,
-UNVERIFIED), and Dolphin R1's "Ultrasound Answer Reward" has no published formula (§14). The
+Patho-R1 was tuned with GRPO and DAPO but its reward code is not public (the Patho-R1 repository
+releases no training code), and Dolphin R1's "Ultrasound Answer Reward" has no published formula
+(arXiv 2509.25748). These rewards are the zoo's own design in the papers' style. The
 pathology rewards follow the R1 convention, accuracy + format with weight 1 each; the
 ultrasound rewards score only the answer, with the benchmark's own rules so that reward and
 U2-Bench evaluation agree, and a recipe adds the builtin ``format-think-answer`` with its own

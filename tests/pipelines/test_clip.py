@@ -108,10 +108,37 @@ def test_bare_state_dict_of_a_builtin_architecture(tmp_path: Path) -> None:
 
 
 def test_pickled_only_directory_says_how_to_convert(tmp_path: Path) -> None:
+    """An entry whose spec names no pickled weights never reads a .pt: the error says how to convert."""
+    from zoo.hub import ResolvedModel
+    from zoo.kinds import ClipSpec
+    from zoo.pipelines.clip import load_clip_pipeline
+    from zoo.registry import ModelEntry
+
+    (tmp_path / "model.pt").write_bytes(b"not read")
+    entry = ModelEntry("some-clip", None, ClipSpec(), "ViT-B-16", "x", "medical", "test")
+    with pytest.raises(FileNotFoundError, match="convert_pickled"):
+        load_clip_pipeline(entry, ResolvedModel(tmp_path, "local", "local"), "cpu", torch.float32)
+
+
+def test_corrupt_patho_clip_pt_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from zoo.hub import ResolvedModel
     from zoo.pipelines.clip import load_clip_pipeline
     from zoo.registry import info
+    from zoo.safe_weights import UnsafeCheckpointError
 
-    (tmp_path / "PathoCLIP-B.pt").write_bytes(b"not read")
-    with pytest.raises(FileNotFoundError, match="safetensors"):
+    monkeypatch.setattr("zoo.safe_weights.CONVERTED_CACHE", tmp_path / "cache")
+    (tmp_path / "PathoCLIP-B.pt").write_bytes(b"not a pickle")
+    with pytest.raises(UnsafeCheckpointError, match="Nothing in it was executed"):
         load_clip_pipeline(info("patho-clip-b"), ResolvedModel(tmp_path, "local", "local"), "cpu", torch.float32)
+
+
+def test_template_set_is_averaged_per_label(patho_clip) -> None:
+    """CLIP's prompt ensembling: the class embedding is the normalised mean of its captions' embeddings."""
+    _, pipe = patho_clip
+    templates = ["An H&E image of {}.", "a photomicrograph of {label}"]
+    got = pipe(_images()[0], ["tumor", "stroma"], template=templates)
+    captions = pipe.embed_texts([t.replace("{label}", x).replace("{}", x) for x in ["tumor", "stroma"] for t in templates])
+    classes = torch.nn.functional.normalize(captions.view(2, 2, -1).mean(1), dim=-1)
+    expected = pipe.logits(pipe.embed_images(_images()[0]), classes).softmax(-1)[0]
+    assert list(got.values()) == pytest.approx(expected.tolist(), abs=1e-6)
+    assert pipe(_images()[0], ["tumor", "stroma"]) == pytest.approx(pipe(_images()[0], ["tumor", "stroma"], "{}"))

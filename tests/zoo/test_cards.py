@@ -1,10 +1,15 @@
-"""Model cards: rendered from entry + measured numbers, validated locally, medical cards state out-of-scope use."""
+"""Model cards: rendered per kind from entry + measured numbers, validated locally (front matter, RL tags, usage)."""
+
+import dataclasses
 
 import pytest
 from huggingface_hub import ModelCard
 
 import zoo
-from zoo.cards import CardError, render_card, validate_card, write_card
+from zoo.card_kinds import CARD_KINDS, UNRELEASED, CardKindError, card_kind
+from zoo.cards import CardError, check_usage, render_card, validate_card, write_card
+from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
+from zoo.registry import ModelEntry
 
 RECORD = {
     "summary": "A tiny grounding model.",
@@ -37,3 +42,103 @@ def test_validation_catches_broken_cards():
         validate_card(ModelCard("---\ntags: [a]\n---\n# x"))
     with pytest.raises(CardError, match="unrendered"):
         validate_card(ModelCard("---\nlicense: mit\ntags: [a]\n---\n# {{ name }}"))
+
+
+# --- every registered entry, and every kind, gets a card true to its kind ---------------------------
+
+def _usage(card: ModelCard) -> str:
+    return card.text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize("name", zoo.list_models())
+def test_every_registered_card_renders_and_validates(name, tmp_path):
+    entry = zoo.info(name)
+    card = ModelCard(write_card(name, tmp_path).read_text())
+    validate_card(card, entry)  # front matter as ModelCardData, library, RL tags, usage names
+    assert card.data.license and card.data.tags
+    if not entry.released:
+        assert "zoo.load" not in _usage(card) and "checkpoints/" not in card.text
+        assert "not released" in card.text and "in the style of the paper" in card.text
+    if entry.revision is None and entry.repo_id:
+        assert entry.revision_note and entry.revision_note in card.text
+
+
+def test_every_kind_has_its_own_card_template():
+    assert set(CARD_KINDS) == set(SPECS.values())
+    assert len({k.library_name for k in CARD_KINDS.values()}) == len(CARD_KINDS)
+
+
+def test_an_unknown_kind_fails_loudly_instead_of_reusing_a_template(monkeypatch):
+    monkeypatch.delitem(CARD_KINDS, DiffusionSpec)
+    entry = ModelEntry("sd-x", "o/sd", DiffusionSpec(), "sd3", "x", "image_edit", "t2i")
+    with pytest.raises(CardKindError, match="no model-card template"):
+        render_card(entry, {})
+
+
+@pytest.mark.parametrize(
+    "spec, library, call",
+    [(DiffusionSpec(num_inference_steps=10), "diffusers", 'pipe("a prompt", seed=0)'),
+     (PolicySpec(observation_dim=4, action_dim=2), None, "pipe.act(observation)")],
+    ids=["diffusion", "policy"],
+)
+def test_diffusion_and_policy_cards_use_their_own_calls(spec, library, call):
+    entry = ModelEntry("m-x", "o/m", spec, "arch", "x", "robot", "task", license="mit", revision_note="test")
+    card = render_card(entry, {})
+    assert card.data.library_name == library and call in _usage(card)
+    assert "qwen-vl-utils" not in card.text and "image-text-to-text" not in str(card.data.to_dict())
+
+
+def test_clip_card_is_an_open_clip_card():
+    card = render_card(zoo.info("patho-clip-b"), {})
+    meta = card.data.to_dict()
+    assert meta["library_name"] == "open_clip" and "grpo" not in meta["tags"]
+    assert "qwen-vl-utils" not in card.text and "pixels" not in card.text
+    assert 'pipe("image.png", ["tumor", "normal tissue"])' in _usage(card)
+    assert "template set" in card.text and "weights_only=True" in card.text
+
+
+def test_patho_r1_card_mentions_cod_and_no_coordinates():
+    card = render_card(zoo.info("patho-r1-7b"), {})
+    assert 'system="cod"' in _usage(card)
+    assert "returns coordinates" not in card.text and "emits no coordinates" in card.text
+
+
+def test_dolphin_v1_is_not_tagged_as_rl_tuned_and_cites_its_paper():
+    v1, r1 = (render_card(zoo.info(n), {}) for n in ("dolphin-v1", "dolphin-r1"))
+    assert "grpo" not in v1.data.tags and "reinforcement-learning" not in v1.data.tags
+    assert "reinforcement-learning" in r1.data.tags
+    assert "arXiv:2509.25748" in v1.text and "U4R" not in v1.text
+
+
+def test_ui_s1_card_shows_weights_and_code_licences_and_its_pin():
+    card = render_card(zoo.info("ui-s1-7b"), {})
+    assert card.data.license == "apache-2.0" and "code: mit" in card.text
+    assert "8f38d44a4cfde16061067bb7b0caf767e6ebb578" in card.text
+
+
+@pytest.mark.parametrize(
+    "code, kind, message",
+    [("import zoo\npipe = zoo.load('x')\npipe.generate_code()", CARD_KINDS[VLMSpec], "pipe.generate_code"),
+     ("import zoo\npipe = zoo.load('x')\npred = pipe('a.png', 'q')\npred.trajectory_xyz", CARD_KINDS[VLMSpec],
+      "pred.trajectory_xyz"),
+     ("import zoo\npipe = zoo.load('x')\npipe.embed_images(['a.png'])", CARD_KINDS[VLMSpec], "embed_images"),
+     ("import zoo\npipe = zoo.load('dolphin-r1')", UNRELEASED, "no weights"),
+     ("import zoo\nzoo.fine_tune('x')", CARD_KINDS[ClipSpec], "zoo.fine_tune"),
+     ("pipe('a prompt')", UNRELEASED, "pipe(...)")],
+    ids=["vlm-method", "output-field", "clip-method-on-vlm", "load-unreleased", "zoo-function", "pipe-unreleased"],
+)
+def test_usage_check_names_what_does_not_exist(code, kind, message):
+    with pytest.raises(CardError, match=message):
+        check_usage(code, kind, "x")
+
+
+def test_card_kind_is_chosen_by_spec_class_and_release():
+    entry = zoo.info("patho-clip-b")
+    assert card_kind(entry) is CARD_KINDS[ClipSpec]
+    assert card_kind(dataclasses.replace(entry, released=False)) is UNRELEASED
+
+
+def test_validation_refuses_a_vlm_card_for_a_clip_entry():
+    vlm_card = render_card(zoo.info("patho-r1-7b"), {})
+    with pytest.raises(CardError, match="library_name"):
+        validate_card(vlm_card, zoo.info("patho-clip-b"))

@@ -1,4 +1,4 @@
-"""The authors' output formats parsed into Prediction fields (research/domain-medical-gui.md §1, §2, §13)."""
+"""The authors' output formats parsed into Prediction fields (GUI-G1 grpo_rec.py, UI-S1, Patho-R1 README)."""
 
 import pytest
 

@@ -5,15 +5,20 @@
 list of dicts. ``pipe.embed_images`` / ``pipe.embed_texts`` return L2-normalised embeddings for
 retrieval (cosine similarity = dot product).
 
-Two file layouts are accepted in the resolved directory, safetensors only (the zoo never
-unpickles downloaded weights):
+Zero-shot labels go through caption templates: one (``template="An H&E image of {}."``) or a set,
+whose text embeddings are averaged per label (CLIP's prompt ensembling); the default is the
+entry's :attr:`~zoo.kinds.ClipSpec.templates`.
+
+Two file layouts are accepted in the resolved directory (the zoo never unpickles weights freely):
 
 1. the open_clip Hub layout: ``open_clip_config.json`` (``model_cfg`` + ``preprocess_cfg``) next to
    ``open_clip_model.safetensors`` - what ``open_clip.create_model('hf-hub:org/repo')`` reads;
    it is loaded through open_clip's ``local-dir:`` schema, which prefers safetensors;
 2. a bare ``*.safetensors`` state dict of a built-in open_clip architecture (``entry.architecture``,
-   e.g. ``ViT-B-16``) - the authors of Patho-CLIP publish ``create_model_and_transforms('ViT-B-16',
-   pretrained='PathoCLIP-B.pt')``, a pickled file; the error below says how to convert it.
+   e.g. ``ViT-B-16``). The authors of Patho-CLIP publish a pickled ``PathoCLIP-B.pt`` instead
+   (``create_model_and_transforms('ViT-B-16', pretrained='PathoCLIP-B.pt')``): for entries whose spec
+   names such files (``ClipSpec.pickled_weights``) the file is fetched and converted once to
+   safetensors by :func:`zoo.safe_weights.convert_pickled` (tensors only; anything else refused).
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ from typing import Any
 
 import torch
 
-from zoo.hub import ResolvedModel
+from zoo.hub import ResolvedModel, hub_offline
 from zoo.images import ImageInput, load_image
 from zoo.registry import ModelEntry
+from zoo.safe_weights import convert_pickled
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +41,9 @@ OPEN_CLIP_CONFIG = "open_clip_config.json"
 OPEN_CLIP_WEIGHTS = "open_clip_model.safetensors"
 
 _CONVERT_HINT = (
-    "convert a pickled checkpoint once, where you trust it, with:\n"
-    "  python -c \"import torch, safetensors.torch as st; sd = torch.load('MODEL.pt', map_location='cpu', "
-    "weights_only=True); sd = sd.get('state_dict', sd); st.save_file({k.removeprefix('module.'): v.contiguous() "
-    "for k, v in sd.items()}, 'open_clip_model.safetensors')\"\n"
-    "and put open_clip_model.safetensors in the model directory"
+    "convert a pickled state dict (tensors only, nothing executed) with:\n"
+    "  python -c \"from zoo.safe_weights import convert_pickled; print(convert_pickled('MODEL.pt'))\"\n"
+    "and put the printed .safetensors file in the model directory"
 )
 
 
@@ -99,17 +103,35 @@ class ClipPipeline:
         """``[N, M]`` image-text logits: the model's learned temperature times cosine similarity."""
         return self.model.logit_scale.exp().float() * image_embeds @ text_embeds.T
 
+    def label_embeddings(self, labels: Sequence[str], templates: Sequence[str]) -> torch.Tensor:
+        """``[M, D]`` unit-norm class embeddings: each label's captions (one per template) embedded,
+        averaged and re-normalised, as CLIP's zero-shot classifier builds its weights."""
+        for template in templates:
+            if "{}" not in template and "{label}" not in template:
+                raise ValueError(f"template must contain '{{}}' or '{{label}}' where the label goes, got {template!r}")
+        captions = [t.replace("{label}", label).replace("{}", label) for label in labels for t in templates]
+        per_caption = self.embed_texts(captions).view(len(labels), len(templates), -1)
+        return torch.nn.functional.normalize(per_caption.mean(dim=1), dim=-1)
+
     def __call__(
-        self, image: ImageInput | Sequence[ImageInput], labels: Sequence[str], template: str = "{}"
+        self,
+        image: ImageInput | Sequence[ImageInput],
+        labels: Sequence[str],
+        template: str | Sequence[str] | None = None,
     ) -> dict[str, float] | list[dict[str, float]]:
-        """Zero-shot class probabilities of ``labels`` (each put into ``template``) for one or more images."""
+        """Zero-shot class probabilities of ``labels`` for one or more images.
+
+        ``template`` is one caption template or a set of them (``"{}"`` or ``"{label}"`` marks the
+        label; a set is averaged per label); ``None`` uses the entry's ``ClipSpec.templates``.
+        """
         labels = list(labels)
         if len(labels) < 2 or len(set(labels)) != len(labels):
             raise ValueError(f"zero-shot classification needs at least two distinct labels, got {labels!r}")
-        if "{}" not in template:
-            raise ValueError(f"template must contain '{{}}' where the label goes, got {template!r}")
+        templates = [template] if isinstance(template, str) else list(template or self.entry.spec.templates)
+        if not templates:
+            raise ValueError("give at least one caption template")
         batched = isinstance(image, (list, tuple))
-        text_embeds = self.embed_texts([template.format(label) for label in labels])
+        text_embeds = self.label_embeddings(labels, templates)
         probs = self.logits(self.embed_images(image), text_embeds).softmax(dim=-1)
         results = [dict(zip(labels, row.tolist())) for row in probs]
         return results if batched else results[0]
@@ -134,7 +156,7 @@ def load_clip_pipeline(
         model, _, preprocess = open_clip.create_model_and_transforms(name, device=device, precision=precision)
         tokenizer = open_clip.get_tokenizer(name)
     else:
-        weights = sorted(path.glob("*.safetensors"))
+        weights = sorted(path.glob("*.safetensors")) or _converted_pickles(entry, resolved)
         if len(weights) != 1:
             found = ", ".join(p.name for p in path.iterdir()) or "nothing"
             raise FileNotFoundError(
@@ -150,3 +172,21 @@ def load_clip_pipeline(
         tokenizer = open_clip.get_tokenizer(entry.architecture)
     logger.info("loaded open_clip %s from %s", entry.architecture, path)
     return ClipPipeline(model.eval(), preprocess, tokenizer, entry, resolved)
+
+
+def _converted_pickles(entry: ModelEntry, resolved: ResolvedModel) -> list[Path]:
+    """Safetensors copies of the pickled weights the entry's spec names (fetched from the Hub when
+    the resolved snapshot lacks them: the safetensors-only download skips ``*.pt``)."""
+    patterns = getattr(entry.spec, "pickled_weights", ())
+    if not patterns:
+        return []
+    path = Path(resolved.path)
+    found = sorted({p for pattern in patterns for p in path.glob(pattern)})
+    if not found and entry.repo_id and resolved.source in ("cache", "download"):
+        from huggingface_hub import snapshot_download
+
+        fetched = snapshot_download(
+            entry.repo_id, revision=resolved.revision, allow_patterns=list(patterns), local_files_only=hub_offline()
+        )
+        found = sorted({p for pattern in patterns for p in Path(fetched).glob(pattern)})
+    return [convert_pickled(p) for p in found]

@@ -110,15 +110,36 @@ def _write_pathmmu(root: Path) -> None:
 
 
 def test_pathmmu_accuracy_from_data_json(tmp_path: Path) -> None:
+    """Default: the raw response, as PathMMU's main.py scores it; ``answer``: the parsed span."""
     _write_pathmmu(tmp_path)
-    responses = {"1": "<think>fibres</think><answer>B</answer>", "2": "(B)"}
     from zoo.outputs import Prediction
 
-    preds = {"1": Prediction(text=responses["1"], answer="B"), "2": responses["2"]}
+    text = "<think>Dense fibres replace the stroma, so the feature is (B) here</think><answer>B</answer>"
+    preds = {"1": Prediction(text=text, answer="B"), "2": "(B)"}
     got = evaluate(preds, "pathmmu:PubMed_test_tiny", str(tmp_path), out_dir=tmp_path / "out")
-    assert got["acc"] == 0.5 and got["n"] == 2 and got["random_guesses"] == 0  # No. 3 skipped: no image
-    rows = json.loads((tmp_path / "out" / "metrics.json").read_text())["samples"]
-    assert rows[1]["gt_content"] == "H&E (routine"  # PathMMU's option split on ')' is kept for scoring
+    assert got["response_source"] == "raw" and got["n"] == 2  # No. 3 skipped: no image
+    assert got["acc"] == 0.5 and got["random_guesses"] == 0  # "(B)" found in the raw text
+    record = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert record["metrics"]["response_source"] == "raw" and record["samples"][0]["response"] == text
+    assert record["samples"][1]["gt_content"] == "H&E (routine"  # PathMMU's option split on ')' is kept
+
+    spans = evaluate(preds, "pathmmu:PubMed_test_tiny", str(tmp_path), response_source="answer")
+    assert spans["response_source"] == "answer" and spans["acc"] == 0.5
+
+
+def test_pathmmu_raw_and_answer_span_can_disagree(tmp_path: Path) -> None:
+    """A think trace naming other options: the authors' raw parser takes the last one it finds."""
+    _write_pathmmu(tmp_path)
+    from zoo.outputs import Prediction
+
+    text = "<think>Not (B), rather (C)</think><answer>B</answer>"
+    preds = [Prediction(text=text, answer="B"), "(A)"]
+    raw = evaluate(preds, "pathmmu:PubMed_test_tiny", str(tmp_path))
+    span = evaluate(preds, "pathmmu:PubMed_test_tiny", str(tmp_path), response_source="answer")
+    # raw: candidates B and C, C written last -> "Mitosis" (wrong); span: "B" -> "Fibrosis" (right)
+    assert (raw["acc"], span["acc"]) == (0.5, 1.0)
+    with pytest.raises(ValueError, match="response_source"):
+        evaluate(preds, "pathmmu:PubMed_test_tiny", str(tmp_path), response_source="think")
 
 
 def test_pathmmu_unknown_category(tmp_path: Path) -> None:

@@ -8,10 +8,11 @@ import pytest
 
 import domains.medical.entries  # noqa: F401  (registers the datasets)
 import domains.medical.rewards  # noqa: F401  (registers the rewards)
-from rewards.base import REWARDS
+from rewards.base import REWARDS, discover
 from zoo.data import DATASETS, load_dataset
 from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 
+discover()  # the built-in primitives (format-think-answer) register on discovery
 RECIPES = sorted((Path(__file__).parents[3] / "domains" / "medical" / "recipes").glob("*.yaml"))
 
 
@@ -57,3 +58,24 @@ def test_smoke_recipe_trains_on_cpu(stem: str, tmp_path: Path) -> None:
     reward = next(spec.name for spec in Recipe.from_yaml(path).rewards)
     logged = [r[f"rewards/{reward}/mean"] for r in rows if r.get(f"rewards/{reward}/mean")]
     assert len(logged) == 2 and all(0.0 <= float(v) <= 2.0 for v in logged)
+
+
+@pytest.mark.parametrize("stem", ["patho-r1-grpo", "patho-r1-dapo"])
+def test_patho_recipes_train_on_a_split_evaluation_never_sees(stem: str, recwarn: pytest.WarningsRecorder) -> None:
+    from zoo.recipe import EvalSplitTrainingWarning
+
+    recipe = Recipe.from_yaml(next(p for p in RECIPES if p.stem == stem))
+    train, held_out = recipe.data.kwargs["category"], recipe.data.eval_kwargs["category"]
+    assert "test" not in train.lower() and train != held_out and held_out == "PubMed_test"
+    assert not [w for w in recwarn if issubclass(w.category, EvalSplitTrainingWarning)]
+
+
+def test_training_on_a_test_split_warns_loudly(caplog: pytest.LogCaptureFixture) -> None:
+    from zoo.recipe import DataConfig, EvalSplitTrainingWarning
+
+    with pytest.warns(EvalSplitTrainingWarning, match="TRAINING ON A TEST SPLIT.*category='PubMed_test'"):
+        DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"})
+    assert "TRAINING ON A TEST SPLIT" in caplog.text
+    with pytest.warns(EvalSplitTrainingWarning, match="split='test'"):
+        Recipe.from_yaml(next(p for p in RECIPES if p.stem == "patho-r1-grpo"),
+                         ["data.kwargs={split: test}"])  # fmt: skip
