@@ -156,6 +156,24 @@ def require_safetensors(path: Path) -> None:
         )
 
 
+def from_pretrained_checked(model_class: Any, source: str | Path, **kwargs: Any) -> Any:
+    """``model_class.from_pretrained`` that refuses weights lacking tensors the architecture expects.
+
+    transformers fills missing tensors with random values and only logs a warning, so a weights file
+    of another model (or a truncated one) would load as a random model that answers nonsense.
+    """
+    model, info = model_class.from_pretrained(source, output_loading_info=True, **kwargs)
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:
+        unexpected = len(info.get("unexpected_keys") or ())
+        raise WrongArchitectureError(
+            f"{source}: {len(missing)} tensor(s) of the {type(model).__name__} its config describes are not in its "
+            f"weights (e.g. {', '.join(missing[:3])}; the file has {unexpected} tensor(s) the model does not use). "
+            "Loading it would give a randomly initialised model; check that the weights belong to this config"
+        )
+    return model
+
+
 def _entry_for_files(path: Path, name: str, repo_id: str | None, entry: str | None, kind: str | None) -> ModelEntry:
     """The entry that describes a directory or unlisted repository: explicit, recorded, or generic."""
     record = path / "training.json"

@@ -17,6 +17,8 @@ def load_policy(recipe: VLMRecipe, samples: list[Sample] | None = None) -> tuple
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from zoo.load import from_pretrained_checked
+
     name = recipe.model.name
     if name.startswith("tiny:"):
         from zoo.tiny import DEFAULT_CORPUS, build_tiny_vlm
@@ -35,9 +37,10 @@ def load_policy(recipe: VLMRecipe, samples: list[Sample] | None = None) -> tuple
     source, revision = policy_source(recipe)
     trust = recipe.model.trust_remote_code
     # safetensors only, as zoo.load: a pickled checkpoint can run code when it is read
-    model = AutoModelForImageTextToText.from_pretrained(
-        source, dtype=dtype[recipe.model.dtype], revision=revision, use_safetensors=True, trust_remote_code=trust
-    )
+    model = from_pretrained_checked(
+        AutoModelForImageTextToText, source, dtype=dtype[recipe.model.dtype], revision=revision,
+        use_safetensors=True, trust_remote_code=trust,
+    )  # fmt: skip
     return model, AutoProcessor.from_pretrained(source, revision=revision, trust_remote_code=trust)
 
 

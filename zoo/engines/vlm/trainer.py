@@ -38,6 +38,7 @@ from trl import GRPOTrainer
 
 from zoo.engines.vlm.recipe import AlgorithmConfig
 from zoo.engines.vlm.trl_data import META_COLUMN
+from zoo.load import from_pretrained_checked
 from zoo.rl import batching, losses
 from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
 from zoo.rl.losses import POLICY_LOSSES
@@ -185,7 +186,7 @@ class ZooGRPOTrainer(GRPOTrainer):
         model = self.model if model is None else model
         if _is_peft(model) or not hasattr(model, "config") or not hasattr(type(model), "from_pretrained"):
             return super()._load_from_checkpoint(resume_from_checkpoint, model)
-        restored = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
+        restored = from_pretrained_checked(type(model), resume_from_checkpoint, dtype=model.dtype)
         model.load_state_dict(restored.state_dict(), strict=True)
         del restored
         logger.info("restored weights from %s", resume_from_checkpoint)
