@@ -32,7 +32,8 @@ Where the evalkit would crash or return NaN the zoo decides and says so: a missi
 zero cases is ``None``. (A ``"null"`` measurement answer, which dataset 27's prompt asks for
 when IMT cannot be read, is failed as on the evalkit's jsonl path; its xlsx path reads it as
 NaN and returns a NaN MAE.) When a model is run, the response is its parsed ``<answer>`` when it
-wrote one, else its text.
+wrote one, else its text. An evaluation in which no case can be scored (every ground truth
+missing, no image found) is an error, not a table of ``None``.
 """
 
 from __future__ import annotations
@@ -274,17 +275,16 @@ def _u2bench(source: Any, task: str, dataset: str | None, path: str, limit: int 
     else:
         samples = mdata.load_u2bench_tsv(path, task, dataset, limit=limit)
         responses = _responses(source, samples, batch_size, generation)
+    truths = list(frame[mdata.truth_column(frame, task)])
     if task == "cla":
-        return classification_metrics(list(frame[mdata.class_column(frame)]), responses)
+        return classification_metrics(truths, responses)
     if task == "seg":
-        column = "gt_bbox" if "gt_bbox" in frame.columns else "keypoints"
-        return localization_metrics([mdata.u2bench_position(c) for c in frame[column]], responses)
+        return localization_metrics([mdata.u2bench_position(c) for c in truths], responses)
     if task == "measurement":
-        column = "measurement_ans" if "measurement_ans" in frame.columns else "measurement"
-        truths = [mdata.u2bench_measurement(c, dataset) for c in frame[column]]
-        return measurement_metrics(truths, responses, measurement_range(dataset))
-    ids = list(frame["id"] if "id" in frame.columns else frame["index"])
-    return report_metrics(ids, list(frame["caption"] if "caption" in frame.columns else frame["cap_ans"]), responses)
+        values = [mdata.u2bench_measurement(c, dataset) for c in truths]
+        return measurement_metrics(values, responses, measurement_range(dataset))
+    ids = list(frame["id"] if "id" in frame.columns else frame["index"] if "index" in frame.columns else frame.index)
+    return report_metrics(ids, truths, responses)
 
 
 def _synthetic(source: Any, name: str, limit: int | None, batch_size: int, generation: Mapping[str, Any]):
@@ -351,6 +351,12 @@ def evaluate(
     else:
         known = [U2_PREFIX + t for t in mdata.U2_TASKS] + ["pathmmu", *SYNTHETIC]
         raise ValueError(f"unknown medical benchmark {data!r}; use one of {known}")
+    if all(row.get("skipped") for row in rows):  # also true of no rows: an evaluation of nothing is no result
+        reason = f" ({rows[0]['skipped']})" if rows else ""
+        raise ValueError(
+            f"{data}: no case could be scored out of {len(rows)}{reason}; check the file, --limit and its "
+            "ground-truth column"
+        )
     result = {"data": data, **metrics}
     if out_dir is not None:
         out = Path(out_dir)
