@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 from PIL import Image
 from safetensors.torch import load_file, save_file
