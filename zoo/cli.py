@@ -106,7 +106,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from zoo.load import load
 
-    pipe = load(args.name, revision=args.revision, device=args.device, dtype=args.dtype)
+    pipe = load(args.name, revision=args.revision, device=args.device, dtype=args.dtype,
+                trust_remote_code=args.trust_remote_code)  # fmt: skip
     generation = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
     if args.temperature:
         generation.update(do_sample=True, temperature=args.temperature)
@@ -149,7 +150,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from zoo import domains
     from zoo.load import load
 
-    pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry)
+    pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry,
+                trust_remote_code=args.trust_remote_code)  # fmt: skip
     domain = domains.DOMAINS.get(pipe.entry.domain) if pipe.entry.domain in domains.DOMAINS else None
     if domain is None or domain.evaluate is None:
         raise ValueError(
@@ -195,6 +197,11 @@ def cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trust_remote_code_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="allow Python code shipped with the model (read it first); required when it has some")  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zoo",
@@ -232,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for sampling (default: 0)")
     p.add_argument("--draw", metavar="PNG", help="save the image with the predicted box/point drawn on it")
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    _trust_remote_code_flag(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("domains", help="list the domains and what they contribute", description="List the domains.")
@@ -254,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default: outputs/eval/NAME-DATA)")
     p.add_argument("--revision", help="Hub branch, tag or commit")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda ...")
+    _trust_remote_code_flag(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("card", help="write a model's Hugging Face card", description="Generate a model card.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo_common.registry import Registry
@@ -19,7 +20,9 @@ class Sample:
 
     Attributes:
         id: stable identifier (file name, record index) so results can be traced back.
-        images: PIL images or paths, in the order the prompt refers to them.
+        images: PIL images, paths or encoded image bytes (decoded by :func:`zoo.images.load_image`
+            when used, so a table of large images is not all decoded at load), in the order the
+            prompt refers to them.
         prompt: chat messages (``[{"role": "user", "content": [...]}]``) or the bare question text.
         target: the task's ground truth, e.g. ``{"bbox": [x1, y1, x2, y2], "image_size": [w, h]}``
             in original-image pixels, or ``{"answer": "B"}``.
@@ -28,7 +31,7 @@ class Sample:
     """
 
     id: str
-    images: tuple[Image.Image | str, ...] = ()
+    images: tuple[Image.Image | str | bytes, ...] = ()
     prompt: str | list[dict[str, Any]] = ""
     target: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
@@ -46,6 +49,22 @@ class Sample:
             if texts:
                 return "\n".join(texts)
         return ""
+
+
+def path_under(root: str | Path, name: str, where: str) -> Path:
+    """``root / name`` for a file name read from a dataset's annotation file, refusing one that leaves ``root``.
+
+    Annotation files name their images relative to the dataset folder; an absolute path or a ``..``
+    would let a crafted file make the zoo read (and feed to a model, or draw into a report) any file
+    on the machine. The check is on the name itself, so symlinked image folders keep working.
+    """
+    relative = Path(str(name))
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ValueError(
+            f"{where}: image path {str(name)!r} points outside the data folder {str(root)!r}; "
+            "annotation files must name images relative to it"
+        )
+    return Path(root) / relative
 
 
 def take(samples: Iterable[Sample], n: int) -> Iterator[Sample]:

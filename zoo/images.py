@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Union
 
@@ -49,24 +51,45 @@ def load_image(image: ImageInput, *, max_pixels: int = MAX_IMAGE_PIXELS) -> Imag
     return _to_rgb(img)
 
 
+def image_size(image: bytes | str | os.PathLike, *, max_pixels: int = MAX_IMAGE_PIXELS) -> tuple[int, int]:
+    """``(width, height)`` of encoded bytes or a file, read from the header only (no pixel is decoded).
+
+    Lets a loader check a dataset's images up front, with :func:`load_image`'s errors, and decode
+    each one only when it is used.
+    """
+    name = "<bytes>" if isinstance(image, (bytes, bytearray)) else str(image)
+    with _named_errors(name), Image.open(io.BytesIO(image) if isinstance(image, (bytes, bytearray)) else image) as img:
+        size = img.size
+    if size[0] * size[1] > max_pixels:
+        raise ImageError(f"{name}: {size[0]}x{size[1]} pixels exceeds the limit of {max_pixels} pixels")
+    return size
+
+
 def _open(source: Any, name: str, max_pixels: int) -> Image.Image:
+    with _named_errors(name):
+        img = Image.open(source)
+        if img.width * img.height > max_pixels:
+            raise ImageError(
+                f"{name}: {img.width}x{img.height} pixels exceeds the limit of {max_pixels} pixels "
+                "(possible decompression bomb); downscale it first"
+            )
+        img.load()
+    return img
+
+
+@contextlib.contextmanager
+def _named_errors(name: str) -> Iterator[None]:
+    """PIL's failures (its decompression-bomb warning included) as :class:`ImageError` naming the input."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            img = Image.open(source)
-            if img.width * img.height > max_pixels:
-                raise ImageError(
-                    f"{name}: {img.width}x{img.height} pixels exceeds the limit of {max_pixels} pixels "
-                    "(possible decompression bomb); downscale it first"
-                )
-            img.load()
+            yield
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
         raise ImageError(f"{name}: refused as a possible decompression bomb ({err})") from err
     except UnidentifiedImageError as err:
         raise ImageError(f"{name}: not an image file PIL can read") from err
     except OSError as err:
         raise ImageError(f"{name}: unreadable or truncated image ({err})") from err
-    return img
 
 
 def _from_array(array: np.ndarray) -> Image.Image:

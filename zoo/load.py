@@ -13,11 +13,13 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
 from zoo.registry import MODELS, ModelEntry, info
+from zoo.remote_code import OPT_IN, RemoteCodeError, require_opt_in
 
 if TYPE_CHECKING:
     import torch
@@ -69,13 +71,15 @@ def load(
             else a generic spec of the inferred kind).
         kind: for a directory or Hub id, the model kind (``vlm``, ``clip``, ``diffusion``, ``policy``)
             when it should not be read from the files.
-        trust_remote_code: allow the repository's own Python code; only honoured for entries that
-            need it, and never implied.
+        trust_remote_code: allow the model's own Python code: required (and only honoured) for
+            entries that declare it and for directories or repositories whose configs name code of
+            their own (:mod:`zoo.remote_code`); never implied.
 
     Raises:
         zoo_common.registry.UnknownNameError: the name is not registered (close matches suggested).
         zoo.hub.ModelNotAvailableError: offline and not cached, gated, or not released.
         WrongArchitectureError: the files are not of the entry's architecture or kind.
+        zoo.remote_code.RemoteCodeError: the model needs its own code and ``trust_remote_code`` is off.
     """
     from zoo.hub import ResolvedModel, is_repo_id, resolve, resolve_repo
 
@@ -93,17 +97,23 @@ def load(
         model_entry = _entry_for_files(resolved.path, repo_id, repo_id, entry, kind)
     else:
         model_entry = info(name)
-        if model_entry.trust_remote_code and not trust_remote_code:
-            raise ValueError(
-                f"{model_entry.name} runs code from its repository; read it, then pass trust_remote_code=True"
-            )
+        _check_entry_code(model_entry, trust_remote_code)  # before anything is downloaded
         resolved = resolve(model_entry, revision, trust_remote_code=trust_remote_code)
+    _check_entry_code(model_entry, trust_remote_code)  # an entry= describing a directory needs it too
     check_architecture(resolved.path, model_entry)
+    # the files decide as well: configs that name code of their own need the opt-in, then get it
+    if require_opt_in(resolved.path, trust_remote_code) and not model_entry.trust_remote_code:
+        model_entry = replace(model_entry, trust_remote_code=True)
     device = _device(device)
     module, _, func = model_entry.spec.pipeline.partition(":")
     pipeline = getattr(importlib.import_module(module), func)(model_entry, resolved, device, _dtype(dtype, device))
     logger.info("loaded %s from %s (revision %s) on %s", model_entry.name, resolved.source, resolved.revision, device)
     return pipeline
+
+
+def _check_entry_code(entry: ModelEntry, trust_remote_code: bool) -> None:
+    if entry.trust_remote_code and not trust_remote_code:
+        raise RemoteCodeError(f"{entry.name} runs code from its repository; read it, then pass {OPT_IN}")
 
 
 def infer_kind(path: Path) -> str:
@@ -134,11 +144,34 @@ def check_architecture(path: Path, entry: ModelEntry) -> None:
             f"{path} holds a {model_type!r} model, but {entry.name} is a {expected} ({entry.architecture!r}) model; "
             "point to the right directory, or pass entry=<name> matching its architecture"
         )
-    if not any(path.glob("*.safetensors")):
+    require_safetensors(path)
+
+
+def require_safetensors(path: Path) -> None:
+    """Refuse a directory without ``*.safetensors`` weights: pickled weights (``.bin``, ``.pt``) can run code."""
+    if not any(Path(path).glob("*.safetensors")):
         raise WrongArchitectureError(
             f"{path} has no *.safetensors weights; the zoo loads safetensors only "
             "(convert pickled weights with `save_pretrained(..., safe_serialization=True)`)"
         )
+
+
+def from_pretrained_checked(model_class: Any, source: str | Path, **kwargs: Any) -> Any:
+    """``model_class.from_pretrained`` that refuses weights lacking tensors the architecture expects.
+
+    transformers fills missing tensors with random values and only logs a warning, so a weights file
+    of another model (or a truncated one) would load as a random model that answers nonsense.
+    """
+    model, info = model_class.from_pretrained(source, output_loading_info=True, **kwargs)
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:
+        unexpected = len(info.get("unexpected_keys") or ())
+        raise WrongArchitectureError(
+            f"{source}: {len(missing)} tensor(s) of the {type(model).__name__} its config describes are not in its "
+            f"weights (e.g. {', '.join(missing[:3])}; the file has {unexpected} tensor(s) the model does not use). "
+            "Loading it would give a randomly initialised model; check that the weights belong to this config"
+        )
+    return model
 
 
 def _entry_for_files(path: Path, name: str, repo_id: str | None, entry: str | None, kind: str | None) -> ModelEntry:

@@ -205,15 +205,65 @@ class Recipe:
         return Path(self.training.output_dir.format(name=self.name))  # type: ignore[attr-defined]
 
 
+#: Largest recipe file read (bytes); the biggest shipped recipe is a few kB.
+MAX_RECIPE_BYTES = 1 << 20
+#: Most YAML nodes a recipe may hold once its aliases are expanded (an "alias bomb" of nested
+#: ``*refs`` is tiny on disk and exponential in memory when copied).
+MAX_RECIPE_NODES = 100_000
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """A recipe file as a mapping; a missing file or a non-mapping is a :class:`RecipeError`."""
+    """A recipe file as a mapping; a missing, oversized or non-mapping file is a :class:`RecipeError`."""
     path = Path(path)
     if not path.is_file():
         raise RecipeError(f"recipe file {str(path)!r} does not exist; pass the path to a .yaml recipe")
-    data = yaml.safe_load(path.read_text()) or {}
+    if path.stat().st_size > MAX_RECIPE_BYTES:
+        raise RecipeError(f"recipe {str(path)!r} is {path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}")
+    try:
+        data = _bounded_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as err:
+        raise RecipeError(f"recipe {str(path)!r} is not valid YAML (or nested too deeply): {err}") from err
     if not isinstance(data, dict):
         raise RecipeError(f"recipe {str(path)!r} must be a YAML mapping, got {type(data).__name__}")
     return data
+
+
+def _bounded_yaml(text: str, name: str) -> Any:
+    """``yaml.safe_load`` that first counts the nodes the document expands to, aliases included."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, {}, set(), name)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int], name: str) -> int:
+    """Nodes in ``node`` with every alias expanded (memoised: shared nodes are counted once per use)."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in open_nodes:
+        raise RecipeError(f"recipe {name!r} has an alias that contains itself; recipes are plain trees")
+    open_nodes.add(key)
+    if isinstance(node, yaml.MappingNode):
+        children = [child for pair in node.value for child in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    else:
+        children = []
+    size = 1 + sum(_expanded_size(child, sizes, open_nodes, name) for child in children)
+    open_nodes.discard(key)
+    if size > MAX_RECIPE_NODES:
+        raise RecipeError(
+            f"recipe {name!r} expands to more than {MAX_RECIPE_NODES} YAML nodes through its aliases (&anchor/*ref); "
+            "write the values out instead"
+        )
+    sizes[key] = size
+    return size
 
 
 def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), engine: str | None = None) -> Recipe:
@@ -341,13 +391,17 @@ def _apply_override(cls: type, data: dict[str, Any], override: str) -> None:
     if not sep or not key.strip():
         raise RecipeError(f"override {override!r} must look like key.path=value (e.g. training.lr=1e-5)")
     parts = key.strip().split(".")
-    value = yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        value = _bounded_yaml(raw, f"override {key.strip()}") if raw.strip() else ""
+    except (yaml.YAMLError, RecursionError) as err:
+        raise RecipeError(f"override {override!r}: the value is not valid YAML ({err})") from err
     node: Any = data
     tp: Any = cls
     for depth, part in enumerate(parts):
         where = ".".join(parts[:depth])
         prefix = where + "." if where else ""
         last = depth == len(parts) - 1
+        _check_container(tp, node, where, key.strip())
         if dataclasses.is_dataclass(tp):
             schema = _fields(tp)
             if part not in schema:
@@ -376,6 +430,21 @@ def _apply_override(cls: type, data: dict[str, Any], override: str) -> None:
             child = {}
             node[part] = child
         node = child
+
+
+def _check_container(tp: Any, node: Any, where: str, key: str) -> None:
+    """Refuse to descend into a value that has no keys (``training.lr.x=1``) or holds the wrong shape."""
+    is_list = typing.get_origin(tp) is tuple
+    if not (dataclasses.is_dataclass(tp) or is_list or typing.get_origin(tp) is dict or tp is Any):
+        raise RecipeError(
+            f"override {key!r}: {where} is a {getattr(tp, '__name__', tp)} value with no keys inside; "
+            f"set it whole, e.g. {where}=VALUE"
+        )
+    if not isinstance(node, list if is_list else dict):
+        raise RecipeError(
+            f"override {key!r}: {where or 'the recipe'} holds {node!r}, not a {'list' if is_list else 'mapping'}; "
+            "fix the recipe file or override the whole value"
+        )
 
 
 def _strip_optional(tp: Any) -> Any:

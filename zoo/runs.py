@@ -2,8 +2,11 @@
 
 A checkpoint is only a checkpoint once its completion marker (:data:`COMPLETE_MARKER`) is
 written, fsynced and renamed into place after every other file of it; :func:`latest_checkpoint`
-ignores directories without one, so a write killed half way never looks like a valid
-checkpoint and ``--resume`` continues from the newest complete one.
+ignores directories without one, so a write killed half way (or stopped by a full disk) never
+looks like a valid checkpoint and ``--resume`` continues from the newest complete one. The
+marker records each file's size: a file changed after the checkpoint was complete (truncated by
+a copy, a sync tool or a failing disk) is a :class:`CorruptCheckpointError` naming the file,
+not a traceback from deep inside ``torch.load``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ logger = logging.getLogger(__name__)
 COMPLETE_MARKER = "zoo_checkpoint_complete.json"
 RESOLVED_RECIPE = "recipe.yaml"
 _CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+
+class CorruptCheckpointError(RuntimeError):
+    """A complete checkpoint whose files no longer are what was written; the message names the file."""
 
 
 def prepare_run_dir(recipe: Recipe, out_dir: Path | None = None) -> Path:
@@ -47,9 +54,9 @@ def mark_complete(folder: Path, step: int) -> None:
             with path.open("rb") as f:
                 os.fsync(f.fileno())
     tmp = folder / (COMPLETE_MARKER + ".tmp")
-    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p != tmp)
+    sizes = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file() and p != tmp}
     with tmp.open("w") as f:
-        json.dump({"step": step, "files": files}, f)
+        json.dump({"step": step, "files": sorted(sizes), "sizes": sizes}, f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, folder / COMPLETE_MARKER)
@@ -87,4 +94,18 @@ def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False
             logger.warning("ignoring incomplete checkpoint %s (its write did not finish)", path)
             if remove_incomplete:
                 shutil.rmtree(path)
+    if best is not None:
+        check_sizes(best)
     return best
+
+
+def check_sizes(folder: Path) -> None:
+    """Raise :class:`CorruptCheckpointError` when a file of a complete checkpoint changed size since it was written."""
+    recorded = json.loads((folder / COMPLETE_MARKER).read_text()).get("sizes", {})
+    for name, size in recorded.items():
+        actual = (folder / name).stat().st_size
+        if actual != size:
+            raise CorruptCheckpointError(
+                f"{folder / name} is {actual} bytes but was written as {size} bytes (truncated or modified since). "
+                f"Restore it, or move {folder} aside to resume from the checkpoint before it"
+            )

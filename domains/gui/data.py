@@ -29,13 +29,14 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from zoo.data import Sample
+from zoo.data import Sample, path_under
 
 logger = logging.getLogger(__name__)
 
@@ -73,11 +74,22 @@ def _box(value: Any, convention: str, where: str) -> list[float]:
     """``[x1, y1, x2, y2]`` floats from a 4-number box written as ``xywh`` or ``xyxy``."""
     if not isinstance(value, (list, tuple)) or len(value) != 4:
         raise ValueError(f"{where}: bbox must be 4 numbers ({convention}), got {value!r}")
-    x, y, a, b = (float(v) for v in value)
+    x, y, a, b = _finite(value, f"{where}: bbox ({convention})")
     box = [x, y, x + a, y + b] if convention == "xywh" else [x, y, a, b]
     if box[2] < box[0] or box[3] < box[1]:
         raise ValueError(f"{where}: bbox {value!r} read as {convention} has negative width or height")
     return box
+
+
+def _finite(values: Any, what: str) -> list[float]:
+    """``values`` as floats, refusing anything that is not a finite number (JSON allows NaN and Infinity)."""
+    try:
+        numbers = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must hold numbers, got {values!r}") from None
+    if not all(math.isfinite(v) for v in numbers):
+        raise ValueError(f"{what} must hold finite numbers, got {values!r}")
+    return numbers
 
 
 def _image_size(path: Path, where: str) -> list[int]:
@@ -168,7 +180,7 @@ def load_screenspot(
         images = Path(image_dir) if image_dir is not None else _find_image_dir(root, first, _SCREENSPOT_IMAGE_DIRS)
         for i, rec in enumerate(records):
             where = f"{file.name}[{i}]"
-            image = images / str(_field(rec, "img_filename", where))
+            image = path_under(images, _field(rec, "img_filename", where), where)
             element_type = str(_field(rec, "data_type", where))
             meta = {
                 "platform": platform,
@@ -225,8 +237,8 @@ def load_screenspot_pro(
         for i, rec in enumerate(_read_records(file)):
             where = f"{file.name}[{i}]"
             size = _field(rec, "img_size", where)
-            if not isinstance(size, (list, tuple)) or len(size) != 2:
-                raise ValueError(f"{where}: img_size must be [width, height], got {size!r}")
+            if not isinstance(size, (list, tuple)) or len(size) != 2 or min(_finite(size, f"{where}: img_size")) <= 0:
+                raise ValueError(f"{where}: img_size must be [width, height], positive, got {size!r}")
             ui_type = str(_field(rec, "ui_type", where))
             meta = {
                 "platform": _field(rec, "platform", where),
@@ -239,7 +251,7 @@ def load_screenspot_pro(
             samples.append(
                 _grounding_sample(
                     str(rec.get("id", f"{file.stem}-{i}")),
-                    images / str(_field(rec, "img_filename", where)),
+                    path_under(images, _field(rec, "img_filename", where), where),
                     str(_field(rec, key, where)),
                     _box(_field(rec, "bbox", where), "xyxy", where),
                     list(size),
@@ -267,9 +279,9 @@ def load_gui_g1_json(
     samples = []
     for i, rec in enumerate(_limit(_read_records(path), limit)):
         where = f"{path.name}[{i}]"
-        image = root / str(_field(rec, "image", where))
+        image = path_under(root, _field(rec, "image", where), where)
         meta = {"platform": rec.get("platform", "unknown"), "element_type": rec.get("ui_type", "unknown")}
-        meta["rate"] = float(rec.get("rate", 1.0))
+        meta["rate"] = _finite([rec.get("rate", 1.0)], f"{where}: rate")[0]
         samples.append(
             _grounding_sample(
                 f"{path.stem}-{i}",

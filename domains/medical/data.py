@@ -14,6 +14,7 @@ Formats (read in the benchmarks' own code, see the docstrings below):
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import logging
 import math
@@ -27,8 +28,8 @@ import numpy as np
 from domains.medical import prompts
 from domains.medical.metrics import MEASUREMENT_KEYS, NOT_VISIBLE, box_position_label, position_label
 from domains.medical.synthetic import TISSUE_CLASSES, US_CLASSES, pathology_image, ultrasound_case
-from zoo.data import Sample
-from zoo.images import load_image
+from zoo.data import Sample, path_under
+from zoo.images import ImageError, image_size
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -148,14 +149,16 @@ def load_pathmmu(
     file = file / "data.json" if file.is_dir() else file
     if not file.is_file():
         raise FileNotFoundError(f"PathMMU data.json not found at {file}; pass the file or its folder")
-    data = json.loads(file.read_text(encoding="utf-8"))
+    data = _read_pathmmu(file)
     source, _, split = category.partition("_")
     if source not in data or split not in data[source]:
         known = [f"{s}_{sp}" for s, splits in data.items() for sp in splits]
         raise ValueError(f"PathMMU category {category!r} not in {file.name}; available: {known}")
     samples, missing = [], 0
-    for item in data[source][split][:limit]:
-        image = file.parent / "images" / item["img"]
+    for i, item in enumerate(data[source][split][:limit]):
+        where = f"{file.name} {category}[{i}]"
+        _check_pathmmu_item(item, where)
+        image = path_under(file.parent / "images", item["img"], where)
         if not image.is_file():
             missing += 1
             continue
@@ -170,10 +173,50 @@ def load_pathmmu(
         meta = {"No": item["No"], "category": category, "index2ans": index2ans}
         text = prompts.format_mcq(item["question"], options)
         samples.append(Sample(str(item["No"]), (str(image),), messages(text, system), target, meta))
+    if missing and not samples:
+        raise FileNotFoundError(
+            f"PathMMU {category}: the images of all {missing} questions are missing under {file.parent / 'images'}; "
+            "download them (some sources are fetched separately under their own licences)"
+        )
     if missing:
         total = missing + len(samples)
         logger.warning("PathMMU %s: %d of %d questions skipped, image missing", category, missing, total)
     return samples
+
+
+#: Fields every PathMMU question has, and their JSON types.
+_PATHMMU_FIELDS = {"No": (int, str), "question": (str,), "options": (list,), "answer": (str,), "img": (str,)}
+
+
+def _read_pathmmu(file: Path) -> dict[str, dict[str, list[Any]]]:
+    """``data.json`` as ``{source: {split: [question, ...]}}``, or a ValueError naming what is wrong."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{file} is not valid JSON ({err}); expected PathMMU's data.json") from err
+    shape_ok = isinstance(data, dict) and all(
+        isinstance(splits, dict) and all(isinstance(items, list) for items in splits.values())
+        for splits in data.values()
+    )
+    if not shape_ok:
+        raise ValueError(
+            f"{file} must map source -> split -> list of questions ({{\"PubMed\": {{\"test_tiny\": [...]}}}}), "
+            f"got a {type(data).__name__} of another shape"
+        )
+    return data
+
+
+def _check_pathmmu_item(item: Any, where: str) -> None:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a PathMMU question is a JSON object, got {item!r:.80}")
+    for key, types in _PATHMMU_FIELDS.items():
+        if not isinstance(item.get(key), types):
+            raise ValueError(
+                f"{where}: field {key!r} must be {' or '.join(t.__name__ for t in types)}, got {item.get(key)!r:.80} "
+                f"(fields present: {sorted(item)})"
+            )
+    if not all(isinstance(option, str) for option in item["options"]):
+        raise ValueError(f"{where}: options must be strings like '(A) text', got {item['options']!r:.120}")
 
 
 # --- U2-Bench ----------------------------------------------------------------------------------
@@ -211,7 +254,8 @@ def _first_value(value: Any) -> Any:
 def u2bench_position(value: Any) -> str:
     """Ground-truth position label of a ``gt_bbox``/``keypoints`` cell (``get_bounding_box_location_v1``).
 
-    The cell holds normalised ``[cx, cy, (w, h)]``; anything unreadable is ``"not visible"``.
+    The cell holds normalised ``[cx, cy, (w, h)]``; anything unreadable (NaN and infinite
+    coordinates included) is ``"not visible"``.
     """
     coords = _first_value(value)
     if not isinstance(coords, (list, tuple)) or len(coords) < 2:
@@ -220,11 +264,12 @@ def u2bench_position(value: Any) -> str:
         cx, cy = float(coords[0]), float(coords[1])
     except (TypeError, ValueError):
         return NOT_VISIBLE
-    return position_label(cx, cy)
+    return position_label(cx, cy) if math.isfinite(cx) and math.isfinite(cy) else NOT_VISIBLE
 
 
 def u2bench_measurement(value: Any, dataset: str) -> float | None:
-    """Ground-truth number of a ``measurement`` cell (``extract_mea``); ``None`` when absent/unreadable."""
+    """Ground-truth number of a ``measurement`` cell (``extract_mea``); ``None`` when absent, unreadable
+    or not finite."""
     if isinstance(value, list):
         value = value[0]
     if not isinstance(value, str):
@@ -241,25 +286,41 @@ def u2bench_measurement(value: Any, dataset: str) -> float | None:
         number = float(found)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
-    return None if math.isnan(number) else number
+    return number if math.isfinite(number) else None
+
+
+#: Ground-truth column of each U2-Bench task, the first present of these (the evalkit's names).
+TRUTH_COLUMNS = {
+    "cla": ("classes", "class", "cla_ans"),
+    "seg": ("gt_bbox", "keypoints"),
+    "measurement": ("measurement_ans", "measurement"),
+    "report": ("caption", "cap_ans"),
+}
+_TASK_NAMES = {"cla": "classification", "seg": "localisation", "measurement": "measurement", "report": "report"}
+
+
+def truth_column(frame: pd.DataFrame, task: str) -> str:
+    """The ground-truth column of a ``task`` table; a table without one is a ValueError naming them."""
+    for key in TRUTH_COLUMNS[task]:
+        if key in frame.columns:
+            return key
+    names = " or ".join(repr(k) for k in TRUTH_COLUMNS[task])
+    raise ValueError(f"a U2-Bench {_TASK_NAMES[task]} table needs a {names} column; this one has {list(frame.columns)}")
 
 
 def class_column(frame: pd.DataFrame) -> str:
     """The ground-truth column of a classification table (first of ``classes``, ``class``, ``cla_ans``)."""
-    for key in ("classes", "class", "cla_ans"):
-        if key in frame.columns:
-            return key
-    raise ValueError(f"classification table needs a 'classes', 'class' or 'cla_ans' column; has {list(frame.columns)}")
+    return truth_column(frame, "cla")
 
 
-def _u2_target(row: Mapping[str, Any], task: str, dataset: str, frame: pd.DataFrame) -> dict[str, Any]:
+def _u2_target(row: Mapping[str, Any], task: str, dataset: str, column: str) -> dict[str, Any]:
     if task == "cla":
-        return {"label": str(row[class_column(frame)])}
+        return {"label": str(row[column])}
     if task == "seg":
-        return {"position": u2bench_position(row.get("gt_bbox", row.get("keypoints")))}
+        return {"position": u2bench_position(row[column])}
     if task == "measurement":
-        return {"value": u2bench_measurement(row.get("measurement"), dataset), "dataset": dataset}
-    return {"report": str(row.get("caption", ""))}
+        return {"value": u2bench_measurement(row[column], dataset), "dataset": dataset}
+    return {"report": str(row[column])}
 
 
 def _u2_prompt(row: Mapping[str, Any], task: str, dataset: str, table_prompts: Mapping[str, str]) -> str:
@@ -278,12 +339,22 @@ def _u2_prompt(row: Mapping[str, Any], task: str, dataset: str, table_prompts: M
     )
 
 
-def _u2_image(row: Mapping[str, Any], root: Path) -> Any:
+def _u2_image(row: Mapping[str, Any], root: Path, where: str) -> bytes | str:
+    """The row's image, still encoded: base64 cells become bytes whose header is checked here and whose
+    pixels are decoded when the sample is used (a table of large images would not fit in memory decoded)."""
     if isinstance(row.get("image"), str) and len(row["image"]) > 64:
-        return load_image(base64.b64decode(row["image"]))
+        try:
+            encoded = base64.b64decode(row["image"], validate=True)
+        except binascii.Error as err:
+            raise ValueError(f"{where}: the 'image' cell is not base64 ({err})") from err
+        try:
+            image_size(encoded)
+        except ImageError as err:
+            raise ValueError(f"{where}: {err}") from err
+        return encoded
     if isinstance(row.get("img_path"), str):
-        return str(root / row["img_path"])
-    raise ValueError(f"U2-Bench row {row.get('index')!r} has neither a base64 'image' nor an 'img_path'")
+        return str(path_under(root, row["img_path"], where))
+    raise ValueError(f"{where} has neither a base64 'image' nor an 'img_path'")
 
 
 #: The evalkit's per-dataset prompt files (``vlmeval/dataset/``), looked for next to a table.
@@ -317,11 +388,13 @@ def load_u2bench_tsv(
     default_file = Path(path).parent / _PROMPT_FILES.get(task, "-")
     prompt_file = prompt_file or (default_file if default_file.is_file() else None)
     table_prompts = json.loads(Path(prompt_file).read_text(encoding="utf-8")) if prompt_file else {}
+    column = truth_column(frame, task)
     samples = []
     for i, row in enumerate(frame.head(limit).to_dict("records") if limit else frame.to_dict("records")):
         sample_id = str(row.get("index", row.get("id", i)))
         text = _u2_prompt(row, task, dataset, table_prompts)
-        target = _u2_target(row, task, dataset, frame)
+        target = _u2_target(row, task, dataset, column)
         meta = {"u2_task": task, "dataset": dataset, "row": i}
-        samples.append(Sample(sample_id, (_u2_image(row, Path(path).parent),), messages(text, system), target, meta))
+        image = _u2_image(row, Path(path).parent, f"{Path(path).name} row {i} (index {sample_id})")
+        samples.append(Sample(sample_id, (image,), messages(text, system), target, meta))
     return samples

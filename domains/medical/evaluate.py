@@ -41,6 +41,9 @@ What is scored of a model's output (``response_source``, recorded in ``metrics.j
 * ``answer``: the parsed ``<answer>`` span when the model wrote one, else the text (a stricter
   reading for think/answer models). The default for the U2-Bench and synthetic tasks, and an option
   for PathMMU (``response_source="answer"``).
+
+An evaluation in which no case can be scored (every ground truth missing, no image found) is an
+error, not a table of ``None``.
 """
 
 from __future__ import annotations
@@ -289,17 +292,16 @@ def _u2bench(source: Any, task: str, dataset: str | None, path: str, limit: int 
     else:
         samples = mdata.load_u2bench_tsv(path, task, dataset, limit=limit)
         responses = _responses(source, samples, batch_size, generation, response_source)
+    truths = list(frame[mdata.truth_column(frame, task)])
     if task == "cla":
-        return classification_metrics(list(frame[mdata.class_column(frame)]), responses)
+        return classification_metrics(truths, responses)
     if task == "seg":
-        column = "gt_bbox" if "gt_bbox" in frame.columns else "keypoints"
-        return localization_metrics([mdata.u2bench_position(c) for c in frame[column]], responses)
+        return localization_metrics([mdata.u2bench_position(c) for c in truths], responses)
     if task == "measurement":
-        column = "measurement_ans" if "measurement_ans" in frame.columns else "measurement"
-        truths = [mdata.u2bench_measurement(c, dataset) for c in frame[column]]
-        return measurement_metrics(truths, responses, measurement_range(dataset))
-    ids = list(frame["id"] if "id" in frame.columns else frame["index"])
-    return report_metrics(ids, list(frame["caption"] if "caption" in frame.columns else frame["cap_ans"]), responses)
+        values = [mdata.u2bench_measurement(c, dataset) for c in truths]
+        return measurement_metrics(values, responses, measurement_range(dataset))
+    ids = list(frame["id"] if "id" in frame.columns else frame["index"] if "index" in frame.columns else frame.index)
+    return report_metrics(ids, truths, responses)
 
 
 def _synthetic(source: Any, name: str, limit: int | None, batch_size: int, generation: Mapping[str, Any],
@@ -375,6 +377,12 @@ def evaluate(
     else:
         known = [U2_PREFIX + t for t in mdata.U2_TASKS] + ["pathmmu", *SYNTHETIC]
         raise ValueError(f"unknown medical benchmark {data!r}; use one of {known}")
+    if all(row.get("skipped") for row in rows):  # also true of no rows: an evaluation of nothing is no result
+        reason = f" ({rows[0]['skipped']})" if rows else ""
+        raise ValueError(
+            f"{data}: no case could be scored out of {len(rows)}{reason}; check the file, --limit and its "
+            "ground-truth column"
+        )
     result = {"data": data, **metrics, "response_source": source}
     if out_dir is not None:
         out = Path(out_dir)

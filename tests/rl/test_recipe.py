@@ -63,11 +63,54 @@ def test_yaml_round_trip(tmp_path):
         ("algorithm.num_generations=1", "groups of at least 2"),
         ("training.batch_size=6", "not a multiple of algorithm.num_generations=8"),
         ("algorithm.dual_clip=0.5", "dual_clip must be > 1"),
+        ("training.lr.x=1", "training.lr is a float value with no keys inside"),
+        ("rewards.0.name.x=1", "rewards.0.name is a str value with no keys inside"),
+        ("data.kwargs.n.x=1", "data.kwargs.n holds 3, not a mapping"),
+        ("data.kwargs=[1, *x]", "not valid YAML"),
     ],
 )
 def test_bad_overrides_name_the_problem(override, message):
     with pytest.raises(RecipeError, match=message.replace(".", r"\.").replace("(", r"\(")):
-        Recipe.from_dict(MINIMAL, [override])
+        Recipe.from_dict({**MINIMAL, "data": {"name": "synthetic-colour", "kwargs": {"n": 3}}}, [override])
+
+
+def alias_bomb(levels: int) -> str:
+    """Billion-laughs YAML: each level lists the previous one 9 times (9**levels leaves, a few hundred bytes)."""
+    lines = ['l0: &l0 "lol"']
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join([*lines, "name: bomb", "engine: vlm-trl"]) + "\n"
+
+
+def test_alias_bomb_and_oversized_recipes_are_refused(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(alias_bomb(9))  # 9**9 = 387 M strings once copied
+    with pytest.raises(RecipeError, match=r"expands to more than 100000 YAML nodes"):
+        Recipe.from_yaml(bomb)
+    with pytest.raises(RecipeError, match=r"expands to more than"):
+        Recipe.from_dict(MINIMAL, ["data.kwargs=" + "{" + alias_bomb(9).replace("\n", ", ").rstrip(", ") + "}"])
+
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("name: &a [*a]\n")
+    with pytest.raises(RecipeError, match="alias that contains itself"):
+        Recipe.from_yaml(loop)
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("name: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(RecipeError, match="not valid YAML"):
+        Recipe.from_yaml(deep)
+
+    big = tmp_path / "big.yaml"
+    big.write_text("description: " + "x" * (1 << 20) + "\n")
+    with pytest.raises(RecipeError, match="a recipe is at most"):
+        Recipe.from_yaml(big)
+
+
+def test_a_few_anchors_still_work(tmp_path):
+    path = tmp_path / "anchors.yaml"
+    path.write_text("name: t\nengine: vlm-trl\ndata: {name: synthetic-colour, kwargs: &k {n: 4}, eval_kwargs: *k}\n"
+                    "rewards: [synthetic-colour]\n")  # fmt: skip
+    recipe = Recipe.from_yaml(path)
+    assert recipe.data.kwargs == recipe.data.eval_kwargs == {"n": 4}
 
 
 def test_unknown_yaml_key_and_missing_file(tmp_path):
@@ -91,6 +134,7 @@ def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monk
                                   list(overrides))
         return policy_source(recipe)
 
+    (tmp_path / "model.safetensors").write_bytes(b"")
     assert source(str(tmp_path)) == (str(tmp_path), None)
     assert source("gui-grounding-tiny") == (str(CHECKPOINTS_DIR / "gui-grounding-tiny"), None)
     assert source("Qwen/Qwen2.5-VL-7B-Instruct", "model.revision=abc") == ("Qwen/Qwen2.5-VL-7B-Instruct", "abc")

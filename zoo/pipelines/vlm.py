@@ -19,6 +19,7 @@ from PIL import Image
 from zoo_common.coords import to_original
 from zoo.hub import ResolvedModel
 from zoo.images import ImageInput, load_image
+from zoo.load import from_pretrained_checked
 from zoo.outputs import Prediction
 from zoo.registry import ModelEntry
 
@@ -33,6 +34,10 @@ class VLMPipeline:
         revision: the resolved revision (commit hash, or ``local``), recorded for reproducibility.
         source: how the files were found (``checkpoints``, ``cache``, ``download``, ``local``).
     """
+
+    #: Longest question accepted, in characters. The authors' prompts are under 2 kB; the check runs
+    #: before tokenisation, so a megabyte of text costs nothing instead of minutes and gigabytes.
+    max_question_chars: int = 20_000
 
     def __init__(self, model: Any, processor: Any, entry: ModelEntry, resolved: ResolvedModel) -> None:
         self.model = model
@@ -98,6 +103,12 @@ class VLMPipeline:
         questions = [question] * len(images) if isinstance(question, str) else list(question)
         if len(questions) != len(images):
             raise ValueError(f"got {len(images)} images but {len(questions)} questions; pass one question or one each")
+        for q in questions:  # before the image is read or anything tokenised: the cost stays bounded
+            if len(q) > self.max_question_chars:
+                raise ValueError(
+                    f"the question is {len(q)} characters long; {self.entry.name} takes at most "
+                    f"{self.max_question_chars} (set pipe.max_question_chars to raise the limit)"
+                )
         prepared = [self.prepare(img) for img in images]
         texts = [
             self.processor.apply_chat_template(
@@ -109,6 +120,7 @@ class VLMPipeline:
             text=texts, images=[resized for _, resized in prepared], padding=True, return_tensors="pt"
         ).to(self.device)
         kwargs = {"max_new_tokens": self.entry.spec.max_new_tokens, "do_sample": False, **generation}
+        self._check_context(inputs["input_ids"].shape[1], kwargs["max_new_tokens"])
         if seed is not None:
             torch.manual_seed(seed)
         output = self.model.generate(**inputs, **kwargs)
@@ -119,6 +131,16 @@ class VLMPipeline:
             self._predict(text, q, original.size, grid) for text, q, (original, _), grid in zip(decoded, questions, prepared, grids)
         ]
         return predictions if batched else predictions[0]
+
+    def _check_context(self, prompt_tokens: int, max_new_tokens: int) -> None:
+        """Refuse a prompt (image tokens included) that leaves no room for the answer in the model's context."""
+        text_config = getattr(self.model.config, "text_config", self.model.config)
+        context = getattr(text_config, "max_position_embeddings", None)
+        if context is not None and prompt_tokens + max_new_tokens > context:
+            raise ValueError(
+                f"the prompt is {prompt_tokens} tokens (image included) and {max_new_tokens} new tokens are asked for, "
+                f"but {self.entry.name} reads at most {context}; shorten the question or lower max_new_tokens"
+            )
 
     def _predict(self, text: str, question: str, original_size: tuple[int, int], grid: list[int]) -> Prediction:
         """Parse one answer and map its coordinates to original pixels."""
@@ -154,9 +176,10 @@ def load_vlm_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str, d
     """Build the model and processor from ``resolved.path`` (safetensors only) and wrap them."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    model = AutoModelForImageTextToText.from_pretrained(
-        resolved.path, dtype=dtype, use_safetensors=True, trust_remote_code=entry.trust_remote_code
-    )
+    model = from_pretrained_checked(
+        AutoModelForImageTextToText, resolved.path, dtype=dtype, use_safetensors=True,
+        trust_remote_code=entry.trust_remote_code,
+    )  # fmt: skip
     processor = AutoProcessor.from_pretrained(resolved.path, trust_remote_code=entry.trust_remote_code)
     if getattr(processor, "tokenizer", None) is not None:
         processor.tokenizer.padding_side = "left"  # batched generation appends after the prompt

@@ -167,3 +167,40 @@ def test_bad_json_and_bad_boxes(tmp_path):
                                                   "platform": "p", "img_size": [9, 9], "ui_type": "text"}])  # fmt: skip
     with pytest.raises(ValueError, match="negative width"):
         data.load_screenspot_pro(tmp_path)
+
+
+PRO = {"img_filename": "x.png", "bbox": [1, 1, 5, 5], "instruction": "i", "platform": "p", "img_size": [9, 9],
+       "ui_type": "text"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"bbox": [1, 1, float("nan"), 5]}, r"a\.json\[0\]: bbox \(xyxy\) must hold finite numbers"),
+        ({"bbox": [1, 1, float("inf"), 5]}, "must hold finite numbers"),
+        ({"bbox": [1, "one", 5, 5]}, "must hold numbers"),
+        ({"img_size": [float("inf"), 9]}, "img_size must hold finite numbers"),
+        ({"img_size": [0, 9]}, "img_size must be"),
+        ({"img_filename": "/etc/hostname"}, "points outside the data folder"),
+        ({"img_filename": "../../secret.png"}, "points outside the data folder"),
+    ],
+)
+def test_non_finite_boxes_and_escaping_paths_are_named(tmp_path, change, message):
+    (tmp_path / "annotations" / "a.json").parent.mkdir()
+    (tmp_path / "annotations" / "a.json").write_text(json.dumps([{**PRO, **change}]))  # json writes NaN/Infinity
+    with pytest.raises(ValueError, match=message):
+        data.load_screenspot_pro(tmp_path)
+
+
+def test_screenspot_and_gui_g1_refuse_paths_outside_the_data_folder(tmp_path):
+    _png(tmp_path / "images" / "a.png", (20, 20))
+    _json(tmp_path / "screenspot_web.json", [_screenspot_record("a.png", [1, 1, 2, 2]),
+                                             _screenspot_record("/etc/hostname", [1, 1, 2, 2])])  # fmt: skip
+    with pytest.raises(ValueError, match=r"screenspot_web\.json\[1\].*outside the data folder"):
+        data.load_screenspot(tmp_path)
+    _json(tmp_path / "g1.json", [{"image": "../g1.json", "problem": "p", "solution": [1, 1, 2, 2]}])
+    with pytest.raises(ValueError, match="outside the data folder"):
+        data.load_gui_g1_json(tmp_path / "g1.json")
+    _json(tmp_path / "g1.json", [{"image": "images/a.png", "problem": "p", "solution": [1, 1, 2, 2], "rate": "NaN"}])
+    with pytest.raises(ValueError, match="rate must hold finite numbers"):
+        data.load_gui_g1_json(tmp_path / "g1.json")

@@ -17,6 +17,7 @@ from domains.medical.prompts import MCQ_SEPARATOR
 from domains.medical.synthetic import ultrasound_case
 from rewards.base import REWARDS
 from tests.domains.medical import u2_cases
+from zoo.images import load_image
 
 
 def test_synthetic_pathology_mcq_is_seeded_and_in_patho_r1_layout() -> None:
@@ -67,7 +68,8 @@ def test_u2bench_tsv_loader_reads_images_targets_and_prompts(tmp_path: Path) -> 
     columns = {**u2_cases.SEG, "image": [_png_b64("gray")] * 7, "anatomy_location": ["breast"] * 7}
     path = u2_cases.write_tsv(columns, tmp_path / "04.tsv", drop=("response",))
     samples = mdata.load_u2bench_tsv(path, "seg", limit=3)
-    assert len(samples) == 3 and samples[0].images[0].size == (80, 60)
+    assert len(samples) == 3 and isinstance(samples[0].images[0], bytes), "decoded when used, not at load"
+    assert load_image(samples[0].images[0]).size == (80, 60)
     assert [s.target["position"] for s in samples] == ["upper left", "center", "not visible"]
     assert "about breast" in samples[0].question and samples[0].meta["dataset"] == "04"
 

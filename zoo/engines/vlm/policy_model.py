@@ -24,6 +24,8 @@ def load_policy(
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from zoo.load import from_pretrained_checked
+
     name = recipe.model.name
     if name.startswith("tiny:"):
         from zoo.tiny import DEFAULT_CORPUS, build_tiny_vlm
@@ -40,33 +42,54 @@ def load_policy(
     if recipe.model.dtype not in dtype:
         raise RecipeError(f"model.dtype={recipe.model.dtype!r}; choose one of {list(dtype)}")
     source, revision = policy_source(recipe)
-    model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype[recipe.model.dtype], revision=revision)
-    return model, AutoProcessor.from_pretrained(source, revision=revision)
+    trust = recipe.model.trust_remote_code
+    # safetensors only, as zoo.load: a pickled checkpoint can run code when it is read
+    model = from_pretrained_checked(
+        AutoModelForImageTextToText, source, dtype=dtype[recipe.model.dtype], revision=revision,
+        use_safetensors=True, trust_remote_code=trust,
+    )  # fmt: skip
+    return model, AutoProcessor.from_pretrained(source, revision=revision, trust_remote_code=trust)
 
 
 def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
     """``(path or repo id, revision)`` of a non-tiny ``recipe.model.name``.
 
-    A local directory is used as is; a zoo name is resolved as :func:`zoo.load` resolves it; a name
-    that is neither but has the shape ``owner/name`` is a Hub repository (the instruct base models
-    the recipes start from, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct``, are not zoo entries), loaded at
-    ``model.revision``. Anything else is an unknown zoo name, with close matches.
+    A local directory or a zoo name is checked as :func:`zoo.load` checks it (safetensors weights;
+    code shipped with the model only with ``model.trust_remote_code``); a name that is neither but
+    has the shape ``owner/name`` is a Hub repository (the instruct base models the recipes start
+    from, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct``, are not zoo entries), loaded at ``model.revision``
+    with ``use_safetensors=True``. Anything else is an unknown zoo name, with close matches.
     """
     from zoo_common.registry import UnknownNameError
     from zoo.hub import is_repo_id, resolve
+    from zoo.load import require_safetensors
     from zoo.registry import info
+    from zoo.remote_code import require_opt_in
 
-    name = recipe.model.name
+    name, trust = recipe.model.name, recipe.model.trust_remote_code
     path = Path(name).expanduser()
     if path.is_dir():
-        return str(path), None
+        path = path.resolve()
+    else:
+        try:
+            entry = info(name)
+        except UnknownNameError:
+            if is_repo_id(name):
+                return name, recipe.model.revision
+            raise
+        if entry.trust_remote_code and not trust:
+            raise RecipeError(f"model.name={name!r} runs code from its repository; read it, then set {_OPT_IN}")
+        path = resolve(entry, recipe.model.revision, trust_remote_code=trust).path
     try:
-        entry = info(name)
-    except UnknownNameError:
-        if is_repo_id(name):
-            return name, recipe.model.revision
-        raise
-    return str(resolve(entry, recipe.model.revision).path), None
+        require_safetensors(path)
+        require_opt_in(path, trust, how=_OPT_IN)
+    except ValueError as err:
+        raise RecipeError(f"model.name={name!r}: {err}") from err
+    return str(path), None
+
+
+#: How a recipe opts in to code shipped with its model.
+_OPT_IN = "model.trust_remote_code: true (or --set model.trust_remote_code=true)"
 
 
 def _corpus(samples: list[Sample]) -> list[str]:

@@ -29,6 +29,9 @@ class ModelConfig:
     tiny: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for :func:`zoo.tiny.build_tiny_vlm` (``hidden``, ``layers``, ``seed``...) when
     ``name`` is ``tiny:*``. Without ``corpus`` the tokenizer is trained on the training prompts and targets."""
+    trust_remote_code: bool = False
+    """Allow Python code shipped with the model (a config's ``auto_map``); as for ``zoo.load``, a model
+    that has some is refused without it. Read the code first."""
 
 
 @dataclass(frozen=True)

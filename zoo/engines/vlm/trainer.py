@@ -28,6 +28,8 @@ import functools
 import inspect
 import json
 import logging
+import pickle
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +40,12 @@ from trl import GRPOTrainer
 
 from zoo.engines.vlm.recipe import AlgorithmConfig
 from zoo.engines.vlm.trl_data import META_COLUMN
+from zoo.load import from_pretrained_checked
 from zoo.rl import batching, losses
 from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
 from zoo.rl.losses import POLICY_LOSSES
 from zoo.run_logging import MetricsLog
-from zoo.runs import COMPLETE_MARKER, mark_complete
+from zoo.runs import COMPLETE_MARKER, CorruptCheckpointError, latest_checkpoint, mark_complete
 
 logger = logging.getLogger(__name__)
 
@@ -185,10 +188,20 @@ class ZooGRPOTrainer(GRPOTrainer):
         model = self.model if model is None else model
         if _is_peft(model) or not hasattr(model, "config") or not hasattr(type(model), "from_pretrained"):
             return super()._load_from_checkpoint(resume_from_checkpoint, model)
-        restored = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
+        restored = from_pretrained_checked(type(model), resume_from_checkpoint, dtype=model.dtype)
         model.load_state_dict(restored.state_dict(), strict=True)
         del restored
         logger.info("restored weights from %s", resume_from_checkpoint)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        # a corrupt optimizer.pt surfaces as a torch/pickle error with no file name: name the checkpoint
+        try:
+            super()._load_optimizer_and_scheduler(checkpoint)
+        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError, ValueError) as err:
+            raise CorruptCheckpointError(
+                f"could not read the optimizer or scheduler state (optimizer.pt, scheduler.pt) in {checkpoint}: {err}. "
+                "Restore the checkpoint, or move it aside to resume from the one before it"
+            ) from err
 
     # --- atomic checkpoints -------------------------------------------------------------------
 
@@ -199,6 +212,8 @@ class ZooGRPOTrainer(GRPOTrainer):
         self.args.save_total_limit = None  # rotate only once the new checkpoint is marked complete
         try:
             super()._save_checkpoint(model, trial)
+        except OSError as err:  # a full disk, a quota: the older checkpoints were not touched
+            raise checkpoint_write_error(folder, err) from err
         finally:
             self.args.save_total_limit = limit
         if self.args.should_save:
@@ -207,6 +222,18 @@ class ZooGRPOTrainer(GRPOTrainer):
                 rotate_checkpoints(
                     str(folder.parent), limit, best_model_checkpoint=self.state.best_model_checkpoint
                 )
+
+
+def checkpoint_write_error(folder: Path, err: OSError) -> OSError:
+    """The error of a failed checkpoint write, after removing the half-written folder (it only takes space)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    previous = latest_checkpoint(folder.parent)
+    kept = f"the last complete checkpoint, {previous.name}, is intact" if previous else "no checkpoint was complete yet"
+    return OSError(
+        err.errno,
+        f"could not write {folder.name} ({err.strerror or err}); the partial folder was removed and {kept}. "
+        "Free space, then continue with `zoo train <recipe> --resume`",
+    )
 
 
 _MULTIMODAL_KEYS = (

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from zoo.data import Sample
+from zoo.images import load_image
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -32,8 +33,8 @@ TARGET_COLUMN = "target"  # the column ``rewards.to_trl`` reads by default (JSON
 META_COLUMN = "meta"
 
 
-def _open(image: Image.Image | str) -> Image.Image:
-    return image if isinstance(image, Image.Image) else Image.open(image).convert("RGB")
+def _open(image: Image.Image | str | bytes) -> Image.Image:
+    return image if isinstance(image, Image.Image) else load_image(image)
 
 
 def prompt_messages(sample: Sample, system_prompt: str | None = None) -> list[dict[str, str]]:

@@ -169,8 +169,10 @@ def model_path(recipe: VLMRecipe, folder: Path, samples: list) -> str:
         model.save_pretrained(target)
         processor.save_pretrained(target)
         return str(target)
-    if Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser().resolve())
+    if Path(name).expanduser().is_dir():  # checked as zoo.load checks it: safetensors, no unasked-for code
+        from zoo.engines.vlm.policy_model import policy_source
+
+        return policy_source(recipe)[0]
     from zoo_common.registry import UnknownNameError
     from zoo.hub import is_repo_id
     from zoo.registry import info
