@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 #: neither read the user's 0600 files nor signal another worker's job.
 DEFAULT_UID_BASE = 2_000_000_000
 _START_TIMEOUT = 120.0
+_CHECKOUT = Path(__file__).resolve().parents[2]
+_WORKER_PACKAGES = ("rewards", "zoo_common")  # what `python -m rewards.rendering.worker` imports
 _ANSWER_MARGIN = 10.0  # seconds past the job timeout before the worker itself is presumed dead
 
 
@@ -46,7 +48,7 @@ class _Worker:
 
     def __init__(self, index: int, config: dict) -> None:
         self.index = index
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(_CHECKOUT)
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "MPLCONFIGDIR")}
         env.update(PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                    MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
@@ -130,9 +132,11 @@ class RenderPool:
         self.max_source_bytes = max_source_bytes
         self._config = {
             "kinds": list(self.kinds), "preload": list(preload), "limits": asdict(limits or Limits()),
-            "isolate": isolate, "tmp_mb": tmp_mb, "hide": [str(Path.home())], "audit_hook": audit_hook,
-            # the `rewards` package itself, not the checkout around it (which may hold anything)
-            "keep_visible": sorted({*python_roots(), str(Path(__file__).resolve().parents[1])}),
+            "isolate": isolate, "tmp_mb": tmp_mb, "hide": [str(Path.home()), str(_CHECKOUT)],
+            "audit_hook": audit_hook,
+            # the packages a worker imports, not the checkout around them (which may hold anything)
+            "keep_visible": sorted({*(p for p in python_roots() if not _is_within(_CHECKOUT, p)),
+                                    *(str(_CHECKOUT / name) for name in _WORKER_PACKAGES)}),
         }
         self._uid_base = uid_base
         self._cond = threading.Condition()
@@ -352,6 +356,11 @@ def _to_result(reply: dict, data: bytes, size: tuple[int, int], elapsed: float) 
     from PIL import Image
 
     return RenderResult(Image.frombytes("RGB", size, data), None, "ok", elapsed)
+
+
+def _is_within(path: Path, root: str) -> bool:
+    """True when ``path`` is ``root`` or lies inside it."""
+    return path == Path(root) or Path(root) in path.parents
 
 
 def _kill_all(workers: list[_Worker], owner: int) -> None:

@@ -34,6 +34,7 @@ from rewards.rendering.protocol import ChannelClosed, read_message, write_messag
 
 logger = logging.getLogger(__name__)
 _ERROR_BYTES = 2000
+_EXIT_GRACE = 0.5  # seconds a job that closed its pipe gets to exit before it counts as lingering
 
 
 @dataclass
@@ -133,16 +134,20 @@ def run_job(header: dict[str, Any], source: bytes, ctx: _Context) -> tuple[dict[
 
 def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scratch: str,
                ctx: _Context, cpu_seconds: int) -> None:
-    """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message, ``_exit``. Never returns."""
+    """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message, ``_exit``. Never returns,
+    even when model code broke what the error path uses (then it exits without an answer)."""
     try:
-        _wall_in(scratch, ctx, cpu_seconds, out_fd, runs_model_code=kind in jobs.RUNS_MODEL_CODE)
-    except BaseException as exc:  # noqa: BLE001
-        _answer(out_fd, b"I" + f"sandbox setup failed: {exc!r}".encode()[:_ERROR_BYTES])
-    try:
-        message = b"K" + jobs.RENDERERS[kind](source, size)
-    except BaseException as exc:  # noqa: BLE001  (SystemExit and MemoryError are answers too)
-        message = b"E" + _describe(exc).encode("utf-8", "replace")[:_ERROR_BYTES]
-    _answer(out_fd, message)
+        try:
+            _wall_in(scratch, ctx, cpu_seconds, out_fd, runs_model_code=kind in jobs.RUNS_MODEL_CODE)
+        except BaseException as exc:  # noqa: BLE001
+            _answer(out_fd, b"I" + f"sandbox setup failed: {exc!r}".encode()[:_ERROR_BYTES])
+        try:
+            message = b"K" + jobs.RENDERERS[kind](source, size)
+        except BaseException as exc:  # noqa: BLE001  (SystemExit and MemoryError are answers too)
+            message = b"E" + _describe(exc).encode("utf-8", "replace")[:_ERROR_BYTES]
+        _answer(out_fd, message)
+    finally:
+        os._exit(1)
 
 
 def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_model_code: bool) -> None:
@@ -210,7 +215,10 @@ def _kill_and_reap(pid: int) -> tuple[int, float, bool]:
     Returns the wait status, the CPU seconds the job used, and whether the job was still alive
     when the worker killed it (then a SIGKILL in the status is the worker's own).
     """
-    done, status, usage = os.wait4(pid, os.WNOHANG)
+    grace = time.monotonic() + _EXIT_GRACE  # its pipe closes a moment before its exit status exists
+    while (reaped := os.wait4(pid, os.WNOHANG))[0] == 0 and time.monotonic() < grace:
+        time.sleep(0.005)
+    done, status, usage = reaped
     alive = done == 0
     if alive:
         for kill in (os.killpg, os.kill):
