@@ -3,6 +3,16 @@
 ``score is None`` means the reward *could not be computed* (a render worker died,
 a judge timed out). Trainers mask such samples out of advantages and loss; they
 never score them 0, because a silent 0 teaches the policy that valid work is bad.
+
+Reward integrity, who is to blame: in RL the policy chooses its own failures, so a failure
+the sample caused itself is the model's and scores as a failure, never ``None``. Model code
+that exits, crashes, sleeps, runs past a time or memory limit, or input that makes a renderer
+spin (an SVG circle of radius ``1e300``) scores 0 with the reason in ``error``. Only failures
+outside the sample are infrastructure and masked: a worker lost while idle or killed from
+outside, a pool that cannot restart a worker, a judge service that does not answer. Rewards
+that render report both rates as components (``render_failed``, ``render_infra``: see
+:class:`rewards.rendering.RenderResult`), and the TRL adapter logs the masked share as
+``unscored_frac``.
 """
 
 from __future__ import annotations

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rewards.base import RewardResult, check_lengths, require, target_of, text_of
 from rewards.parsing import strip_code_fence
+
+if TYPE_CHECKING:
+    from rewards.rendering import RenderPool
 
 logger = logging.getLogger(__name__)
 ImageLike = Any  # PIL.Image.Image | np.ndarray
@@ -110,16 +113,19 @@ class RenderedImageSimilarity:
             e.g. a :class:`rewards.embedding_similarity.ClipSimilarity` instance.
         size, timeout: render settings; the reference is resized to ``size`` for comparison.
 
-    A render timeout, crash or dead worker gives ``score=None`` (masked, see
-    :class:`rewards.rendering.RenderResult.infra_failure`); code that raises, draws nothing,
-    or is refused by the sandbox scores 0 with the reason.
+        pool: the :class:`rewards.rendering.RenderPool` to render on (default: the shared pool).
+
+    Code that raises, draws nothing, is refused by the sandbox, runs past its time, exits or
+    crashes scores 0 with the reason: the job did it (:mod:`rewards.base`, reward integrity).
+    Only an infrastructure failure (a lost worker) gives ``score=None``, masked. Components
+    ``render_failed`` and ``render_infra`` (0/1 per sample) make both rates visible in the logs.
     """
 
     def __init__(self, kind: str | None, metric: str | Callable = "ssim", size: tuple[int, int] = (256, 256),
-                 timeout: float = 10.0, name: str | None = None) -> None:
+                 timeout: float = 10.0, name: str | None = None, pool: RenderPool | None = None) -> None:
         if isinstance(metric, str) and metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {sorted(METRICS)} or pass a callable")
-        self.kind, self.metric, self.size, self.timeout = kind, metric, tuple(size), timeout
+        self.kind, self.metric, self.size, self.timeout, self.pool = kind, metric, tuple(size), timeout, pool
         label = metric if isinstance(metric, str) else getattr(metric, "name", type(metric).__name__)
         self.name = name or f"{kind or 'image'}-{label}"
 
@@ -134,22 +140,25 @@ class RenderedImageSimilarity:
                 continue
             reference = require(target_of(sample), "image", self.name)
             value = float(metric(image, to_array(reference, self.size)))
-            results.append(RewardResult(value, {"similarity": value, "rendered": 1.0}))
+            rendered = {"render_failed": 0.0, "render_infra": 0.0} if self.kind else {}
+            results.append(RewardResult(value, {"similarity": value, "rendered": 1.0, **rendered}))
         return results
 
     def _images(self, predictions: Sequence[Any]) -> list[tuple[Any, RewardResult | None]]:
         if self.kind is None:
             return [self._given_image(p) for p in predictions]
-        from rewards.rendering import render_many
+        from rewards.rendering import default_pool
 
         sources = [getattr(p, "code", None) or strip_code_fence(text_of(p)) for p in predictions]
+        pool = self.pool or default_pool()
         out = []
-        for r in render_many(self.kind, sources, size=self.size, timeout=self.timeout):
+        for r in pool.render_many(self.kind, sources, size=self.size, timeout=self.timeout):
             if r.ok:
                 out.append((r.image, None))
-            else:
-                score = None if r.infra_failure else 0.0
-                out.append((None, RewardResult(score, {"similarity": 0.0, "rendered": 0.0}, f"{r.status}: {r.error}")))
+                continue
+            components = {"similarity": 0.0, "rendered": 0.0, "render_failed": float(not r.infra_failure),
+                          "render_infra": float(r.infra_failure)}
+            out.append((None, RewardResult(None if r.infra_failure else 0.0, components, f"{r.status}: {r.error}")))
         return out
 
     @staticmethod

@@ -112,11 +112,12 @@ PRELOADERS: dict[str, Callable[[], None]] = {"svg": _preload_svg, "matplotlib": 
 RUNS_MODEL_CODE = frozenset({"matplotlib"})
 
 
-def python_roots() -> list[str]:
-    """The Python installation: prefixes, stdlib and site-packages, and ``PYTHONPATH`` entries.
+def install_roots() -> list[str]:
+    """The Python installation: prefixes, stdlib and site-packages.
 
-    Deliberately not ``sys.path`` as a whole: it may hold the current directory or a script's
-    folder (often the user's home), which must stay hidden.
+    Deliberately not ``sys.path`` or ``PYTHONPATH``: they may hold the current directory, a
+    script's folder (often the user's home) or this project's checkout (``.git/config``, data),
+    none of which a job may read.
     """
     import os
     import site
@@ -125,8 +126,16 @@ def python_roots() -> list[str]:
 
     roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sysconfig.get_paths().values()]
     roots += site.getsitepackages()
-    roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return sorted({os.path.realpath(p) for p in roots if p and os.path.realpath(p) != "/"})
+
+
+def python_roots() -> list[str]:
+    """:func:`install_roots` plus the ``PYTHONPATH`` entries: what a worker process must keep
+    visible to import its own modules (the job's audit hook reads only the install roots)."""
+    import os
+
+    extra = [os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return sorted({*install_roots(), *(p for p in extra if p != "/")})
 
 
 def data_roots() -> list[str]:
@@ -142,10 +151,11 @@ def data_roots() -> list[str]:
 
 
 def read_roots() -> list[str]:
-    """Directories a job may read under the audit hook: Python, fonts, matplotlib data."""
+    """Directories a job may read under the audit hook: the Python installation (not the
+    project checkout), fonts, matplotlib data."""
     import sys
 
-    roots = python_roots() + data_roots()
+    roots = install_roots() + data_roots()
     roots += ["/usr/share/fonts", "/usr/local/share/fonts", "/etc/fonts", "/usr/share/fontconfig",
               "/usr/share/zoneinfo", "/etc/localtime", "/dev/null", "/dev/urandom"]
     if "matplotlib" in sys.modules:

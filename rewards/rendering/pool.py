@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import os
-import queue
 import shutil
 import signal
 import subprocess
@@ -21,6 +20,7 @@ import sys
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -30,7 +30,7 @@ from pathlib import Path
 from rewards.rendering.jobs import python_roots
 from rewards.rendering.oslevel import Limits
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
-from rewards.rendering.result import RenderResult
+from rewards.rendering.result import INFRA_STATUSES, MODEL_FAILURE_STATUSES, RenderResult
 from rewards.rendering.validate import KINDS, Source, check_request, prepare_source
 
 logger = logging.getLogger(__name__)
@@ -38,15 +38,17 @@ logger = logging.getLogger(__name__)
 #: neither read the user's 0600 files nor signal another worker's job.
 DEFAULT_UID_BASE = 2_000_000_000
 _START_TIMEOUT = 120.0
+_CHECKOUT = Path(__file__).resolve().parents[2]
+_WORKER_PACKAGES = ("rewards", "zoo_common")  # what `python -m rewards.rendering.worker` imports
 _ANSWER_MARGIN = 10.0  # seconds past the job timeout before the worker itself is presumed dead
 
 
 class _Worker:
-    """One worker process and its pipes. Used by one thread at a time (the pool's queue)."""
+    """One worker process and its pipes. Used by one thread at a time (the pool hands it out)."""
 
     def __init__(self, index: int, config: dict) -> None:
         self.index = index
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(_CHECKOUT)
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "MPLCONFIGDIR")}
         env.update(PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                    MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
@@ -75,8 +77,9 @@ class _Worker:
 
     def kill(self) -> None:
         """SIGKILL the worker's session; its server and jobs die with it (PDEATHSIG, PID 1)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.proc.returncode is None:  # once reaped, the pid may belong to someone else
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         self._reap()
 
     def close(self, grace: float = 2.0) -> None:
@@ -129,46 +132,71 @@ class RenderPool:
         self.max_source_bytes = max_source_bytes
         self._config = {
             "kinds": list(self.kinds), "preload": list(preload), "limits": asdict(limits or Limits()),
-            "isolate": isolate, "tmp_mb": tmp_mb, "hide": [str(Path.home())], "audit_hook": audit_hook,
-            # the `rewards` package itself, not the checkout around it (which may hold anything)
-            "keep_visible": sorted({*python_roots(), str(Path(__file__).resolve().parents[1])}),
+            "isolate": isolate, "tmp_mb": tmp_mb, "hide": [str(Path.home()), str(_CHECKOUT)],
+            "audit_hook": audit_hook,
+            # the packages a worker imports, not the checkout around them (which may hold anything)
+            "keep_visible": sorted({*(p for p in python_roots() if not _is_within(_CHECKOUT, p)),
+                                    *(str(_CHECKOUT / name) for name in _WORKER_PACKAGES)}),
         }
         self._uid_base = uid_base
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._cond = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._missing: list[int] = []  # worker slots to (re)start on demand
+        self._busy = 0  # renders holding a worker, and worker starts under way
         self._all: list[_Worker] = []
-        self._lock = threading.Lock()
+        self._closing = False
         self._ids = count()
         self._started = False
         self._executor: ThreadPoolExecutor | None = None
+        self._counts: Counter[str] = Counter()
         self._owner = os.getpid()
         self._finalizer = weakref.finalize(self, _kill_all, self._all, self._owner)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> RenderPool:
-        """Start every worker now (in parallel) instead of on the first render."""
+        """Start every worker now (in parallel) instead of on the first render.
+
+        Raises ``RuntimeError`` naming what is missing when a worker cannot start or cannot
+        raise its walls (see :mod:`rewards.rendering.oslevel`).
+        """
         if self._owner != os.getpid():
             self._forget_parent_workers()
-        with self._lock:
+        with self._cond:
             if self._started:
                 return self
+            while self._busy:  # a close() still stopping renders; start after it
+                self._cond.wait()
             fresh = [self._spawn(i) for i in range(self.workers)]
-            for worker in fresh:
-                worker.wait_ready(_START_TIMEOUT)
-                self._idle.put(worker)
-            self._started = True
+            try:
+                for worker in fresh:
+                    worker.wait_ready(_START_TIMEOUT)
+            except BaseException:
+                for worker in fresh:
+                    worker.kill()
+                self._all.clear()
+                raise
+            self._idle, self._missing, self._closing, self._started = fresh, [], False, True
             self._log_walls(fresh[0].ready)
         return self
 
-    def close(self) -> None:
-        """Stop all workers; the pool can be started again."""
-        with self._lock:
-            if self._executor is not None:
-                self._executor.shutdown(wait=True)
-                self._executor = None
-            while self._all:
-                self._all.pop().close()
-            self._idle = queue.Queue()
+    def close(self, wait: float = _START_TIMEOUT) -> None:
+        """Stop all workers, waiting (up to ``wait`` s) for renders in flight; the pool can be
+        started again. A render still running after ``wait`` has its worker killed and returns
+        ``infra``."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+        with self._cond:
+            self._cond.wait_for(lambda: self._busy == 0, wait)
+            workers, self._idle, self._missing = list(self._all), [], []
+            self._all.clear()
             self._started = False
+        for worker in workers:
+            worker.close()
+        self._log_failures()
 
     def __enter__(self) -> RenderPool:
         return self.start()
@@ -180,43 +208,60 @@ class RenderPool:
     def isolation(self) -> dict:
         """What the workers really enforce (namespaces, hidden dirs, job uid, problems)."""
         self.start()
-        worker = self._all[0]
-        return dict(worker.ready["walls"]) if worker.ready else {}
+        with self._cond:
+            ready = next((w.ready for w in self._all if w.ready), None)
+        return dict(ready["walls"]) if ready else {}
 
     @property
     def worker_pids(self) -> list[int]:
-        return [w.proc.pid for w in self._all]
+        with self._cond:
+            return [w.proc.pid for w in self._all]
+
+    @property
+    def failure_counts(self) -> dict[str, int]:
+        """Renders so far by status, plus ``model_failure`` and ``infra_failure`` totals (the
+        two rates a training run should watch apart: see :mod:`rewards.rendering.result`)."""
+        with self._cond:
+            counts = dict(self._counts)
+        counts["model_failure"] = sum(counts.get(s, 0) for s in MODEL_FAILURE_STATUSES)
+        counts["infra_failure"] = sum(counts.get(s, 0) for s in INFRA_STATUSES)
+        return counts
 
     # -- rendering ---------------------------------------------------------------------------
     def render(self, kind: str, source: Source, *, size: tuple[int, int] = (256, 256),
                timeout: float = 10.0) -> RenderResult:
-        """Render one source; never raises for bad sources, never waits past ``timeout`` + margin."""
+        """Render one source; never raises for bad sources, never waits past ``timeout`` + margin
+        (plus a worker start when one has to be replaced)."""
         size, timeout = check_request(kind, size, timeout, self.kinds)
         start = time.monotonic()
         payload, problem = prepare_source(kind, source, self.max_source_bytes)
         if problem is not None:
-            return RenderResult(None, problem, "invalid", time.monotonic() - start)
+            return self._count(RenderResult(None, problem, "invalid", time.monotonic() - start))
         self.start()
         try:
-            worker = self._idle.get(timeout=_START_TIMEOUT + timeout)
-        except queue.Empty:
-            return RenderResult(None, "no render worker is alive (restarts failed; see the log)", "infra",
-                                time.monotonic() - start)
-        header = {"id": next(self._ids), "kind": kind, "size": list(size), "timeout": timeout}
+            worker = self._acquire(start + _START_TIMEOUT + timeout)
+        except _NoWorker as err:
+            return self._count(RenderResult(None, str(err), "infra", time.monotonic() - start))
+        healthy = False
         try:
-            reply, data = worker.request(header, payload, timeout + _ANSWER_MARGIN)
-        except (ChannelClosed, OSError, ValueError) as err:
-            self._replace(worker)
-            return RenderResult(None, f"render worker failed ({err}); it was replaced", "infra",
-                                time.monotonic() - start)
-        self._idle.put(worker)
-        return _to_result(reply, data, size, time.monotonic() - start)
+            header = {"id": next(self._ids), "kind": kind, "size": list(size), "timeout": timeout}
+            try:
+                reply, data = worker.request(header, payload, timeout + _ANSWER_MARGIN)
+            except (ChannelClosed, OSError, ValueError) as err:
+                logger.warning("render worker %d (pid %d) stopped answering (%s); it will be replaced",
+                               worker.index, worker.proc.pid, err)
+                return self._count(RenderResult(None, f"render worker failed ({err}); it was replaced", "infra",
+                                                time.monotonic() - start))
+            healthy = True
+        finally:  # an interrupt mid-request leaves the worker's stream unknown: it is replaced too
+            self._release(worker, healthy)
+        return self._count(_to_result(reply, data, size, time.monotonic() - start))
 
     def render_many(self, kind: str, sources: Sequence[Source], *, size: tuple[int, int] = (256, 256),
                     timeout: float = 10.0) -> list[RenderResult]:
         """Render in parallel across the workers; results keep the order of ``sources``."""
         self.start()
-        with self._lock:
+        with self._cond:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="render")
             executor = self._executor
@@ -224,15 +269,70 @@ class RenderPool:
         return [f.result() for f in futures]
 
     # -- internals ---------------------------------------------------------------------------
+    def _acquire(self, deadline: float) -> _Worker:
+        """An idle worker, or a freshly started one in a lost worker's slot."""
+        with self._cond:
+            while not (self._idle or self._missing or self._closing):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _NoWorker("no render worker became free in time")
+                self._cond.wait(left)
+            if self._closing:
+                raise _NoWorker("the render pool was closed while this render waited")
+            self._busy += 1
+            if self._idle:
+                return self._idle.pop()
+            index = self._missing.pop(0)
+            worker = self._spawn(index)
+        try:
+            worker.wait_ready(_START_TIMEOUT)
+        except BaseException as err:
+            self._release(worker, healthy=False)
+            if isinstance(err, RuntimeError):
+                raise _NoWorker(f"could not restart render worker {index}: {err}") from err
+            raise
+        return worker
+
+    def _release(self, worker: _Worker, healthy: bool) -> None:
+        """Give a worker back; an unhealthy one is killed and its slot restarted on demand."""
+        if not healthy:
+            worker.kill()
+        with self._cond:
+            self._busy -= 1
+            owned = worker in self._all  # False when close() gave up waiting and stopped it
+            if healthy and owned:
+                self._idle.append(worker)
+            elif owned:
+                self._all.remove(worker)
+                if not self._closing:
+                    self._missing.append(worker.index)
+            self._cond.notify_all()
+        if healthy and not owned:
+            worker.close()
+
+    def _count(self, result: RenderResult) -> RenderResult:
+        with self._cond:
+            self._counts[result.status] += 1
+        return result
+
+    def _log_failures(self) -> None:
+        counts = self.failure_counts
+        total = sum(counts.get(s, 0) for s in ("ok", *MODEL_FAILURE_STATUSES, *INFRA_STATUSES))
+        if total:
+            logger.info("render pool: %d renders, %.1f%% model failures (scored), %.1f%% infrastructure "
+                        "failures (masked)", total, 100 * counts["model_failure"] / total,
+                        100 * counts["infra_failure"] / total)
+
     def _forget_parent_workers(self) -> None:
         """In a forked child (a DataLoader worker), the pipes belong to the parent's workers:
         leave them alone and start this process's own workers on demand."""
         self._owner = os.getpid()
-        self._lock = threading.Lock()
-        self._idle = queue.Queue()
+        self._cond = threading.Condition()
+        self._idle, self._missing, self._busy, self._closing = [], [], 0, False
         self._all = []
         self._executor = None
         self._started = False
+        self._counts = Counter()
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _kill_all, self._all, self._owner)
 
@@ -241,28 +341,13 @@ class RenderPool:
         self._all.append(worker)
         return worker
 
-    def _replace(self, dead: _Worker) -> None:
-        logger.warning("render worker %d (pid %d) stopped answering; replacing it", dead.index, dead.proc.pid)
-        dead.kill()
-        with self._lock:
-            if dead in self._all:
-                self._all.remove(dead)
-            fresh = self._spawn(dead.index)
-        try:
-            fresh.wait_ready(_START_TIMEOUT)
-        except RuntimeError:
-            logger.exception("could not restart render worker %d", dead.index)
-            with self._lock:
-                self._all.remove(fresh)
-            return
-        self._idle.put(fresh)
-
     @staticmethod
     def _log_walls(ready: dict | None) -> None:
-        walls = (ready or {}).get("walls", {})
-        for problem in walls.get("problems", []):
-            logger.warning("render sandbox is weaker than intended: %s", problem)
-        logger.info("render sandbox: %s", walls)
+        logger.info("render sandbox: %s", (ready or {}).get("walls", {}))
+
+
+class _NoWorker(RuntimeError):
+    """No worker could serve a render (all lost and not restartable, or the pool closed)."""
 
 
 def _to_result(reply: dict, data: bytes, size: tuple[int, int], elapsed: float) -> RenderResult:
@@ -271,6 +356,11 @@ def _to_result(reply: dict, data: bytes, size: tuple[int, int], elapsed: float) 
     from PIL import Image
 
     return RenderResult(Image.frombytes("RGB", size, data), None, "ok", elapsed)
+
+
+def _is_within(path: Path, root: str) -> bool:
+    """True when ``path`` is ``root`` or lies inside it."""
+    return path == Path(root) or Path(root) in path.parents
 
 
 def _kill_all(workers: list[_Worker], owner: int) -> None:

@@ -1,4 +1,9 @@
-"""What a render returns: an image of the requested size, or a status and a reason."""
+"""What a render returns: an image of the requested size, or a status and a reason.
+
+Who is to blame decides the reward (the rule beside the reward protocol, :mod:`rewards.base`):
+a failure the job caused itself scores as a failure; only a failure from outside the job is
+masked. A policy must not be able to choose to be masked instead of scored.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,14 @@ if TYPE_CHECKING:
 
 Status = Literal["ok", "invalid", "timeout", "crashed", "infra"]
 
-#: Statuses that say "the renderer could not judge this sample", not "the sample is bad".
-INFRA_STATUSES = frozenset({"timeout", "crashed", "infra"})
+#: Statuses that say "the renderer could not judge this sample": the worker was lost, the pool
+#: could not start, or the job was killed from outside (the host's OOM killer). Nothing the
+#: job's own code or input can trigger lands here.
+INFRA_STATUSES = frozenset({"infra"})
+#: Statuses the job caused: its source was refused or raised, it ran past its wall-clock or
+#: CPU limit (including input that makes the renderer spin), or its process exited, crashed or
+#: closed its answer pipe without answering.
+MODEL_FAILURE_STATUSES = frozenset({"invalid", "timeout", "crashed"})
 
 
 @dataclass(frozen=True)
@@ -23,9 +34,10 @@ class RenderResult:
         error: why there is no image (``None`` when ``status == "ok"``).
         status: ``"ok"``; ``"invalid"`` when the source itself is at fault (empty, not UTF-8,
             too large, a Python exception, an XML entity, an external reference, no figure);
-            ``"timeout"`` when the job ran past its wall-clock limit; ``"crashed"`` when the
-            job process died without answering (signal, ``os._exit``, memory kill);
-            ``"infra"`` when the worker itself died or could not be reached.
+            ``"timeout"`` when the job ran past its wall-clock or CPU limit; ``"crashed"`` when
+            the job process died without answering (a fault signal, ``os._exit``, a closed
+            answer pipe); ``"infra"`` when the worker died or could not be reached, the pool
+            could not start one, or the job was killed by something other than its limits.
         elapsed: seconds from submission to answer, as the pool measured it.
     """
 
@@ -40,11 +52,14 @@ class RenderResult:
 
     @property
     def infra_failure(self) -> bool:
-        """True for timeouts, crashes and dead workers.
+        """True only when the failure lies outside the job: map it to ``RewardResult(score=None)``.
 
-        The project contract (ARCHITECTURE.md §5) maps these to ``RewardResult(score=None)``:
-        the sample is masked rather than scored 0, because the same status also covers a
-        worker killed by the machine (memory pressure, a restart) where 0 would be a lie.
-        A reward that prefers to punish runaway code can test ``status == "timeout"`` itself.
+        Timeouts and crashes are *not* infrastructure: ``os._exit(0)``, a segfault, a sleep or
+        an SVG that makes cairo spin are the model's doing, so they score like any bad output.
         """
         return self.status in INFRA_STATUSES
+
+    @property
+    def model_failure(self) -> bool:
+        """True when the job itself failed (score it as a failure, never mask it)."""
+        return self.status in MODEL_FAILURE_STATUSES

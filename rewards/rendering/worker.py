@@ -34,6 +34,7 @@ from rewards.rendering.protocol import ChannelClosed, read_message, write_messag
 
 logger = logging.getLogger(__name__)
 _ERROR_BYTES = 2000
+_EXIT_GRACE = 0.5  # seconds a job that closed its pipe gets to exit before it counts as lingering
 
 
 @dataclass
@@ -126,23 +127,27 @@ def run_job(header: dict[str, Any], source: bytes, ctx: _Context) -> tuple[dict[
     expected = 1 + size[0] * size[1] * 3
     data, timed_out = _collect(read_fd, time.monotonic() + timeout, expected)
     os.close(read_fd)
-    status = _kill_and_reap(pid)
+    reaped = _kill_and_reap(pid)
     _remove_tree(scratch)
-    return _verdict(data, timed_out, status, expected, timeout)
+    return _verdict(data, timed_out, reaped, expected, timeout, int(timeout) + 2)
 
 
 def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scratch: str,
                ctx: _Context, cpu_seconds: int) -> None:
-    """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message, ``_exit``. Never returns."""
+    """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message, ``_exit``. Never returns,
+    even when model code broke what the error path uses (then it exits without an answer)."""
     try:
-        _wall_in(scratch, ctx, cpu_seconds, out_fd, runs_model_code=kind in jobs.RUNS_MODEL_CODE)
-    except BaseException as exc:  # noqa: BLE001
-        _answer(out_fd, b"I" + f"sandbox setup failed: {exc!r}".encode()[:_ERROR_BYTES])
-    try:
-        message = b"K" + jobs.RENDERERS[kind](source, size)
-    except BaseException as exc:  # noqa: BLE001  (SystemExit and MemoryError are answers too)
-        message = b"E" + _describe(exc).encode("utf-8", "replace")[:_ERROR_BYTES]
-    _answer(out_fd, message)
+        try:
+            _wall_in(scratch, ctx, cpu_seconds, out_fd, runs_model_code=kind in jobs.RUNS_MODEL_CODE)
+        except BaseException as exc:  # noqa: BLE001
+            _answer(out_fd, b"I" + f"sandbox setup failed: {exc!r}".encode()[:_ERROR_BYTES])
+        try:
+            message = b"K" + jobs.RENDERERS[kind](source, size)
+        except BaseException as exc:  # noqa: BLE001  (SystemExit and MemoryError are answers too)
+            message = b"E" + _describe(exc).encode("utf-8", "replace")[:_ERROR_BYTES]
+        _answer(out_fd, message)
+    finally:
+        os._exit(1)
 
 
 def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_model_code: bool) -> None:
@@ -204,16 +209,34 @@ def _collect(fd: int, deadline: float, expected: int) -> tuple[bytes, bool]:
     return bytes(buf), False
 
 
-def _kill_and_reap(pid: int) -> int:
-    """SIGKILL the job's group (and, as PID 1 of its namespace, all its descendants); reap it."""
-    for kill in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            kill(pid, signal.SIGKILL)
-    return os.waitpid(pid, 0)[1]
+def _kill_and_reap(pid: int) -> tuple[int, float, bool]:
+    """SIGKILL the job's group (and, as PID 1 of its namespace, all its descendants); reap it.
+
+    Returns the wait status, the CPU seconds the job used, and whether the job was still alive
+    when the worker killed it (then a SIGKILL in the status is the worker's own).
+    """
+    grace = time.monotonic() + _EXIT_GRACE  # its pipe closes a moment before its exit status exists
+    while (reaped := os.wait4(pid, os.WNOHANG))[0] == 0 and time.monotonic() < grace:
+        time.sleep(0.005)
+    done, status, usage = reaped
+    alive = done == 0
+    if alive:
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(pid, signal.SIGKILL)
+        _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime, alive
 
 
-def _verdict(data: bytes, timed_out: bool, status: int, expected: int, timeout: float) -> tuple[dict, bytes]:
-    """Classify the job's answer and exit (the order matters: a late SIGKILL is ours)."""
+def _verdict(data: bytes, timed_out: bool, reaped: tuple[int, float, bool], expected: int,
+             timeout: float, cpu_limit: int) -> tuple[dict, bytes]:
+    """Classify the job's answer and exit; the order matters (a late SIGKILL is ours).
+
+    Everything the job can cause (an exception, a timeout, a crash, an exit or a closed pipe
+    without an answer) is a job failure; ``infra`` is kept for a failed sandbox setup and for a
+    job killed from outside its limits (the host's OOM killer), see :mod:`rewards.rendering.result`.
+    """
+    status, cpu_used, killed_by_us = reaped
     kind = data[:1]
     if kind == b"K" and len(data) == expected:
         return {"status": "ok"}, data[1:]
@@ -225,10 +248,14 @@ def _verdict(data: bytes, timed_out: bool, status: int, expected: int, timeout: 
         return {"status": "timeout", "error": f"render exceeded its {timeout:g} s wall-clock limit and was killed"}, b""
     if len(data) > expected:
         return {"status": "invalid", "error": "render process wrote more output than an image"}, b""
+    if killed_by_us:
+        return {"status": "crashed", "error": "render process closed its answer pipe without answering"}, b""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        if sig == signal.SIGXCPU:
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= cpu_limit):
             return {"status": "timeout", "error": "render ran out of CPU time (RLIMIT_CPU) and was killed"}, b""
+        if sig == signal.SIGKILL:  # a PID 1 cannot SIGKILL itself, and the job's limits did not
+            return {"status": "infra", "error": "render process was killed from outside (out of host memory?)"}, b""
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         return {"status": "crashed", "error": f"render process died from signal {name}"}, b""
     code = os.waitstatus_to_exitcode(status)

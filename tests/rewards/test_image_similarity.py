@@ -4,6 +4,8 @@ and the render-and-compare reward."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -110,7 +112,34 @@ def test_rendered_similarity_reward_scores_and_masks(render_pool) -> None:
     assert bomb.score == 0.0
 
 
-def test_rendered_similarity_timeout_is_unscored(render_pool) -> None:
-    reward = RenderedImageSimilarity("matplotlib", "ssim", size=(32, 32), timeout=1.0)
-    result = reward(["while True: pass"], [RewardSample(target={"image": A})])[0]
-    assert result.score is None and result.error.startswith("timeout")
+# Failures the job causes itself: each must score 0, never be masked (a policy could choose them).
+SELF_INFLICTED = {
+    "wall-clock": ("matplotlib", "while True: pass"),
+    "sleep": ("matplotlib", "import time\ntime.sleep(99)"),
+    "os-exit": ("matplotlib", "import os\nos._exit(0)"),
+    "segfault": ("matplotlib", "import faulthandler\nfaulthandler._read_null()"),
+    "cairo-spin": ("svg", '<svg xmlns="http://www.w3.org/2000/svg"><circle r="1e300"/></svg>'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SELF_INFLICTED))
+def test_a_failure_the_job_causes_scores_zero(render_pool, case: str) -> None:
+    kind, code = SELF_INFLICTED[case]
+    reward = RenderedImageSimilarity(kind, "ssim", size=(32, 32), timeout=1.0)
+    result = reward([code], [RewardSample(target={"image": A})])[0]
+    assert result.score == 0.0, result
+    assert result.components["render_failed"] == 1.0 and result.components["render_infra"] == 0.0
+
+
+def test_a_lost_worker_is_masked_and_counted_apart() -> None:
+    from rewards.rendering import RenderPool
+
+    with RenderPool(1, kinds=("svg",), preload=()) as pool:
+        os.killpg(pool.worker_pids[0], signal.SIGKILL)
+        reward = RenderedImageSimilarity("svg", "pixel", size=(8, 8), timeout=2.0, pool=pool)
+        lost, fine = reward([SVG.format(c="red")] * 2, [RewardSample(target={"image": A})] * 2)
+        assert lost.score is None and lost.error.startswith("infra")
+        assert lost.components == {"similarity": 0.0, "rendered": 0.0, "render_failed": 0.0, "render_infra": 1.0}
+        assert fine.score is not None and fine.components["render_infra"] == 0.0
+        counts = pool.failure_counts
+    assert counts["infra_failure"] == 1 and counts["model_failure"] == 0 and counts["ok"] == 1

@@ -62,6 +62,18 @@ CASES = {
     "thread-storm": (
         "import threading, time\nts = [threading.Thread(target=time.sleep, args=(30,)) for _ in range(500)]\n"
         "[t.start() for t in ts]\n", {"invalid"}, "can't start new thread"),
+    # the audit hook must not be switched off by rewriting what it would look up at call time
+    "guard-globals-rewritten": (
+        "import sys\ng = sys.modules['rewards.rendering.guard']\ng._BLOCKED_EVENTS = frozenset()\n"
+        "g._BLOCKED_PREFIXES = ('nothing',)\nimport os\nos.system('true')\n", {"invalid"}, "os.system"),
+    "posixpath-realpath-rewritten": (
+        "import os, posixpath\nposixpath.realpath = lambda p, *a, **k: os.getcwd()\n"
+        "open('/etc/passwd').read()\n", {"invalid"}, "not allowed"),
+    "builtins-rewritten": (
+        "import builtins\nkept = builtins.any, builtins.isinstance\nbuiltins.any = lambda it: True\n"
+        "builtins.isinstance = lambda *a: True\ntry:\n    open('/etc/passwd').read()\n"
+        "finally:\n    builtins.any, builtins.isinstance = kept\n", {"invalid"}, "not allowed"),
+    "read-the-checkout": (f"open({str(REPO / 'pyproject.toml')!r}).read()\n", {"invalid"}, "not allowed"),
     "no-figure": ("x = 1 + 1\n", {"invalid"}, "no matplotlib figure"),
     "syntax-error": ("def f(:\n", {"invalid"}, "SyntaxError"),
     "recursion": ("def f(n):\n    return f(n + 1)\nf(0)\n", {"invalid"}, "RecursionError"),
@@ -91,4 +103,4 @@ def test_hostile_code_is_contained(case: str, leak_check) -> None:
 def test_sleeping_job_is_killed_at_the_deadline(leak_check) -> None:
     """A job that sleeps (no CPU, so RLIMIT_CPU never fires) still ends at the wall-clock limit."""
     result = leak_check.render("matplotlib", "import time\ntime.sleep(60)\n", size=(32, 32), timeout=1.0)
-    assert result.status == "timeout" and result.infra_failure
+    assert result.status == "timeout" and result.model_failure and not result.infra_failure

@@ -148,3 +148,83 @@ def test_common_chart_code_renders(render_pool: RenderPool, case: str) -> None:
     result = render_pool.render("matplotlib", VALID_CODE[case], size=(96, 64))
     assert result.status == "ok", result.error
     assert result.image.size == (96, 64) and len(set(result.image.getdata())) > 2  # something was drawn
+
+
+SLEEP = "import time\ntime.sleep(2)\n"
+EMPTY_SVG = '<svg xmlns="http://www.w3.org/2000/svg"/>'
+
+
+def _worker_processes() -> set[int]:
+    """Pids of render workers started by this process (alive, not zombies)."""
+    found = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "rewards.rendering.worker" in " ".join(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+                found.add(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def test_an_interrupt_mid_render_neither_loses_nor_leaks_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewards.rendering import pool as pool_module
+
+    real = pool_module.read_message
+    calls = []
+
+    def interrupted(fd, deadline=None, max_payload=1 << 30):
+        calls.append(fd)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while the trainer waits for the answer
+        return real(fd, deadline, max_payload)
+
+    before = _worker_processes()
+    with RenderPool(1, kinds=("svg",), preload=()) as pool:
+        old = pool.worker_pids
+        monkeypatch.setattr(pool_module, "read_message", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            pool.render("svg", EMPTY_SVG, size=(4, 4), timeout=2)
+        assert not psutil.pid_exists(old[0]) or psutil.Process(old[0]).status() == psutil.STATUS_ZOMBIE
+        again = pool.render("svg", EMPTY_SVG, size=(4, 4), timeout=2)  # a lazy restart, not a 120 s wait
+        assert again.ok and again.elapsed < 60 and pool.worker_pids != old
+    assert _worker_processes() <= before
+
+
+def test_a_failed_restart_is_retried_on_the_next_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewards.rendering import pool as pool_module
+
+    before = _worker_processes()
+    with RenderPool(1, kinds=("svg",), preload=()) as pool:
+        os.killpg(pool.worker_pids[0], signal.SIGKILL)
+        assert pool.render("svg", EMPTY_SVG, size=(4, 4)).status == "infra"  # the lost worker's sample
+        real = pool_module._Worker.wait_ready
+
+        def fails_once(self, timeout):
+            monkeypatch.setattr(pool_module._Worker, "wait_ready", real)
+            self.kill()
+            raise RuntimeError("render worker 0 did not start: simulated")
+
+        monkeypatch.setattr(pool_module._Worker, "wait_ready", fails_once)
+        failed = pool.render("svg", EMPTY_SVG, size=(4, 4))
+        assert failed.status == "infra" and "could not restart" in failed.error
+        assert pool.render("svg", EMPTY_SVG, size=(4, 4)).ok
+    assert _worker_processes() <= before
+
+
+def test_close_racing_renders_waits_for_them_and_stops_every_worker() -> None:
+    before = _worker_processes()
+    pool = RenderPool(2, kinds=("matplotlib",), preload=()).start()
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(pool.render("matplotlib", SLEEP, size=(8, 8),
+                                                                          timeout=4))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    while pool._busy < 2 or not pool._cond._waiters:  # two jobs running, the third render waiting
+        threading.Event().wait(0.05)
+    pool.close()
+    for thread in threads:
+        thread.join(30)
+    assert _worker_processes() <= before, "a worker outlived close()"
+    assert len(results) == 3
+    # the two running jobs finish (their code draws no figure), the waiting one is refused
+    assert sorted(r.status for r in results) == ["infra", "invalid", "invalid"], results
