@@ -235,7 +235,7 @@ def lcm_step_with_logprob(
     prev_sample: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
 ) -> StepOutput:
-    """RLCM's policy: one multistep consistency-model step (Oertell et al., arXiv 2403.19558, sec. 4).
+    """RLCM's policy: one multistep consistency-model step (Oertell et al., arXiv 2404.03673).
 
     The consistency function ``f = c_skip x + c_out x0_hat`` (LCM's boundary scalings at ``t``,
     epsilon prediction) is re-noised to ``t_prev``; that re-noising is the stochastic action::
