@@ -10,8 +10,8 @@ from rewards.base import register
 from rewards.choice import MultipleChoice
 from rewards.format import CodeFenceFormat, JsonFormat, TagFormat
 from rewards.grounding import BoxIoU, PointInBox
-from rewards.image_stats import Brightness, Colourfulness, JpegSize
 from rewards.image_similarity import RenderedImageSimilarity
+from rewards.image_stats import Brightness, Colourfulness, JpegSize
 from rewards.numeric import NumericMatch
 from rewards.text import EditSimilarity, ExactMatch
 
