@@ -12,9 +12,10 @@ Built in:
 * ``vlm-trl`` — GRPO-family RL of a VLM on one machine, TRL's ``GRPOTrainer`` with zoo's maths;
 * ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster.
 
-The seats for ``diffusion`` (diffusers + accelerate: Flow-GRPO family) and ``policy``
-(gymnasium + stable-baselines3: residual RL) are filled by registering an :class:`Engine`
-with the same two parts; a third-party package can register its own the same way. Modules are
+* ``diffusion`` — Flow-GRPO, DanceGRPO, DDPO, RLCM, TreeGRPO, Adv-GRPO on diffusers + accelerate + peft.
+
+The seat for ``policy`` (gymnasium + stable-baselines3: residual RL) is filled by registering an
+:class:`Engine` with the same two parts; a third-party package can register its own the same way. Modules are
 named by import strings so that listing engines imports no trainer.
 """
 
@@ -81,4 +82,8 @@ register_engine(Engine(
 register_engine(Engine(
     "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
     recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.verl_engine:train", aliases=("verl",),
+))  # fmt: skip
+register_engine(Engine(
+    "diffusion", "RL of text-to-image diffusion/flow models: flow_grpo, dance_grpo, ddpo, rlcm, tree_grpo, adv_grpo",
+    recipe="zoo.engines.diffusion.recipe:DiffusionRecipe", train="zoo.engines.diffusion.trainer:train",
 ))  # fmt: skip
