@@ -137,7 +137,7 @@ def step_loss(run: Run, part: Transitions, settings: dict[str, Any]) -> tuple[to
         ref = run.sampler.step(part.index, latents, ref_output.float(), settings["noise_level"], prev_sample=latents)
         kl = mean_kl(out.prev_sample_mean[::k], ref.prev_sample_mean, out.std_dev_t[::k])
         loss = loss + run.recipe.algorithm.beta * kl
-        stats["kl"] = float(kl)
+        stats["kl"] = kl.item()
     return loss, stats
 
 
