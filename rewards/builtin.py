@@ -11,6 +11,7 @@ from rewards.choice import MultipleChoice
 from rewards.format import CodeFenceFormat, JsonFormat, TagFormat
 from rewards.grounding import BoxIoU, PointInBox
 from rewards.image_similarity import RenderedImageSimilarity
+from rewards.image_stats import Brightness, Colourfulness, JpegSize
 from rewards.numeric import NumericMatch
 from rewards.text import EditSimilarity, ExactMatch
 
@@ -20,6 +21,7 @@ BUILTIN = [
     ExactMatch(), EditSimilarity(), EditSimilarity(metric="cer", name="ocr-cer"),
     BoxIoU(), BoxIoU(threshold=0.5, name="box-iou-0.5"), PointInBox(), ActionMatch(),
     RenderedImageSimilarity("svg", "ssim"), RenderedImageSimilarity("matplotlib", "ssim"),
+    Brightness(), Colourfulness(), JpegSize(-1), JpegSize(+1),
 ]
 for _reward in BUILTIN:
     register(_reward.name, _reward)

@@ -11,11 +11,11 @@ Built in:
 
 * ``vlm-trl`` — GRPO-family RL of a VLM on one machine, TRL's ``GRPOTrainer`` with zoo's maths;
 * ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster;
-* ``vlm-sft`` — the supervised warm start (and equal-time control arm) of a VLM, a plain torch loop.
+* ``vlm-sft`` — the supervised warm start (and equal-time control arm) of a VLM, a plain torch loop;
+* ``diffusion`` — Flow-GRPO, DanceGRPO, DDPO, RLCM, TreeGRPO, Adv-GRPO on diffusers + accelerate + peft.
 
-The seats for ``diffusion`` (diffusers + accelerate: Flow-GRPO family) and ``policy``
-(gymnasium + stable-baselines3: residual RL) are filled by registering an :class:`Engine`
-with the same two parts; a third-party package can register its own the same way. Modules are
+The seat for ``policy`` (gymnasium + stable-baselines3: residual RL) is filled by registering an
+:class:`Engine` with the same two parts; a third-party package can register its own the same way. Modules are
 named by import strings so that listing engines imports no trainer.
 """
 
@@ -86,4 +86,8 @@ register_engine(Engine(
 register_engine(Engine(
     "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",
     recipe="zoo.engines.vlm.sft_engine:SFTRecipe", train="zoo.engines.vlm.sft_engine:train", aliases=("sft",),
+))  # fmt: skip
+register_engine(Engine(
+    "diffusion", "RL of text-to-image diffusion/flow models: flow_grpo, dance_grpo, ddpo, rlcm, tree_grpo, adv_grpo",
+    recipe="zoo.engines.diffusion.recipe:DiffusionRecipe", train="zoo.engines.diffusion.trainer:train",
 ))  # fmt: skip

@@ -1,4 +1,5 @@
-"""RL maths: advantage estimators, policy losses, loss aggregation, KL, batch filtering, UI-S1.
+"""RL maths: advantage estimators, policy losses, loss aggregation, KL, batch filtering, UI-S1,
+diffusion policy steps and their loss.
 
 Pure tensor functions, each checked number for number against verl 0.9.1, TRL 1.x or the
 authors' code (``tests/rl/``). Estimators and losses are also registered by name in
@@ -16,6 +17,15 @@ from zoo.rl.advantages import (
     to_token_level,
 )
 from zoo.rl.batching import GroupFilter, dynamic_sampling_keep, failed, mask_failed, rewards_tensor
+from zoo.rl.diffusion_loss import PerPromptStatTracker, mean_kl, step_policy_loss
+from zoo.rl.diffusion_steps import (
+    StepOutput,
+    dance_sde_step,
+    ddim_step_with_logprob,
+    flow_sde_step,
+    flow_sde_step_scheduler,
+    lcm_step_with_logprob,
+)
 from zoo.rl.losses import (
     AGG_MODES,
     POLICY_LOSSES,
@@ -44,17 +54,25 @@ __all__ = [
     "TRL_LOSS_TYPES",
     "GroupFilter",
     "PatchPlan",
+    "PerPromptStatTracker",
+    "StepOutput",
     "aggregate",
     "clipped_surrogate",
+    "dance_sde_step",
+    "ddim_step_with_logprob",
     "dynamic_sampling_keep",
     "episode_advantage",
     "failed",
+    "flow_sde_step",
+    "flow_sde_step_scheduler",
     "future_reward_filter",
     "grpo",
     "gspo_loss",
     "kl_penalty",
+    "lcm_step_with_logprob",
     "mask_failed",
     "masked_whiten",
+    "mean_kl",
     "outcome_to_token_rewards",
     "patch_plan",
     "reinforce_plus_plus",
@@ -64,6 +82,7 @@ __all__ = [
     "sequence_log_ratio",
     "step_advantage",
     "step_discounted_returns",
+    "step_policy_loss",
     "to_token_level",
     "trl_aggregate",
     "ui_s1",

@@ -1,0 +1,127 @@
+"""The diffusion engine on tiny models: each method trains a round, a resumed run equals an unbroken one,
+the run leaves its logs, curve and sample grids, bad recipes are named errors."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from rewards.base import REWARDS, RewardResult, register
+from zoo.engines import ENGINES
+from zoo.engines.diffusion.recipe import DiffusionRecipe
+from zoo.engines.diffusion.setup import build_run
+from zoo.engines.diffusion.trainer import train, train_round
+from zoo.recipe import RecipeError, load_recipe
+
+SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
+TINY = ["algorithm.group_size=4", "algorithm.num_steps=3", "training.prompts_per_step=1", "training.train_batch_size=6"]
+
+
+def recipe(*overrides: str) -> DiffusionRecipe:
+    return load_recipe(SMOKE, [*TINY, *overrides])
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ("algorithm.method=flow_grpo", "algorithm.beta=0.04"),
+        ("algorithm.method=dance_grpo",),
+        ("algorithm.method=ddpo", "model.name=tiny:unet", "model.tiny={sample_size: 8}", "training.lora.enabled=true"),
+        ("algorithm.method=rlcm", "model.name=tiny:lcm", "model.tiny={sample_size: 8}"),
+    ],
+    ids=lambda o: o[0].split("=")[1],
+)
+def test_one_round_changes_the_trained_weights(tmp_path: Path, overrides: tuple[str, ...]) -> None:
+    run = build_run(recipe(*overrides), tmp_path)
+    before = [p.detach().clone() for p in run.trainable]
+    metrics = train_round(run)
+    assert any(not torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
+    assert 0.0 < metrics["reward"] < 1.0 and metrics["train/grad_norm"] > 0
+    if "algorithm.beta=0.04" in overrides:
+        assert metrics["train/kl"] >= 0.0
+
+
+def test_lora_is_the_default_and_trains_only_adapters(tmp_path: Path) -> None:
+    run = build_run(recipe("training.lora.enabled=true", "training.lora.r=4"), tmp_path)
+    names = run.trainable_state()
+    assert names and all("lora" in n for n in names)
+
+
+def test_resume_continues_exactly(tmp_path: Path) -> None:
+    common = ("training.steps=2", "training.eval_every=1", "training.ema_decay=0.9")
+    straight = train(recipe(*common), tmp_path / "straight")
+    interrupted = recipe("training.steps=1", "training.eval_every=1", "training.ema_decay=0.9")
+    train(interrupted, tmp_path / "resumed")
+    resumed = train(recipe(*common), tmp_path / "resumed", resume=True)
+    for name in ("checkpoint-2/trained.safetensors", "final/trained.safetensors"):
+        a, b = load_file(str(straight / name)), load_file(str(resumed / name))
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    rows = list(csv.DictReader((resumed / "metrics.csv").open()))
+    assert [int(r["step"]) for r in rows] == [0, 1, 2]
+    straight_rows = list(csv.DictReader((straight / "metrics.csv").open()))
+    assert rows[-1]["reward"] == straight_rows[-1]["reward"]
+
+
+def test_run_leaves_curve_grids_and_eval_rows(tmp_path: Path) -> None:
+    out = ENGINES.get("diffusion").run(recipe("training.steps=2", "training.eval_every=2"), tmp_path)
+    assert (out / "reward_curve.png").stat().st_size > 0
+    assert sorted(p.name for p in (out / "samples").iterdir()) == ["step-00000.png", "step-00002.png"]
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert rows[0]["eval/reward"] and rows[-1]["eval/reward"] and rows[-1]["train/loss"]
+
+
+class _HalfMissing:
+    """Scores every other image ``None`` (a reward worker that died)."""
+
+    name = "test-half-missing"
+
+    def __call__(self, predictions, samples):
+        return [
+            RewardResult(None, error="died") if i % 2 else RewardResult(float(p.mean()))
+            for i, p in enumerate(predictions)
+        ]
+
+
+def test_unscored_images_get_zero_advantage(tmp_path: Path) -> None:
+    if "test-half-missing" not in REWARDS:
+        register("test-half-missing", _HalfMissing())
+    run = build_run(recipe("rewards=[test-half-missing]"), tmp_path)
+    from zoo.engines.diffusion.methods import METHODS
+    from zoo.engines.diffusion.trainer import flat_round
+
+    transitions, rewards, metrics = flat_round(run, METHODS.get("flow_grpo"), run.draw_prompts())
+    assert torch.isnan(rewards[1::2]).all() and metrics["reward_missing"] == 0.5
+    per_image = transitions.advantages.reshape(len(rewards), -1)
+    assert (per_image[1::2] == 0).all() and (per_image[0::2] != 0).any()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (("algorithm.method=flow_grp",), "Did you mean"),
+        (("algorithm.method=ddpo",), "needs a ddim model"),
+        (("algorithm.method=tree_grpo", "algorithm.num_steps=5", "algorithm.group_size=6"), "branch_factor"),
+        (("algorithm.group_size=1",), "group_size"),
+        (("algorithm.timestep_fraction=0",), "timestep_fraction"),
+        (("prompts.train=[]",), "prompts.train is empty"),
+    ],
+)
+def test_bad_recipes_are_named_errors(overrides: tuple[str, ...], message: str) -> None:
+    with pytest.raises(RecipeError, match=message):
+        recipe(*overrides)
+
+
+def test_recipe_round_trips_through_yaml(tmp_path: Path) -> None:
+    original = recipe("algorithm.method=dance_grpo")
+    path = tmp_path / "r.yaml"
+    original.to_yaml(path)
+    assert DiffusionRecipe.from_yaml(path) == original

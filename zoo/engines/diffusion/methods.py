@@ -1,0 +1,149 @@
+"""The method table of the diffusion engine: one row per paper, no if/elif over method names elsewhere.
+
+A row says which sampler family the method needs (flow matching, DDIM, LCM), which policy step
+(:mod:`zoo.rl.diffusion_steps`) its stochastic steps use, how rewards become advantages, whether
+rollouts are flat groups or trees, and the paper's defaults for every ``null`` recipe field:
+
+=============  ======  ================  =====  ====  ======  ========  ==========  =====================
+method         family  step              noise  clip  A clip  fraction  shuffle     advantage
+=============  ======  ================  =====  ====  ======  ========  ==========  =====================
+flow_grpo      flow    flow_sde_step     0.7    1e-4  5       0.99      first T'    per prompt, batch std
+dance_grpo     flow    dance_sde_step    0.3    1e-4  5       0.6       random T'   per group (unbiased std)
+ddpo           ddim    ddim_step (eta)   1.0    1e-4  5       1.0       random      per prompt, buffer 16
+rlcm           lcm     lcm_step          -      1e-4  10      1.0       random      per prompt, buffer 32
+tree_grpo      flow    flow_sde_step     0.7    1e-4  5       1.0       branch      tree node values
+adv_grpo       flow    flow_sde_step     0.8    1e-5  5       0.99      first T'    per prompt, batch std
+=============  ======  ================  =====  ====  ======  ========  ==========  =====================
+
+Sources: flow_grpo ``config/grpo.py`` and ``config/base.py``; DanceGRPO
+``scripts/finetune/finetune_flux_grpo_8gpus.sh``; ddpo-pytorch ``config/base.py``; RLCM
+(Owen-Oertell/rlcm ``lcm_rl_pytorch/conf/config.yaml``); Adv-GRPO ``config/grpo.py`` (its CPS step
+variant is not reproduced: it uses Flow-GRPO's SDE step here). TreeGRPO (arXiv 2512.08153) has no
+public code; :mod:`zoo.engines.diffusion.tree` documents the advantage used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from zoo.recipe import RecipeError
+from zoo.rl.advantages import grpo
+from zoo.rl.diffusion_loss import PerPromptStatTracker
+from zoo_common.registry import Registry
+
+if TYPE_CHECKING:
+    from zoo.engines.diffusion.recipe import DiffusionAlgorithmConfig, DiffusionRecipe
+
+FAMILY_OF_TINY = {"tiny:sd3": "flow", "tiny:unet": "ddim", "tiny:lcm": "lcm"}
+
+
+@dataclass(frozen=True)
+class Method:
+    """One diffusion RL method.
+
+    Attributes:
+        name: the recipe's ``algorithm.method``.
+        family: the sampler it needs: ``flow`` (flow-matching transformer), ``ddim`` or ``lcm`` (UNet).
+        step: the policy step's name in :mod:`zoo.engines.diffusion.sampling` (``flow``, ``dance``, ``ddim``, ``lcm``).
+        defaults: paper values for the recipe fields left ``null``.
+        tracker: ``() -> PerPromptStatTracker`` (per-prompt advantages), or ``None`` for per-group GRPO.
+        clear_tracker: forget the tracker's history every round (Flow-GRPO) or keep a buffer (DDPO).
+        rollout: ``flat`` groups, or ``tree`` (shared prefixes, branching steps).
+        adversarial: the reward is an online discriminator's score (Adv-GRPO).
+        paper: arXiv id.
+    """
+
+    name: str
+    family: str
+    step: str
+    defaults: dict[str, Any]
+    tracker: Callable[[], PerPromptStatTracker] | None = None
+    clear_tracker: bool = True
+    rollout: str = "flat"
+    adversarial: bool = False
+    paper: str = ""
+    extra_checks: tuple[Callable[[DiffusionRecipe], None], ...] = field(default=())
+
+    def settings(self, alg: DiffusionAlgorithmConfig) -> dict[str, Any]:
+        """The recipe's values, with the paper's default wherever the recipe says ``null``."""
+        keys = (
+            "noise_level",
+            "clip_range",
+            "adv_clip_max",
+            "timestep_fraction",
+            "shuffle_timesteps",
+            "init_same_noise",
+        )
+        return {k: self.defaults[k] if getattr(alg, k) is None else getattr(alg, k) for k in keys}
+
+    def validate(self, recipe: DiffusionRecipe) -> None:
+        """Method-specific recipe checks (model family, tree shape)."""
+        family = FAMILY_OF_TINY.get(recipe.model.name)
+        if family is not None and family != self.family:
+            fit = [k for k, v in FAMILY_OF_TINY.items() if v == self.family]
+            raise RecipeError(f"algorithm.method={self.name!r} needs a {self.family} model (e.g. model.name={fit[0]!r}), "
+                              f"got model.name={recipe.model.name!r}")  # fmt: skip
+        for check in self.extra_checks:
+            check(recipe)
+
+    def advantages(self, tracker: PerPromptStatTracker | None, prompts: list[str], group_ids: torch.Tensor,
+                   rewards: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        """(N,) float32 advantages from (N,) rewards; NaN rewards (unscored) get 0 and stay out of the statistics."""
+        valid = ~torch.isnan(rewards)
+        out = torch.zeros_like(rewards)
+        if valid.sum() == 0:
+            return out
+        if tracker is None:
+            out[valid] = grpo(rewards[valid], group_ids[valid], eps=1e-8)
+        else:
+            kept = [p for p, v in zip(prompts, valid.tolist(), strict=True) if v]
+            out[valid] = torch.as_tensor(
+                tracker.update(kept, rewards[valid].numpy().astype(np.float64)), dtype=torch.float32
+            )
+            if self.clear_tracker:
+                tracker.clear()
+        return out
+
+
+def _tree_shape(recipe: DiffusionRecipe) -> None:
+    alg = recipe.algorithm
+    steps = sorted(set(alg.branch_steps))
+    if not steps or steps[0] < 0 or steps[-1] >= alg.num_steps - 1 or len(steps) != len(alg.branch_steps):
+        raise RecipeError(f"algorithm.branch_steps={list(alg.branch_steps)} must be distinct step indices in "
+                          f"[0, num_steps - 2] = [0, {alg.num_steps - 2}]")  # fmt: skip
+    if alg.branch_factor < 2 or alg.group_size != alg.branch_factor ** len(steps):
+        raise RecipeError(f"tree_grpo: group_size={alg.group_size} must equal branch_factor ** len(branch_steps) = "
+                          f"{alg.branch_factor}**{len(steps)} = {alg.branch_factor ** len(steps)} (branch_factor >= 2)")  # fmt: skip
+
+
+def _reference_images(recipe: DiffusionRecipe) -> None:
+    if not recipe.algorithm.reference_images.name:
+        raise RecipeError("adv_grpo needs algorithm.reference_images.name: a registered dataset whose images are "
+                          "the discriminator's positives")  # fmt: skip
+
+
+METHODS: Registry[Method] = Registry("diffusion method")
+_FLOW = {"noise_level": 0.7, "clip_range": 1e-4, "adv_clip_max": 5.0, "timestep_fraction": 0.99,
+         "shuffle_timesteps": False, "init_same_noise": False}  # fmt: skip
+for _method in (
+    Method("flow_grpo", "flow", "flow", _FLOW, lambda: PerPromptStatTracker(global_std=True, eps=1e-4),
+           paper="2505.05470"),
+    Method("dance_grpo", "flow", "dance", {**_FLOW, "noise_level": 0.3, "timestep_fraction": 0.6,
+           "shuffle_timesteps": True, "init_same_noise": True}, None, paper="2505.07818"),
+    Method("ddpo", "ddim", "ddim", {**_FLOW, "noise_level": 1.0, "timestep_fraction": 1.0, "shuffle_timesteps": True},
+           lambda: PerPromptStatTracker(16, 16, eps=1e-6), clear_tracker=False, paper="2305.13301"),
+    Method("rlcm", "lcm", "lcm", {**_FLOW, "noise_level": 0.0, "adv_clip_max": 10.0, "timestep_fraction": 1.0,
+           "shuffle_timesteps": True}, lambda: PerPromptStatTracker(32, 16, eps=1e-6), clear_tracker=False,
+           paper="2404.03673"),
+    Method("tree_grpo", "flow", "flow", {**_FLOW, "timestep_fraction": 1.0, "init_same_noise": True}, None,
+           rollout="tree", paper="2512.08153", extra_checks=(_tree_shape,)),
+    Method("adv_grpo", "flow", "flow", {**_FLOW, "noise_level": 0.8, "clip_range": 1e-5},
+           lambda: PerPromptStatTracker(global_std=True, eps=1e-4), adversarial=True, paper="2511.20256",
+           extra_checks=(_reference_images,)),
+):  # fmt: skip
+    METHODS.register(_method.name, _method)

@@ -1,0 +1,172 @@
+"""The recipe of the ``diffusion`` engine: RL of a text-to-image diffusion or flow model.
+
+The method is a field (``algorithm.method``); its paper defaults come from the method table
+(:mod:`zoo.engines.diffusion.methods`) and any field left ``null`` takes them. YAML layout::
+
+    name: flow-grpo-tiny
+    engine: diffusion
+    model: {name: "tiny:sd3"}
+    prompts: {train: ["a red square", ...], eval: ["a blue circle"]}
+    rewards: [{name: brightness}]
+    algorithm: {method: flow_grpo, group_size: 8, num_steps: 4, clip_range: 1.0e-2}
+    training: {lr: 1.0e-3, steps: 30, prompts_per_step: 2, lora: {enabled: false}}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from zoo.recipe import DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
+
+
+@dataclass(frozen=True)
+class DiffusionModelConfig:
+    """The denoiser, its VAE, scheduler and prompt encoder."""
+
+    name: str = "tiny:sd3"
+    """``tiny:sd3`` (SD3 transformer, flow matching), ``tiny:unet`` (UNet, DDIM) or ``tiny:lcm`` (UNet,
+    LCM scheduler): tiny random models built from configs with a hashed bag-of-words prompt encoder,
+    for CPU runs; or a directory written by :func:`zoo.engines.diffusion.models.save_tiny`."""
+    tiny: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the tiny builder (``sample_size``, ``seed``, ...)."""
+    dtype: str = "float32"
+    """``float32``, ``bfloat16`` or ``float16`` for the frozen parts; log-probs are always float32."""
+
+
+@dataclass(frozen=True)
+class PromptsConfig:
+    """Training and held-out prompts: inline lists, or a registered dataset's questions."""
+
+    train: tuple[str, ...] = ()
+    """Training prompts (used when ``data.name`` is empty)."""
+    eval: tuple[str, ...] = ()
+    """Held-out prompts sampled deterministically at every evaluation (none: the first training prompts)."""
+    data: DataConfig = field(default_factory=DataConfig)
+    """A registered dataset whose samples' question text are the training prompts (``data.name`` set)."""
+
+
+@dataclass(frozen=True)
+class DiffusionAlgorithmConfig:
+    """The method and its knobs; ``null`` takes the method's paper default."""
+
+    method: str = "flow_grpo"
+    """``flow_grpo``, ``dance_grpo``, ``ddpo``, ``rlcm``, ``tree_grpo`` or ``adv_grpo`` (``zoo engines``)."""
+    group_size: int = 8
+    """Images per prompt per step (G); advantages are normalised within a prompt's images."""
+    num_steps: int = 10
+    """Denoising steps of a rollout (the authors sample with 10-50; 4 keeps CPU runs fast)."""
+    noise_level: float | None = None
+    """Flow-GRPO's ``a`` (0.7), DanceGRPO's ``eta`` (0.3), DDPO's DDIM ``eta`` (1.0); unused by RLCM."""
+    clip_range: float | None = None
+    """PPO clip epsilon on the per-step ratio (papers: 1e-4)."""
+    adv_clip_max: float | None = None
+    """Advantages are clamped to ``[-adv_clip_max, adv_clip_max]`` (5; RLCM 10)."""
+    beta: float = 0.0
+    """KL-to-reference coefficient on the step means (Flow-GRPO 0.04); 0 skips the reference."""
+    timestep_fraction: float | None = None
+    """Fraction of the stochastic steps trained per image (Flow-GRPO 0.99, DanceGRPO 0.6, DDPO 1.0)."""
+    shuffle_timesteps: bool | None = None
+    """Train a random subset of steps per image (DDPO, DanceGRPO) instead of the first ones (Flow-GRPO)."""
+    init_same_noise: bool | None = None
+    """All images of a group start from the same noise (DanceGRPO)."""
+    num_inner_epochs: int = 1
+    """Passes over each batch of rollouts."""
+    branch_steps: tuple[int, ...] = (1, 2, 3)
+    """TreeGRPO: step indices where each node splits into ``branch_factor`` children (SDE there, ODE elsewhere)."""
+    branch_factor: int = 2
+    """TreeGRPO: children per split; ``group_size`` must equal ``branch_factor ** len(branch_steps)``."""
+    discriminator_lr: float = 1e-4
+    """Adv-GRPO: learning rate of the image discriminator whose score is the reward."""
+    reference_images: DataConfig = field(default_factory=DataConfig)
+    """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives."""
+
+
+@dataclass(frozen=True)
+class DiffusionLoraConfig:
+    """LoRA adapters through peft on the denoiser's attention projections (the papers' default)."""
+
+    enabled: bool = True
+    """Train adapters; ``false`` trains every denoiser weight (fastest learning on tiny CPU models)."""
+    r: int = 32
+    """Rank (Flow-GRPO 32, DDPO/RLCM 4-8)."""
+    alpha: int = 64
+    """lora_alpha."""
+    target_modules: tuple[str, ...] = ()
+    """Module names; empty picks the architecture's attention projections."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffusionTrainingConfig(TrainingBase):
+    """Sampling rounds, optimiser and output. One ``step`` is one round: sample, score, train."""
+
+    lr: float = 3e-4
+    """AdamW learning rate (Flow-GRPO/DDPO 3e-4 with LoRA)."""
+    prompts_per_step: int = 2
+    """Prompts drawn per round; each gets ``algorithm.group_size`` images."""
+    train_batch_size: int = 8
+    """Images per forward/backward micro-batch."""
+    grad_accum: int | None = None
+    """Backward passes (micro-batch x trained step) per optimiser step; ``null``: one optimiser
+    step per pass over the round (the authors'); 1: a step after every backward."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay."""
+    ema_decay: float | None = None
+    """EMA of the trained weights, used for evaluation (Flow-GRPO on); ``null`` disables it."""
+    eval_every: int = 10
+    """Evaluate held-out prompts (deterministic sampler, fixed noise) every N rounds and at the end."""
+    eval_seed: int = 1234
+    """Seed of the evaluation noise (the same images' noise at every evaluation)."""
+    lora: DiffusionLoraConfig = field(default_factory=DiffusionLoraConfig)
+    """LoRA settings (on by default)."""
+    num_threads: int | None = 1
+    """torch CPU threads; tiny models are 10-60x slower with 2 threads on a 2-core machine."""
+    use_cpu: bool | None = None
+    """Force CPU; ``null`` uses a GPU when accelerate sees one."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffusionRecipe(Recipe):
+    """A diffusion/flow RL run: a method, a model, prompts and image rewards."""
+
+    rewards: tuple[RewardSpec, ...]
+    """Reward terms on the decoded images (``rewards`` protocol, images in); the weighted sum is trained."""
+    prompts: PromptsConfig = field(default_factory=PromptsConfig)
+    """Training and held-out prompts."""
+    model: DiffusionModelConfig = field(default_factory=DiffusionModelConfig)
+    """The model."""
+    algorithm: DiffusionAlgorithmConfig = field(default_factory=DiffusionAlgorithmConfig)
+    """The method."""
+    training: DiffusionTrainingConfig = field(default_factory=DiffusionTrainingConfig)
+    """Rounds, optimiser, checkpoints."""
+
+    def validate(self) -> None:
+        from zoo.engines.diffusion.methods import METHODS
+        from zoo_common.registry import UnknownNameError
+
+        alg, tr = self.algorithm, self.training
+        try:
+            method = METHODS.get(alg.method)
+        except UnknownNameError as err:
+            raise RecipeError(f"algorithm.method: {err}") from None
+        if not self.rewards:
+            raise RecipeError("rewards is empty; list at least one image reward, e.g. {name: brightness}")
+        if not self.prompts.train and not self.prompts.data.name:
+            raise RecipeError("prompts.train is empty and prompts.data.name is unset; give training prompts")
+        if alg.group_size < 2:
+            raise RecipeError(f"algorithm.group_size={alg.group_size}; group-relative advantages need >= 2")
+        if alg.num_steps < 2:
+            raise RecipeError(f"algorithm.num_steps={alg.num_steps}; a rollout needs at least 2 denoising steps")
+        settings = method.settings(alg)
+        if not 0 < settings["timestep_fraction"] <= 1:
+            raise RecipeError(f"algorithm.timestep_fraction={settings['timestep_fraction']} must be in (0, 1]")
+        for key in ("clip_range", "adv_clip_max"):
+            if settings[key] <= 0:
+                raise RecipeError(f"algorithm.{key} must be > 0, got {settings[key]}")
+        if tr.train_batch_size < 1 or tr.prompts_per_step < 1 or (tr.grad_accum is not None and tr.grad_accum < 1):
+            raise RecipeError("training.train_batch_size, prompts_per_step and grad_accum must be >= 1")
+        if tr.ema_decay is not None and not 0 < tr.ema_decay < 1:
+            raise RecipeError(f"training.ema_decay={tr.ema_decay} must be in (0, 1) or null")
+        method.validate(self)

@@ -1,0 +1,147 @@
+"""Rollouts: run the sampler, keep every stochastic step as a transition the PPO loss can re-score.
+
+A :class:`Transitions` batch is what training consumes, for flat groups and trees alike: row n is
+a state latent at step ``index[n]`` and its ``K`` children (``K = 1`` for a flat rollout; the
+branch factor at a tree's split), each child with its old log-probability and advantage. One
+denoiser forward per row scores all its children, since they share the parent's mean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from zoo.engines.diffusion.models import DiffusionModel
+from zoo.rl.diffusion_steps import (
+    StepOutput,
+    dance_sde_step,
+    ddim_step_with_logprob,
+    flow_sde_step,
+    lcm_step_with_logprob,
+)
+
+
+class Sampler:
+    """The scheduler of ``model`` set to ``num_steps``, and the method's policy step on it.
+
+    ``policy_steps`` is the number of stochastic steps: all of them, except LCM's last, which
+    returns the consistency function's output without noise.
+    """
+
+    def __init__(self, model: DiffusionModel, step: str, num_steps: int) -> None:
+        if step not in ("flow", "dance", "ddim", "lcm"):
+            raise ValueError(f"unknown policy step {step!r}")
+        self.model, self.step_name, self.num_steps = model, step, num_steps
+        scheduler = model.scheduler
+        if step == "lcm":
+            scheduler.set_timesteps(num_steps, original_inference_steps=scheduler.config.original_inference_steps)
+        else:
+            scheduler.set_timesteps(num_steps)
+        self.timesteps = scheduler.timesteps.clone()
+        self.sigmas = scheduler.sigmas.clone().float() if hasattr(scheduler, "sigmas") else None
+        self.policy_steps = num_steps - 1 if step == "lcm" else num_steps
+
+    def model_timesteps(self, index: torch.Tensor) -> torch.Tensor:
+        """(B,) denoiser timestep inputs for (B,) step indices."""
+        return self.timesteps[index.cpu()].to(self.model.device)
+
+    def step(self, index: torch.Tensor, latents: torch.Tensor, model_output: torch.Tensor, noise_level: float,
+             prev_sample: torch.Tensor | None = None, generator: torch.Generator | None = None) -> StepOutput:  # fmt: skip
+        """The policy step from ``latents`` at (B,) step ``index`` (draws when ``prev_sample`` is None)."""
+        index = index.cpu()
+        kwargs = {"prev_sample": prev_sample, "generator": generator}
+        if self.step_name == "flow":
+            return flow_sde_step(model_output, latents, self.sigmas[index], self.sigmas[index + 1],
+                                 sigma_max=float(self.sigmas[1]), noise_level=noise_level, **kwargs)  # fmt: skip
+        if self.step_name == "dance":
+            return dance_sde_step(
+                model_output, latents, noise_level, self.sigmas[index], self.sigmas[index + 1], **kwargs
+            )
+        scheduler = self.model.scheduler
+        if self.step_name == "ddim":
+            return ddim_step_with_logprob(
+                scheduler, model_output, self.timesteps[index], latents, eta=noise_level, **kwargs
+            )
+        return lcm_step_with_logprob(
+            scheduler, model_output, self.timesteps[index], latents, self.timesteps[index + 1], **kwargs
+        )
+
+    @torch.no_grad()
+    def run(self, latents: torch.Tensor, cond: tuple[torch.Tensor, torch.Tensor], noise_level: float,
+            generator: torch.Generator | None, sde_steps: set[int] | None = None) -> tuple[torch.Tensor, list[StepOutput]]:  # fmt: skip
+        """Sample from ``latents`` through every step; returns final latents and each policy step's output.
+
+        ``sde_steps`` limits noise to those step indices (deterministic steps elsewhere, the
+        evaluation sampler when empty); ``None`` makes every policy step stochastic.
+        """
+        outputs = []
+        for i in range(self.num_steps):
+            index = torch.full((latents.shape[0],), i, dtype=torch.long)
+            model_output = self.model.predict(latents, self.model_timesteps(index), cond).float()
+            if i >= self.policy_steps:
+                latents = self.consistency_output(latents, model_output, i)
+                continue
+            level = noise_level if sde_steps is None or i in sde_steps else 0.0
+            out = self.step(index, latents, model_output, level, generator=generator)  # level 0: the exact mean
+            outputs.append(out)
+            latents = out.prev_sample
+        return latents, outputs
+
+    def consistency_output(self, latents: torch.Tensor, model_output: torch.Tensor, i: int) -> torch.Tensor:
+        """``f = c_skip x + c_out x0_hat`` at step ``i`` (LCM's final, noise-free output)."""
+        scheduler = self.model.scheduler
+        t = self.timesteps[i]
+        a_t = scheduler.alphas_cumprod[t].float()
+        c_skip, c_out = scheduler.get_scalings_for_boundary_condition_discrete(t)
+        x0_hat = (latents - (1 - a_t) ** 0.5 * model_output) / a_t**0.5
+        return float(c_out) * x0_hat + float(c_skip) * latents
+
+
+@dataclass
+class Transitions:
+    """Stochastic steps to train on; row n: ``latents[n]`` at step ``index[n]`` and its K children.
+
+    Shapes: ``latents`` (N, C, H, W); ``next_latents`` (N, K, C, H, W); ``index``, ``cond`` (N,)
+    (``cond`` indexes the round's prompt embeddings); ``old_log_prob``, ``advantages`` (N, K).
+    """
+
+    latents: torch.Tensor
+    next_latents: torch.Tensor
+    index: torch.Tensor
+    cond: torch.Tensor
+    old_log_prob: torch.Tensor
+    advantages: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.latents.shape[0]
+
+    def select(self, rows: torch.Tensor) -> Transitions:
+        return Transitions(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
+
+    @staticmethod
+    def cat(parts: list[Transitions]) -> Transitions:
+        return Transitions(*(torch.cat([getattr(p, f) for p in parts]) for f in Transitions.__dataclass_fields__))
+
+
+def flat_transitions(start: torch.Tensor, outputs: list[StepOutput], cond: torch.Tensor, advantages: torch.Tensor,
+                     trained: torch.Tensor) -> Transitions:  # fmt: skip
+    """Rows for flat rollouts: image b's step ``trained[b, j]`` for each j (K = 1).
+
+    Args:
+        start: (B, C, H, W) initial latents; outputs: the T' policy steps of :meth:`Sampler.run`.
+        cond: (B,) prompt-embedding index per image; advantages: (B,) per image.
+        trained: (B, J) step indices to train for each image (the first J or a random subset).
+    """
+    states = torch.stack([start, *[o.prev_sample for o in outputs[:-1]]], dim=1)  # (B, T', ...)
+    nexts = torch.stack([o.prev_sample for o in outputs], dim=1)
+    log_probs = torch.stack([o.log_prob for o in outputs], dim=1)  # (B, T')
+    rows = torch.arange(states.shape[0]).unsqueeze(1).expand_as(trained)
+    return Transitions(
+        latents=states[rows, trained].flatten(0, 1),
+        next_latents=nexts[rows, trained].flatten(0, 1).unsqueeze(1),
+        index=trained.flatten(),
+        cond=cond.unsqueeze(1).expand_as(trained).flatten(),
+        old_log_prob=log_probs[rows, trained].flatten().unsqueeze(1),
+        advantages=advantages.unsqueeze(1).expand_as(trained).flatten().unsqueeze(1),
+    )

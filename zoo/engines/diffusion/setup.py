@@ -1,0 +1,258 @@
+"""Everything a diffusion run holds: model, sampler, optimiser, EMA, tracker, RNG, prompts, rewards.
+
+:func:`build_run` turns a recipe into a :class:`Run`; the training loop (:mod:`.trainer`) only calls
+its small methods, so it reads in training order. One ``torch.Generator`` drives every random
+choice (prompts, noise, trained steps, shuffles) so that a checkpoint that stores its state
+resumes the exact same run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rewards.base import RewardSample, WeightedSum
+from zoo.engines.diffusion.methods import METHODS, Method
+from zoo.engines.diffusion.models import DiffusionModel, load_model
+from zoo.engines.diffusion.recipe import DiffusionRecipe
+from zoo.engines.diffusion.sampling import Sampler
+from zoo.rl.diffusion_loss import PerPromptStatTracker
+
+logger = logging.getLogger(__name__)
+SAMPLES_DIR = "samples"
+
+
+@dataclass
+class Run:
+    """The live objects of one training run (see the module docstring)."""
+
+    recipe: DiffusionRecipe
+    model: DiffusionModel
+    sampler: Sampler
+    accelerator: Any
+    optimizer: torch.optim.Optimizer
+    trainable: list[torch.nn.Parameter]
+    reward: Any
+    prompts: list[str]
+    eval_prompts: list[str]
+    settings: dict[str, Any]
+    generator: torch.Generator
+    output_dir: Path
+    tracker: PerPromptStatTracker | None = None
+    ema: Any = None
+    reference_model: torch.nn.Module | None = None
+    round_cond: tuple[torch.Tensor, torch.Tensor] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # --- sampling ---------------------------------------------------------------------------
+    def draw_prompts(self) -> list[str]:
+        """``prompts_per_step`` training prompts, drawn with replacement by the run's generator."""
+        picks = torch.randint(len(self.prompts), (self.recipe.training.prompts_per_step,), generator=self.generator)
+        return [self.prompts[i] for i in picks.tolist()]
+
+    def encode(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        embeds, pooled = self.model.encoder(prompts)
+        return embeds.to(self.model.device), pooled.to(self.model.device)
+
+    @staticmethod
+    def select_cond(cond: tuple[torch.Tensor, torch.Tensor], index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return cond[0][index.to(cond[0].device)], cond[1][index.to(cond[1].device)]
+
+    def initial_noise(self, n_prompts: int, group: int, *, same_within_group: bool,
+                      generator: torch.Generator | None = None) -> torch.Tensor:  # fmt: skip
+        """(n_prompts * group, C, H, W) starting noise; one draw per group when ``same_within_group`` (DanceGRPO)."""
+        draws = n_prompts if same_within_group else n_prompts * group
+        noise = torch.randn((draws, *self.model.latent_shape), generator=generator or self.generator)
+        noise = noise.repeat_interleave(group, dim=0) if same_within_group else noise
+        return noise.to(self.model.device)
+
+    def trained_steps(self, n_images: int, policy_steps: int) -> torch.Tensor:
+        """(N, J) step indices trained per image: the first J (Flow-GRPO) or a random J per image (DDPO, DanceGRPO)."""
+        count = max(1, int(policy_steps * self.settings["timestep_fraction"]))
+        if not self.settings["shuffle_timesteps"]:
+            return torch.arange(count).expand(n_images, count)
+        return torch.stack([torch.randperm(policy_steps, generator=self.generator)[:count] for _ in range(n_images)])
+
+    # --- rewards ----------------------------------------------------------------------------
+    def score(self, latents: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dict[str, float]]:
+        """(N,) rewards of the decoded images (NaN where a reward could not be computed) and per-term means."""
+        images = self.model.decode(latents).cpu()
+        samples = [RewardSample(target={"prompt": p}) for p in prompts]
+        results = self.reward(list(images), samples)
+        rewards = torch.tensor([math_nan(r.score) for r in results], dtype=torch.float32)
+        metrics = {"reward_missing": float(torch.isnan(rewards).float().mean())}
+        for label, _, _ in getattr(self.reward, "parts", []):
+            values = torch.tensor([math_nan(r.components.get(label)) for r in results])
+            metrics[f"rewards/{label}/mean"] = float(torch.nanmean(values))
+        return rewards, metrics
+
+    def advantages(
+        self, method: Method, prompts: list[str], group_ids: torch.Tensor, rewards: torch.Tensor
+    ) -> torch.Tensor:
+        """Advantages over all processes' rewards (gathered), returned for this process's images."""
+        from accelerate.utils import gather_object
+
+        all_rewards = torch.tensor(gather_object(rewards.tolist()), dtype=torch.float32)
+        all_prompts = gather_object(list(prompts))
+        offset = self.accelerator.process_index * int(group_ids.max() + 1)
+        all_groups = torch.tensor(gather_object((group_ids + offset).tolist()))
+        adv = method.advantages(self.tracker, all_prompts, all_groups, all_rewards)
+        start = self.accelerator.process_index * len(prompts)
+        return adv[start : start + len(prompts)]
+
+    # --- optimisation -----------------------------------------------------------------------
+    def optimizer_step(self) -> float:
+        norm = self.accelerator.clip_grad_norm_(self.trainable, self.recipe.training.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.ema.step(self.trainable)
+        return float(norm)
+
+    @contextlib.contextmanager
+    def reference(self) -> Iterator[None]:
+        """The reference policy for the KL term: the adapters switched off, or the frozen initial copy."""
+        if self.reference_model is not None:
+            trained, self.model.denoiser = self.model.denoiser, self.reference_model
+            try:
+                yield
+            finally:
+                self.model.denoiser = trained
+            return
+        denoiser = self.accelerator.unwrap_model(self.model.denoiser)
+        denoiser.disable_adapters()
+        try:
+            yield
+        finally:
+            denoiser.enable_adapters()
+
+    # --- evaluation and output --------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, step: int) -> dict[str, float]:
+        """Held-out prompts, deterministic sampler (ODE / DDIM eta 0), fixed noise; EMA weights when kept.
+
+        Writes ``samples/step-<step>.png`` (one row per prompt) and returns ``eval/reward`` (+ per-term means).
+        """
+        group = min(4, self.recipe.algorithm.group_size)
+        gen = torch.Generator().manual_seed(self.recipe.training.eval_seed)
+        start = self.initial_noise(len(self.eval_prompts), group, same_within_group=False, generator=gen)
+        cond_index = torch.arange(len(self.eval_prompts)).repeat_interleave(group)
+        with self.ema_weights():
+            latents, _ = self.sampler.run(start, self.select_cond(self.encode(self.eval_prompts), cond_index), 0.0, gen,
+                                          sde_steps=set())  # fmt: skip
+        prompts = [p for p in self.eval_prompts for _ in range(group)]
+        rewards, metrics = self.score(latents, prompts)
+        if self.accelerator.is_main_process:
+            save_grid(self.model.decode(latents).cpu(), group, self.output_dir / SAMPLES_DIR / f"step-{step:05d}.png")
+        out = {"eval/reward": float(torch.nanmean(rewards))}
+        out.update({f"eval/{k}": v for k, v in metrics.items() if k.startswith("rewards/")})
+        return out
+
+    @contextlib.contextmanager
+    def ema_weights(self) -> Iterator[None]:
+        if self.ema is None:
+            yield
+            return
+        self.ema.store(self.trainable)
+        self.ema.copy_to(self.trainable)
+        try:
+            yield
+        finally:
+            self.ema.restore(self.trainable)
+
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        """The trained tensors by name (LoRA adapters, or every denoiser weight)."""
+        names = {id(p): n for n, p in self.accelerator.unwrap_model(self.model.denoiser).named_parameters()}
+        return {names[id(p)]: p.detach().cpu().contiguous() for p in self.trainable}
+
+    def save_final(self, directory: Path) -> None:
+        """``final/trained.safetensors`` (EMA weights when kept) beside the resolved recipe."""
+        from safetensors.torch import save_file
+
+        if not self.accelerator.is_main_process:
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        with self.ema_weights():
+            save_file(self.trainable_state(), str(directory / "trained.safetensors"))
+        self.recipe.to_yaml(directory / "recipe.yaml")
+
+
+def math_nan(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def save_grid(images: torch.Tensor, per_row: int, path: Path) -> Path:
+    """A PNG grid of (N, 3, H, W) images in [0, 1], ``per_row`` images per row, each upscaled to >= 64 px."""
+    from torchvision.utils import save_image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scale = max(1, 64 // images.shape[-1])
+    images = torch.nn.functional.interpolate(images, scale_factor=scale, mode="nearest") if scale > 1 else images
+    save_image(images, str(path), nrow=per_row, padding=2)
+    return path
+
+
+def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
+    """Model, adapters or full weights, optimiser, EMA, tracker, generator, prompts and rewards for ``recipe``."""
+    from accelerate import Accelerator
+
+    tr, alg = recipe.training, recipe.algorithm
+    method = METHODS.get(alg.method)
+    accelerator = Accelerator(cpu=bool(tr.use_cpu))
+    if tr.num_threads is not None and accelerator.device.type == "cpu":
+        torch.set_num_threads(tr.num_threads)
+    torch.manual_seed(tr.seed)
+    model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny})
+    _check_family(method, model)
+    model.vae.requires_grad_(False)
+    model.vae.to(accelerator.device, dtype=getattr(torch, recipe.model.dtype))
+    reference_model = None
+    if tr.lora.enabled:
+        from peft import LoraConfig
+
+        model.denoiser.requires_grad_(False)
+        model.denoiser.add_adapter(LoraConfig(r=tr.lora.r, lora_alpha=tr.lora.alpha, init_lora_weights="gaussian",
+                                              target_modules=list(tr.lora.target_modules or model.lora_targets())))  # fmt: skip
+    elif alg.beta > 0:
+        reference_model = copy.deepcopy(model.denoiser).requires_grad_(False).to(accelerator.device)
+    trainable = [p for p in model.denoiser.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=tr.lr, betas=(0.9, 0.999), weight_decay=tr.weight_decay)
+    model.denoiser, optimizer = accelerator.prepare(model.denoiser, optimizer)
+    ema = None
+    if tr.ema_decay is not None:
+        from diffusers.training_utils import EMAModel
+
+        ema = EMAModel(trainable, decay=tr.ema_decay)
+    generator = torch.Generator().manual_seed(tr.seed + 1_000_003 * accelerator.process_index)
+    prompts = list(recipe.prompts.train) or [s.question for s in recipe.prompts.data.load()]
+    run = Run(recipe=recipe, model=model, sampler=Sampler(model, method.step, alg.num_steps), accelerator=accelerator,
+              optimizer=optimizer, trainable=trainable, reward=_reward(recipe), prompts=prompts,
+              eval_prompts=list(recipe.prompts.eval) or prompts[:4], settings=method.settings(alg), generator=generator,
+              output_dir=Path(output_dir), tracker=method.tracker() if method.tracker else None, ema=ema,
+              reference_model=reference_model)  # fmt: skip
+    if method.adversarial:
+        from zoo.engines.diffusion.adversarial import attach_discriminator
+
+        attach_discriminator(run)
+    logger.info("%s: %d trainable parameters (%s), method %s", recipe.name, sum(p.numel() for p in trainable),
+                "LoRA" if tr.lora.enabled else "full", alg.method)  # fmt: skip
+    return run
+
+
+def _check_family(method: Method, model: DiffusionModel) -> None:
+    family = {"FlowMatchEulerDiscreteScheduler": "flow", "DDIMScheduler": "ddim", "LCMScheduler": "lcm"}
+    found = family.get(type(model.scheduler).__name__)
+    if found != method.family:
+        raise ValueError(f"method {method.name!r} needs a {method.family} model; {model.config.get('name')} "
+                         f"samples with {type(model.scheduler).__name__}")  # fmt: skip
+
+
+def _reward(recipe: DiffusionRecipe) -> WeightedSum:
+    return WeightedSum([(spec.build(), spec.weight) for spec in recipe.rewards], name="reward")

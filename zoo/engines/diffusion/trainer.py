@@ -1,0 +1,146 @@
+"""The ``diffusion`` engine's training loop, top to bottom: sample, score, normalise, train, log, save.
+
+One round (a recipe ``step``): draw ``prompts_per_step`` prompts, sample ``group_size`` images each
+with the method's stochastic sampler (flat groups, or trees for TreeGRPO), decode and score them
+with the recipe's rewards (``None`` scores are masked), turn rewards into advantages (the method's
+rule), then run PPO over the stochastic steps: every trained step's ratio is re-scored under the
+current denoiser with the stored next latent, clipped per step, optionally with a KL to the
+reference on the step means. Multi-GPU runs go through ``accelerate launch``: each process samples
+its own prompts with its own noise, rewards and prompts are gathered for the advantages.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from zoo.engines.diffusion.checkpoint import RunState, load_checkpoint, save_checkpoint
+from zoo.engines.diffusion.methods import METHODS, Method
+from zoo.engines.diffusion.recipe import DiffusionRecipe
+from zoo.engines.diffusion.sampling import Transitions, flat_transitions
+from zoo.engines.diffusion.setup import Run, build_run
+from zoo.rl.diffusion_loss import mean_kl, step_policy_loss
+from zoo.run_logging import MetricsLog
+from zoo.runs import latest_checkpoint
+
+logger = logging.getLogger(__name__)
+
+
+def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+    """Train ``recipe`` into ``output_dir`` (``checkpoint-N/``, ``metrics.csv``, curves, sample grids)."""
+    if dry_run:
+        return output_dir
+    run = build_run(recipe, output_dir)
+    state = RunState()
+    if resume:
+        checkpoint = latest_checkpoint(output_dir, remove_incomplete=True)
+        if checkpoint is None:
+            logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
+        else:
+            state = load_checkpoint(run, checkpoint)
+            logger.info("resumed from %s (round %d)", checkpoint, state.step)
+    log = MetricsLog(output_dir)
+    log.start(state.step)
+    if state.step == 0:
+        log.log(0, run.evaluate(0))
+    from tqdm.auto import tqdm
+
+    bar = tqdm(range(state.step, recipe.training.steps), initial=state.step, total=recipe.training.steps,
+               desc=recipe.name, disable=None)  # fmt: skip
+    for step in bar:
+        metrics = train_round(run)
+        state.step = step + 1
+        if state.step % recipe.training.eval_every == 0 or state.step == recipe.training.steps:
+            metrics.update(run.evaluate(state.step))
+        if state.step % recipe.training.logging_steps == 0 or "eval/reward" in metrics:
+            log.log(state.step, metrics)
+        bar.set_postfix(reward=f"{metrics['reward']:.4f}")
+        if state.step % recipe.training.save_steps == 0 or state.step == recipe.training.steps:
+            save_checkpoint(run, state, output_dir)
+    log.finish()
+    run.save_final(output_dir / "final")
+    return output_dir
+
+
+def train_round(run: Run) -> dict[str, Any]:
+    """One round: rollouts, rewards, advantages, PPO over the stochastic steps. Returns its metrics."""
+    method: Method = METHODS.get(run.recipe.algorithm.method)
+    prompts = run.draw_prompts()
+    if method.rollout == "tree":
+        from zoo.engines.diffusion.tree import tree_round
+
+        transitions, rewards, metrics = tree_round(run, prompts)
+    else:
+        transitions, rewards, metrics = flat_round(run, method, prompts)
+    metrics.update(optimise(run, transitions))
+    metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
+    return metrics
+
+
+def flat_round(run: Run, method: Method, prompts: list[str]) -> tuple[Transitions, torch.Tensor, dict[str, Any]]:
+    """Sample G images per prompt, score them, and keep the trained steps of each as transitions."""
+    alg, settings = run.recipe.algorithm, run.settings
+    group = alg.group_size
+    images_prompts = [p for p in prompts for _ in range(group)]
+    cond = run.encode(prompts)
+    cond_index = torch.arange(len(prompts)).repeat_interleave(group)
+    start = run.initial_noise(len(prompts), group, same_within_group=settings["init_same_noise"])
+    latents, outputs = run.sampler.run(start, run.select_cond(cond, cond_index), settings["noise_level"], run.generator)
+    rewards, reward_metrics = run.score(latents, images_prompts)
+    advantages = run.advantages(method, images_prompts, cond_index, rewards)
+    trained = run.trained_steps(len(images_prompts), run.sampler.policy_steps)
+    transitions = flat_transitions(start, outputs, cond_index, advantages, trained)
+    run.round_cond = cond
+    return transitions, rewards, {**reward_metrics, "advantage_abs": float(advantages.abs().mean())}
+
+
+def optimise(run: Run, transitions: Transitions) -> dict[str, float]:
+    """PPO epochs over the transitions in shuffled micro-batches; an optimiser step every ``grad_accum`` backwards."""
+    recipe, settings = run.recipe, run.settings
+    batch = recipe.training.train_batch_size
+    n_batches = math.ceil(len(transitions) / batch)
+    accum = recipe.training.grad_accum or n_batches
+    stats: dict[str, list[float]] = {"loss": [], "clipfrac": [], "approx_kl": [], "kl": [], "grad_norm": []}
+    for _ in range(recipe.algorithm.num_inner_epochs):
+        order = torch.randperm(len(transitions), generator=run.generator)
+        for b in range(n_batches):
+            part = transitions.select(order[b * batch : (b + 1) * batch])
+            window = len(order[(b // accum) * accum * batch : (b // accum + 1) * accum * batch])
+            loss, info = step_loss(run, part, settings)
+            run.accelerator.backward(loss * len(part) / window)  # the window's loss is its rows' mean
+            for key, value in info.items():
+                stats[key].append(value)
+            if (b + 1) % accum == 0 or b == n_batches - 1:
+                stats["grad_norm"].append(run.optimizer_step())
+    return {f"train/{k}": sum(v) / len(v) for k, v in stats.items() if v}
+
+
+def step_loss(run: Run, part: Transitions, settings: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+    """Re-score each row's K children under the current denoiser: clipped loss (+ beta * KL on the means)."""
+    device = run.model.device
+    latents, k = part.latents.to(device), part.next_latents.shape[1]
+    cond = run.select_cond(run.round_cond, part.cond)
+    model_output = run.model.predict(latents, run.sampler.model_timesteps(part.index), cond)
+    repeat = lambda x: x.repeat_interleave(k, dim=0)
+    out = run.sampler.step(repeat(part.index), repeat(latents), repeat(model_output), settings["noise_level"],
+                           prev_sample=part.next_latents.flatten(0, 1).to(device))  # fmt: skip
+    loss, info = step_policy_loss(out.log_prob, part.old_log_prob.flatten().to(device), part.advantages.flatten().to(device),
+                                  clip_range=settings["clip_range"], adv_clip_max=settings["adv_clip_max"])  # fmt: skip
+    stats = {"loss": loss.item(), "clipfrac": float(info["clipfrac"]), "approx_kl": float(info["approx_kl"])}
+    if run.recipe.algorithm.beta > 0:
+        with torch.no_grad(), run.reference():
+            ref_output = run.model.predict(latents, run.sampler.model_timesteps(part.index), cond)
+        ref = run.sampler.step(part.index, latents, ref_output.float(), settings["noise_level"], prev_sample=latents)
+        kl = mean_kl(out.prev_sample_mean[::k], ref.prev_sample_mean, out.std_dev_t[::k])
+        loss = loss + run.recipe.algorithm.beta * kl
+        stats["kl"] = kl.item()
+    return loss, stats
+
+
+def _nanstd(x: torch.Tensor) -> torch.Tensor:
+    x = x[~torch.isnan(x)]
+    return x.std() if x.numel() > 1 else torch.zeros(())
