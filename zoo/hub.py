@@ -34,7 +34,9 @@ from zoo.kinds import VLMSpec
 logger = logging.getLogger(__name__)
 
 #: What is fetched from a repository: weights as safetensors, configs, tokenizer and processor files.
-#: Pickled weights (``*.bin``, ``*.pt``) are never downloaded; ``*.py`` only with trust_remote_code.
+#: Pickled weights (``*.bin``, ``*.pt``) are not; ``*.py`` only with trust_remote_code. The one exception
+#: is an entry whose authors publish only a pickle (``ClipSpec.pickled_weights``): its pipeline fetches
+#: that file and converts it tensors-only (:mod:`zoo.safe_weights`) before anything reads it.
 ALLOW_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "*.json", "*.jinja", "*.txt", "*.model", "*.tiktoken"]
 
 #: Shipped checkpoints live next to the packages; ``ZOO_CHECKPOINTS`` points elsewhere.

@@ -174,8 +174,11 @@ def test_revision_of_a_shipped_checkpoint_is_refused_with_the_reason():
 def test_ui_s1_action_point_comes_back_in_original_pixels(tmp_path, hf_cache, install, screen):
     answer = '<think>\nopen it\n</think>\n<action>\n{"action": "click", "coordinate": [28, 56]}\n</action>'
     model_dir = taught_model_dir(tmp_path, "ui-s1-7b", "qwen2_5_vl", screen, "open the settings", answer)
-    install(model_dir, "mPLUG/UI-S1-7B", hf_cache, COMMIT)
-    pred = zoo.load("ui-s1")(screen, "open the settings", max_new_tokens=60)
+    pin = zoo.info("ui-s1-7b").revision  # a pinned entry resolves its pinned commit, not `main`
+    install(model_dir, "mPLUG/UI-S1-7B", hf_cache, pin)
+    pipe = zoo.load("ui-s1")
+    assert pipe.revision == pin
+    pred = pipe(screen, "open the settings", max_new_tokens=60)
     assert pred.parse_error is None, pred.text
     seen_w, seen_h = pred.extra["model_frame_size"]
     expected = [28 * 200 / seen_w, 56 * 150 / seen_h]
