@@ -19,15 +19,19 @@ What is enforced, and what is not (read this before trusting a render with secre
   refuses them to Python code); ``/proc`` is the host's, so other processes' command lines
   stay readable.
 * **Identity.** As root, each job drops to an unprivileged uid/gid of its own (no groups,
-  ``no_new_privs``), so 0700/0600 files are unreadable even where not hidden. Not as root,
-  a user namespace maps the caller to uid 0 inside: namespaces still work but the job keeps the
-  caller's identity for file permissions.
+  ``no_new_privs``), so 0700/0600 files are unreadable even where not hidden. Not as root, the
+  worker enters a user namespace first thing (before any preload can start a thread) and each
+  job empties every capability set (bounding, ambient, permitted, effective: checked), so it
+  cannot unmount a cover or remount ``/`` writable. Workers mount their own ``/proc``: the
+  caller's processes (and their ``environ``) are not listed. Each worker has its own IPC namespace.
 * **Resources.** Hard rlimits (both soft and hard set) on CPU seconds, address space, file
-  size, open files, processes and core size.
+  size, open files, processes and core size. No cgroup limit yet: memory across a job's
+  forked children is bounded only by ``processes`` x ``address_space_mb``.
 * **Not enforced:** system calls are not filtered (no seccomp: it needs libseccomp or a BPF
-  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible; a machine
-  where ``unshare`` is refused (some containers) gets only rlimits, the uid drop (as root) and
-  the audit hook, and :attr:`RenderPool.isolation` says so (it is also logged as a warning).
+  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible; the session
+  keyring is inherited; files a job leaves in the worker's private ``/tmp`` or ``/dev/shm`` stay
+  there for the worker's next job. A machine where the namespaces cannot be entered gets no
+  worker at all: :class:`RenderPool` refuses to start and names what is missing.
 """
 
 from __future__ import annotations
