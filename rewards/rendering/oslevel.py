@@ -16,8 +16,7 @@ What is enforced, and what is not (read this before trusting a render with secre
   these covers: ``/root/.pyenv`` keeps working, and so does a CI checkout with its ``.venv``
   under ``/tmp``, while the rest of the real ``/tmp`` stays invisible.
   World-readable system files (``/etc``, ``/usr``) stay readable at this level (the audit hook
-  refuses them to Python code); ``/proc`` is the host's, so other processes' command lines
-  stay readable.
+  refuses them to Python code); ``/proc`` is the worker's own (below).
 * **Identity.** As root, each job drops to an unprivileged uid/gid of its own (no groups,
   ``no_new_privs``), so 0700/0600 files are unreadable even where not hidden. Not as root, the
   worker enters a user namespace first thing (before any preload can start a thread) and each
