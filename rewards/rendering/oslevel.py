@@ -16,18 +16,21 @@ What is enforced, and what is not (read this before trusting a render with secre
   these covers: ``/root/.pyenv`` keeps working, and so does a CI checkout with its ``.venv``
   under ``/tmp``, while the rest of the real ``/tmp`` stays invisible.
   World-readable system files (``/etc``, ``/usr``) stay readable at this level (the audit hook
-  refuses them to Python code); ``/proc`` is the host's, so other processes' command lines
-  stay readable.
+  refuses them to Python code); ``/proc`` is the worker's own (below).
 * **Identity.** As root, each job drops to an unprivileged uid/gid of its own (no groups,
-  ``no_new_privs``), so 0700/0600 files are unreadable even where not hidden. Not as root,
-  a user namespace maps the caller to uid 0 inside: namespaces still work but the job keeps the
-  caller's identity for file permissions.
+  ``no_new_privs``), so 0700/0600 files are unreadable even where not hidden. Not as root, the
+  worker enters a user namespace first thing (before any preload can start a thread) and each
+  job empties every capability set (bounding, ambient, permitted, effective: checked), so it
+  cannot unmount a cover or remount ``/`` writable. Workers mount their own ``/proc``: the
+  caller's processes (and their ``environ``) are not listed. Each worker has its own IPC namespace.
 * **Resources.** Hard rlimits (both soft and hard set) on CPU seconds, address space, file
-  size, open files, processes and core size.
+  size, open files, processes and core size. No cgroup limit yet: memory across a job's
+  forked children is bounded only by ``processes`` x ``address_space_mb``.
 * **Not enforced:** system calls are not filtered (no seccomp: it needs libseccomp or a BPF
-  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible; a machine
-  where ``unshare`` is refused (some containers) gets only rlimits, the uid drop (as root) and
-  the audit hook, and :attr:`RenderPool.isolation` says so (it is also logged as a warning).
+  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible; the session
+  keyring is inherited; files a job leaves in the worker's private ``/tmp`` or ``/dev/shm`` stay
+  there for the worker's next job. A machine where the namespaces cannot be entered gets no
+  worker at all: :class:`RenderPool` refuses to start and names what is missing.
 """
 
 from __future__ import annotations
@@ -43,13 +46,17 @@ from dataclasses import dataclass, field
 logger = logging.getLogger(__name__)
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _MOUNT_FLAG_NAMES = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
 _WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 _HIDDEN_DIRS = ("/root", "/home", "/run")
 
@@ -91,6 +98,8 @@ class Walls:
     network_namespace: bool = False
     mount_namespace: bool = False
     pid_namespace: bool = False
+    ipc_namespace: bool = False
+    private_proc: bool = False
     read_only_mounts: bool = False
     private_tmp: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
@@ -99,43 +108,85 @@ class Walls:
     job_uid: int | None = None
     problems: list[str] = field(default_factory=list)
 
+    def missing(self) -> list[str]:
+        """The walls a worker must have and lacks; a pool refuses to start while any is missing."""
+        names = ["network_namespace", "mount_namespace", "pid_namespace", "ipc_namespace", "read_only_mounts",
+                 "private_proc"]
+        out = [name.replace("_", " ") for name in names if not getattr(self, name)]
+        if "/tmp" not in self.private_tmp:
+            out.append("a private /tmp")
+        out += [p for p in self.problems if p.startswith(("could not hide ", "no namespaces", "user namespace",
+                                                           "mounts stay shared"))]
+        return out
 
-def enter_worker_namespaces(hide: Iterable[str], keep_visible: Iterable[str], tmp_mb: int) -> Walls:
-    """Move this (worker) process into new mount, network and PID namespaces and lock its view.
 
-    ``hide``: directories to cover with an empty read-only tmpfs (the user's home).
-    ``keep_visible``: paths jobs need (the Python installation, the project checkout). Where one
-    lies inside a covered directory, a hidden one or a private ``/tmp`` (a CI checkout and its
-    ``.venv`` under ``/tmp``), it is bound back at its own path and made read-only with the rest;
-    a hidden candidate that lies inside a kept path is left visible. An ancestor of a kept path
-    that other users may not enter (a ``mktemp -d`` checkout, mode 0700) is covered the same way,
-    so the unprivileged job uid can reach the kept path without the ancestor's other content.
-    The PID namespace applies to children: the caller must fork once and serve from the child.
+def unshare_namespaces() -> Walls:
+    """Move this (worker) process into new user (when not root), mount, network and IPC
+    namespaces. Call it first thing, before any import that may start a thread: the kernel
+    refuses a user namespace to a multi-threaded process (pandas' pyarrow starts a jemalloc
+    thread on import). The PID namespace comes later (:func:`enter_pid_namespace`).
     """
-    keep_visible = list(keep_visible)
-    hide = [*hide, *_closed_ancestors(keep_visible)]  # stat'ed before the view changes
     walls = Walls()
-    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
     uid, gid = os.geteuid(), os.getegid()
     if uid != 0:
         flags |= CLONE_NEWUSER
     try:
         _check(_libc.unshare(flags), "unshare")
     except OSError as err:
-        walls.problems.append(f"no namespaces ({err}); only rlimits, uid drop and the audit hook apply")
+        walls.problems.append(f"no namespaces ({err})")
         return walls
     if uid != 0:
         try:
             _map_self_to_root(uid, gid)
         except OSError as err:
             walls.problems.append(f"user namespace without an id map ({err})")
+            return walls
         walls.user_namespace = True
-    walls.network_namespace = walls.mount_namespace = walls.pid_namespace = True
+    walls.network_namespace = walls.mount_namespace = walls.ipc_namespace = True
+    return walls
+
+
+def enter_pid_namespace(walls: Walls) -> None:
+    """Make the next child PID 1 of a new PID namespace. Separate from :func:`unshare_namespaces`
+    because a preload that starts a subprocess would become that namespace's short-lived PID 1."""
+    try:
+        _check(_libc.unshare(CLONE_NEWPID), "unshare(pid)")
+        walls.pid_namespace = True
+    except OSError as err:
+        walls.problems.append(f"no namespaces ({err})")
+
+
+def mount_own_proc(walls: Walls) -> None:
+    """Mount a ``/proc`` of this PID namespace over the host's: the caller's processes (same uid
+    in user-namespace mode, so their ``environ`` would be readable) are no longer listed."""
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        walls.private_proc = True
+    except OSError as err:
+        walls.problems.append(f"could not hide the host's processes: {err}")
+
+
+def wall_off_files(walls: Walls, hide: Iterable[str], keep_visible: Iterable[str], tmp_mb: int) -> None:
+    """Lock the file-system view of the mount namespace :func:`unshare_namespaces` entered.
+
+    ``hide``: directories to cover with an empty read-only tmpfs (the user's home, the checkout).
+    ``keep_visible``: paths jobs need (the Python installation, the worker's packages). Where one
+    lies inside a covered directory, a hidden one or a private ``/tmp`` (a CI checkout and its
+    ``.venv`` under ``/tmp``), it is bound back at its own path and made read-only with the rest;
+    a hidden candidate that lies inside a kept path is left visible. An ancestor of a kept path
+    that other users may not enter (a ``mktemp -d`` checkout, mode 0700) is covered the same way,
+    so the unprivileged job uid can reach the kept path without the ancestor's other content.
+    """
+    if not walls.mount_namespace:
+        return
+    keep_visible = list(keep_visible)
+    hide = [*hide, *_closed_ancestors(keep_visible)]  # stat'ed before the view changes
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     except OSError as err:  # without private propagation, mounting would leak to the host
         walls.problems.append(f"mounts stay shared ({err}): no private /tmp, hidden home or read-only view")
-        return walls
+        return
     keep = _outermost(os.path.realpath(p) for p in keep_visible if os.path.exists(p))
     for path in _WRITABLE_DIRS:
         if os.path.isdir(path) and not os.path.islink(path):
@@ -147,7 +198,6 @@ def enter_worker_namespaces(hide: Iterable[str], keep_visible: Iterable[str], tm
     _hide_dirs(walls, hide, keep)
     os.chdir("/")  # the cwd we were started in may be a hidden directory; jobs must not inherit it
     _remount_read_only(walls)
-    return walls
 
 
 def _closed_ancestors(paths: Iterable[str]) -> list[str]:
@@ -320,9 +370,32 @@ def mapped_bytes() -> int:
 
 
 def drop_identity(uid: int | None) -> None:
-    """Become ``uid`` (and gid ``uid``) with no supplementary groups; no-op when ``None``."""
-    if uid is None:
-        return
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
+    """Lose every privilege: as real root, become ``uid`` (and gid ``uid``) with no groups; in a
+    user namespace (``uid is None``: the job is uid 0 there, with every capability over the
+    worker's mounts) empty the bounding, ambient, permitted and effective capability sets.
+    Either way the job ends with no capability at all, checked, so this is never a no-op."""
+    for cap in range(_last_capability() + 1):
+        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(CAPBSET_DROP, {cap})")
+    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(CAP_AMBIENT_CLEAR_ALL)")
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # clears the permitted and effective sets
+    else:
+        header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+        data = (ctypes.c_uint32 * 6)()  # two empty {effective, permitted, inheritable} triples
+        _check(_libc.syscall(_SYS_CAPSET[os.uname().machine], header, data), "capset")
+    left = _capabilities()
+    if any(left.values()):
+        raise PermissionError(f"capabilities left after dropping them all: {left}")
+
+
+def _capabilities() -> dict[str, int]:
+    with open("/proc/self/status") as fh:
+        return {k: int(v, 16) for k, v in (line.split(":") for line in fh)
+                if k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
+
+
+def _last_capability() -> int:
+    with open("/proc/sys/kernel/cap_last_cap") as fh:
+        return int(fh.read())

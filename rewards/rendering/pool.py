@@ -67,6 +67,13 @@ class _Worker:
         except ChannelClosed as err:
             self.kill()
             raise RuntimeError(f"render worker {self.index} did not start: {err}; see its stderr above") from err
+        if not header.get("ready"):
+            self.kill()
+            raise RuntimeError(
+                f"render worker {self.index} cannot raise its sandbox walls, missing: {header.get('error')}. "
+                "Model-written code will not run without them: on Linux, allow unprivileged user namespaces "
+                "(sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0) "
+                "or run as root; RenderPool(isolate=False) is only for trusted code in tests.")
         self.ready = header
         return header
 
@@ -111,7 +118,8 @@ class RenderPool:
         kinds: renderers each worker preloads (``"svg"``, ``"matplotlib"``).
         limits: per-job rlimits (CPU seconds are derived from each call's timeout).
         max_source_bytes: larger sources are refused before they reach a worker.
-        isolate: enter namespaces (network, mount, PID); ``False`` only for debugging.
+        isolate: enter namespaces (user, network, mount, IPC, PID) and refuse to start without
+            them; ``False`` (no walls at all) only for trusted code in tests and debugging.
         uid_base: job uid of worker ``i`` is ``uid_base + i`` when running as root.
         tmp_mb: size of each worker's private ``/tmp``.
         audit_hook: install the Python audit hook in jobs (:mod:`rewards.rendering.guard`);

@@ -52,6 +52,9 @@ def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
     proto_in, proto_out = 0, os.dup(1)
     os.dup2(2, 1)  # a stray print() must never corrupt the protocol stream
+    # namespaces first: a preload may start a thread (pyarrow), and then a user namespace is refused
+    walls = oslevel.unshare_namespaces() if config["isolate"] else oslevel.Walls(
+        problems=["isolation disabled by the caller (isolate=False)"])
     for kind in config["kinds"]:
         jobs.PRELOADERS[kind]()
     for name in config.get("preload", []):
@@ -59,7 +62,11 @@ def main(argv: list[str]) -> int:
             __import__(name)
         except ImportError as err:
             logger.info("render worker: %s not preloaded: %s", name, err)
-    walls = _isolate(config)
+    _isolate(config, walls)
+    missing = walls.missing() if config["isolate"] else []
+    if missing:
+        write_message(proto_out, {"ready": False, "error": "; ".join(missing), "walls": asdict(walls)})
+        return 1
     real_root = os.geteuid() == 0 and not walls.user_namespace
     walls.job_uid = config["uid"] if real_root else None
     scratch_root = tempfile.mkdtemp(prefix="zoo-render-")
@@ -82,21 +89,21 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _isolate(config: dict[str, Any]) -> oslevel.Walls:
-    """Enter the namespaces; with a PID namespace, fork once and serve from its PID 1."""
+def _isolate(config: dict[str, Any], walls: oslevel.Walls) -> None:
+    """Lock the file-system view; with a PID namespace, fork once and serve from its PID 1."""
     if not config["isolate"]:
-        return oslevel.Walls(problems=["isolation disabled by the caller (isolate=False)"])
-    keep = [*config["keep_visible"], *jobs.data_roots()]
-    walls = oslevel.enter_worker_namespaces(config["hide"], keep, config["tmp_mb"])
+        return
+    oslevel.wall_off_files(walls, config["hide"], [*config["keep_visible"], *jobs.data_roots()], config["tmp_mb"])
+    oslevel.enter_pid_namespace(walls)
     if walls.pid_namespace:
         pid = os.fork()
         if pid:  # the outer process only mirrors the server's fate
             _, status = os.waitpid(pid, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         oslevel.set_parent_death_signal(signal.SIGKILL)
+        oslevel.mount_own_proc(walls)  # the trainer's /proc/<pid>/environ is out of sight
     for problem in walls.problems:
         logger.warning("render worker isolation: %s", problem)
-    return walls
 
 
 def _serve(proto_in: int, proto_out: int, ctx: _Context) -> None:
