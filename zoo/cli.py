@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from zoo.registry import info, list_models
 from zoo_common.registry import UnknownNameError
@@ -161,10 +162,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
     module, _, func = domain.evaluate.partition(":")
     evaluate = getattr(importlib.import_module(module), func)
     out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
-    metrics = evaluate(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit)
+    options = _eval_options(evaluate, args.options)
+    metrics = evaluate(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit, **options)
     print(json.dumps(metrics, indent=2, default=str))
     print(f"details in {out_dir}")
     return 0
+
+
+def _eval_options(evaluate: Any, pairs: Sequence[str]) -> dict[str, Any]:
+    """``--option key=value`` pairs (values read as YAML scalars) that the domain's evaluation accepts."""
+    import inspect
+
+    import yaml
+
+    params = inspect.signature(evaluate).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option {pair!r}: write KEY=VALUE, e.g. --option response_source=answer")
+        if not takes_any and key not in params:
+            raise ValueError(f"--option {key}: this domain's evaluation takes no such option")
+        options[key] = yaml.safe_load(value)
+    return options
 
 
 def cmd_domains(args: argparse.Namespace) -> int:
@@ -259,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", help="benchmark files (annotation file or folder); synthetic data needs none")
     p.add_argument("--entry", help="for a local directory: the registered model whose prompt and parser it uses")
     p.add_argument("--limit", type=int, help="evaluate only the first N samples")
+    p.add_argument("--option", dest="options", action="append", default=[], metavar="KEY=VALUE",
+                   help="a domain evaluation option, repeatable: --option response_source=answer (PathMMU: score "
+                   "the <answer> span instead of the raw response), --option max_new_tokens=512")
     p.add_argument("--out", help="output folder (default: outputs/eval/NAME-DATA)")
     p.add_argument("--revision", help="Hub branch, tag or commit")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda ...")

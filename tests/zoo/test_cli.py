@@ -68,3 +68,16 @@ def test_info_shows_weights_and_code_licence_the_pin_and_why_not(capsys):
     out = capsys.readouterr().out
     assert "revision      -  (not pinned: no commit of WenchuanZhang/Patho-R1-7B" in out
     assert "licence       cc-by-nc-nd-4.0\n" in out  # one licence when weights and code do not differ
+
+
+def test_eval_options_reach_the_domain_evaluation_or_are_named_errors():
+    from domains.gui.evaluate import run as gui_run
+    from domains.medical.evaluate import run as medical_run
+    from zoo.cli import _eval_options
+
+    assert _eval_options(medical_run, ["response_source=answer", "max_new_tokens=512"]) == {
+        "response_source": "answer", "max_new_tokens": 512}  # fmt: skip
+    with pytest.raises(ValueError, match="takes no such option"):
+        _eval_options(gui_run, ["response_source=answer"])
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        _eval_options(medical_run, ["response_source"])
