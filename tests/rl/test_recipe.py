@@ -170,3 +170,22 @@ def test_estimator_needing_rollout_ids_is_refused_at_load():
             "algorithm": {"adv_estimator": "ui-s1"}}
     with pytest.raises(RecipeError, match="traj_ids, step_ids, matches"):
         Recipe.from_dict(data)
+
+
+def test_resolved_recipe_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    import errno
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text("the previous run's recipe\n")
+    real_write = Path.write_text
+
+    def disk_full(self, text, *args, **kwargs):
+        real_write(self, text[:10], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        Recipe.from_dict(MINIMAL).to_yaml(path)
+    monkeypatch.undo()
+    assert path.read_text() == "the previous run's recipe\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["recipe.yaml"], "no partial file is left behind"

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     from zoo.data import Sample
     from zoo.engines.vlm.recipe import VLMRecipe
 
+#: How a recipe opts in to code shipped with its model.
+_OPT_IN = "model.trust_remote_code: true (or --set model.trust_remote_code=true)"
+
 
 def load_policy(recipe: VLMRecipe, samples: list[Sample] | None = None) -> tuple[Any, Any]:
     """``(model, processor)`` for ``recipe.model.name``: ``tiny:<arch>``, a local directory or a zoo name."""
@@ -80,9 +83,6 @@ def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
         raise RecipeError(f"model.name={name!r}: {err}") from err
     return str(path), None
 
-
-#: How a recipe opts in to code shipped with its model.
-_OPT_IN = "model.trust_remote_code: true (or --set model.trust_remote_code=true)"
 
 
 def _corpus(samples: list[Sample]) -> list[str]:
