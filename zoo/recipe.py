@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
+import os
 import re
 import types
 import typing
@@ -193,10 +194,16 @@ class Recipe:
         return _plain(dataclasses.asdict(self))
 
     def to_yaml(self, path: str | Path | None = None) -> str:
-        """The resolved recipe as YAML; written to ``path`` when given."""
+        """The resolved recipe as YAML; written to ``path`` when given, whole or not at all (a full disk
+        leaves a resumed run's previous ``recipe.yaml`` as it was, not truncated)."""
         text = yaml.safe_dump(self.to_dict(), sort_keys=False)
         if path is not None:
-            Path(path).write_text(text)
+            tmp = Path(f"{path}.tmp")
+            try:
+                tmp.write_text(text)
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
         return text
 
     @property

@@ -67,11 +67,24 @@ def test_yaml_round_trip(tmp_path):
         ("rewards.0.name.x=1", "rewards.0.name is a str value with no keys inside"),
         ("data.kwargs.n.x=1", "data.kwargs.n holds 3, not a mapping"),
         ("data.kwargs=[1, *x]", "not valid YAML"),
+        ("rewards.0.weight=.nan", "a reward weight must be a finite number"),
+        ("rewards.0.weight=-.inf", "a reward weight must be a finite number"),
     ],
 )
 def test_bad_overrides_name_the_problem(override, message):
     with pytest.raises(RecipeError, match=message.replace(".", r"\.").replace("(", r"\(")):
         Recipe.from_dict({**MINIMAL, "data": {"name": "synthetic-colour", "kwargs": {"n": 3}}}, [override])
+
+
+@pytest.mark.parametrize("override", ["training.lr.x=1", "rewards.0.weight=nan"])
+def test_zoo_train_exits_1_on_a_bad_recipe_before_training(tmp_path, capsys, override):
+    from zoo.cli import main
+
+    recipe = ROOT / "domains/synthetic/recipes/synthetic-colour.yaml"
+    assert main(["train", str(recipe), "--set", override, "--output-dir", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert not (tmp_path / "run").exists(), "nothing is written for a recipe that does not parse"
 
 
 def alias_bomb(levels: int) -> str:
@@ -151,3 +164,22 @@ def test_estimator_needing_rollout_ids_is_refused_at_load():
             "algorithm": {"adv_estimator": "ui-s1"}}
     with pytest.raises(RecipeError, match="traj_ids, step_ids, matches"):
         Recipe.from_dict(data)
+
+
+def test_resolved_recipe_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    import errno
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text("the previous run's recipe\n")
+    real_write = Path.write_text
+
+    def disk_full(self, text, *args, **kwargs):
+        real_write(self, text[:10], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        Recipe.from_dict(MINIMAL).to_yaml(path)
+    monkeypatch.undo()
+    assert path.read_text() == "the previous run's recipe\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["recipe.yaml"], "no partial file is left behind"

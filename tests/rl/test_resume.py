@@ -18,8 +18,8 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from zoo.engines.vlm import trl_engine
 from rewards.base import REWARDS, RewardResult, register
+from zoo.engines.vlm import trl_engine
 from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 from zoo.engines.vlm.trainer import ZooGRPOTrainer
 from zoo.runs import COMPLETE_MARKER, CorruptCheckpointError, is_complete, latest_checkpoint

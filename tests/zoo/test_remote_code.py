@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from safetensors.torch import save_file
 
 import zoo
 from zoo.cli import main
@@ -34,6 +35,9 @@ def plain_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("plain") / "model"
     model.save_pretrained(out)
     processor.save_pretrained(out)
+    # the tensors under the class's own names: transformers renames save_pretrained's legacy Qwen-VL
+    # keys for its built-in classes only, not for a class from a repository's code
+    save_file({k: v.clone() for k, v in model.state_dict().items()}, out.parent / "own-names.safetensors")
     return out
 
 
@@ -46,6 +50,7 @@ def evil_dir(plain_dir, tmp_path, monkeypatch) -> Path:
     out.mkdir()
     for file in plain_dir.iterdir():
         (out / file.name).write_bytes(file.read_bytes())
+    (out / "model.safetensors").write_bytes((plain_dir.parent / "own-names.safetensors").read_bytes())
     config = json.loads((out / "config.json").read_text())
     config["auto_map"] = {"AutoModelForImageTextToText": "evil.EvilModel"}
     (out / "config.json").write_text(json.dumps(config))

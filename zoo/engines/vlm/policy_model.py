@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from zoo.engines.vlm.recipe import VLMRecipe
     from zoo.engines.vlm.sft_engine import SFTRecipe
 
+#: How a recipe opts in to code shipped with its model.
+_OPT_IN = "model.trust_remote_code: true (or --set model.trust_remote_code=true)"
+
 
 def load_policy(
     recipe: VLMRecipe | SFTRecipe, samples: list[Sample] | None = None, corpus: list[str] | None = None
@@ -87,9 +90,6 @@ def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
         raise RecipeError(f"model.name={name!r}: {err}") from err
     return str(path), None
 
-
-#: How a recipe opts in to code shipped with its model.
-_OPT_IN = "model.trust_remote_code: true (or --set model.trust_remote_code=true)"
 
 
 def _corpus(samples: list[Sample]) -> list[str]:
