@@ -50,7 +50,11 @@ def synthetic_images(n: int, generator: torch.Generator, size: int = 32) -> tupl
         _, colour, shape = prompt.split()
         r = float(torch.randint(5, 11, (1,), generator=generator))
         cx, cy = (float(v) for v in torch.randint(10, size - 10, (2,), generator=generator))
-        inside = (xx - cx).abs().maximum((yy - cy).abs()) <= r if shape == "square" else (xx - cx) ** 2 + (yy - cy) ** 2 <= r**2
+        inside = (
+            (xx - cx).abs().maximum((yy - cy).abs()) <= r
+            if shape == "square"
+            else (xx - cx) ** 2 + (yy - cy) ** 2 <= r**2
+        )
         images[i] = 0.08
         images[i][:, inside] = torch.tensor(COLOURS[colour]).unsqueeze(1)
         captions.append(prompt)
@@ -96,7 +100,9 @@ def main() -> None:
         recipe = ROOT / "bench" / "recipes" / f"diffusion-learns-{method.replace('_', '-')}.yaml"
         for seed in args.seeds:
             model_dir = pretrained(method, seed, args.out / "pretrained", args.vae_steps, args.denoiser_steps)
-            sets = [f"model.name={model_dir}", f"training.seed={seed}"] + ([f"training.steps={args.steps}"] if args.steps else [])
+            sets = [f"model.name={model_dir}", f"training.seed={seed}"] + (
+                [f"training.steps={args.steps}"] if args.steps else []
+            )
             row = {"method": method, "seed": seed}
             for label, extra in [("rl", []), ("control_lr0", ["training.lr=0"])][: 1 if args.no_control else 2]:
                 start = time.perf_counter()
@@ -112,7 +118,9 @@ def main() -> None:
         controls = [r["control_lr0"]["delta"] for r in summary if r["method"] == method and "control_lr0" in r]
         mean = sum(deltas) / len(deltas)
         sd = math.sqrt(sum((d - mean) ** 2 for d in deltas) / max(1, len(deltas) - 1))
-        print(f"{method}: held-out reward change {mean:+.3f} (sd {sd:.3f}, seeds {args.seeds}); lr=0 control {controls}")
+        print(
+            f"{method}: held-out reward change {mean:+.3f} (sd {sd:.3f}, seeds {args.seeds}); lr=0 control {controls}"
+        )
 
 
 if __name__ == "__main__":

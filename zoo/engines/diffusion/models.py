@@ -147,7 +147,9 @@ def save_tiny(model: DiffusionModel, directory: str | Path) -> Path:
         {k: v.contiguous() for k, v in model.denoiser.state_dict().items()}, str(directory / "denoiser.safetensors")
     )
     save_file({k: v.contiguous() for k, v in model.vae.state_dict().items()}, str(directory / "vae.safetensors"))
-    (directory / TINY_CONFIG).write_text(json.dumps({**model.config, "vae_scaling_factor": model.vae.config.scaling_factor}))
+    (directory / TINY_CONFIG).write_text(
+        json.dumps({**model.config, "vae_scaling_factor": model.vae.config.scaling_factor})
+    )
     return directory
 
 

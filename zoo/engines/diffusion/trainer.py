@@ -95,7 +95,12 @@ def flat_round(run: Run, method: Method, prompts: list[str]) -> tuple[Transition
     trained = run.trained_steps(len(images_prompts), run.sampler.policy_steps)
     transitions = flat_transitions(start, outputs, cond_index, advantages, trained)
     run.round_cond = cond
-    return transitions, rewards, {**reward_metrics, "advantage_abs": float(advantages.abs().mean())}
+    evals = len(images_prompts) * alg.num_steps
+    return (
+        transitions,
+        rewards,
+        {**reward_metrics, "advantage_abs": float(advantages.abs().mean()), "sample_evals": evals},
+    )
 
 
 def optimise(run: Run, transitions: Transitions) -> dict[str, float]:
@@ -116,7 +121,10 @@ def optimise(run: Run, transitions: Transitions) -> dict[str, float]:
                 stats[key].append(value)
             if (b + 1) % accum == 0 or b == n_batches - 1:
                 stats["grad_norm"].append(run.optimizer_step())
-    return {f"train/{k}": sum(v) / len(v) for k, v in stats.items() if v}
+    metrics = {f"train/{k}": sum(v) / len(v) for k, v in stats.items() if v}
+    passes = 2 if recipe.algorithm.beta > 0 else 1  # the reference forward
+    metrics["train_evals"] = len(transitions) * recipe.algorithm.num_inner_epochs * passes
+    return metrics
 
 
 def step_loss(run: Run, part: Transitions, settings: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
