@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -28,9 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import itertools
-
-from diffusion_learns import pretrained
+from diffusion_learns import pretrained  # the same cached pre-trained model
 
 from zoo.train import run as zoo_train
 

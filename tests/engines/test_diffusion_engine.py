@@ -142,3 +142,29 @@ def test_tree_round_trains_branch_transitions_with_stepwise_advantages(tmp_path:
     torch.testing.assert_close(transitions.advantages[0], expected)
     train_round(run)
     assert any(not torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
+
+
+def reference_squares(n: int = 8):
+    """Reference images for Adv-GRPO: bright squares (a dataset loader, registered below)."""
+    from PIL import Image
+
+    from zoo.data import Sample
+
+    return [Sample(id=str(i), images=(Image.new("RGB", (32, 32), (200 + 5 * i, 180, 40)),)) for i in range(n)]
+
+
+def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> None:
+    from zoo.data import DATASETS, register_dataset
+
+    if "test-reference-squares" not in DATASETS:
+        register_dataset("test-reference-squares", f"{__name__}:reference_squares")
+    run = build_run(recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
+                           "algorithm.discriminator_lr=1e-2"), tmp_path)  # fmt: skip
+    discriminator = run.extra["discriminator"].discriminator
+    first = train_round(run)
+    for _ in range(3):
+        last = train_round(run)
+    assert last["disc/real"] - last["disc/fake"] > first["disc/real"] - first["disc/fake"]
+    assert run.reward is run.extra["discriminator"] and discriminator.training
+    with pytest.raises(RecipeError, match="reference_images"):
+        recipe("algorithm.method=adv_grpo")

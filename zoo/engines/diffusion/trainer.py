@@ -44,7 +44,7 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
             state = load_checkpoint(run, checkpoint)
             logger.info("resumed from %s (round %d)", checkpoint, state.step)
     log = MetricsLog(output_dir)
-    log.start(state.step)
+    log.start(state.step if state.step else -1)  # a fresh run drops rows an earlier run left in the directory
     if state.step == 0:
         log.log(0, run.evaluate(0))
     from tqdm.auto import tqdm
@@ -76,6 +76,8 @@ def train_round(run: Run) -> dict[str, Any]:
         transitions, rewards, metrics = tree_round(run, prompts)
     else:
         transitions, rewards, metrics = flat_round(run, method, prompts)
+    if method.adversarial:  # Adv-GRPO: the discriminator learns from this round's images after scoring them
+        metrics.update(run.extra["discriminator"].update(run.extra["last_images"]))
     metrics.update(optimise(run, transitions))
     metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
     return metrics
