@@ -125,3 +125,46 @@ def test_recipe_round_trips_through_yaml(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     original.to_yaml(path)
     assert DiffusionRecipe.from_yaml(path) == original
+
+
+def test_tree_round_trains_branch_transitions_with_stepwise_advantages(tmp_path: Path) -> None:
+    from zoo.engines.diffusion.tree import tree_evals, tree_round
+
+    run = build_run(recipe("algorithm.method=tree_grpo", "algorithm.num_steps=4", "algorithm.branch_steps=[0, 2]",
+                           "algorithm.branch_factor=2"), tmp_path)  # fmt: skip
+    before = [p.detach().clone() for p in run.trainable]
+    transitions, rewards, metrics = tree_round(run, ["a red square"])
+    assert rewards.shape == (4,) and len(transitions) == 1 + 2 and transitions.next_latents.shape[1] == 2
+    assert metrics["sample_evals"] == tree_evals(4, (0, 2), 2) == 1 + 2 + 2 + 4
+    # the root split's children: the mean leaf rewards of their subtrees, minus the root's value
+    std = rewards.std() + 1e-4
+    expected = (rewards.view(2, 2).mean(1) - rewards.mean()) / std
+    torch.testing.assert_close(transitions.advantages[0], expected)
+    train_round(run)
+    assert any(not torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
+
+
+def reference_squares(n: int = 8):
+    """Reference images for Adv-GRPO: bright squares (a dataset loader, registered below)."""
+    from PIL import Image
+
+    from zoo.data import Sample
+
+    return [Sample(id=str(i), images=(Image.new("RGB", (32, 32), (200 + 5 * i, 180, 40)),)) for i in range(n)]
+
+
+def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> None:
+    from zoo.data import DATASETS, register_dataset
+
+    if "test-reference-squares" not in DATASETS:
+        register_dataset("test-reference-squares", f"{__name__}:reference_squares")
+    run = build_run(recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
+                           "algorithm.discriminator_lr=1e-2"), tmp_path)  # fmt: skip
+    discriminator = run.extra["discriminator"].discriminator
+    first = train_round(run)
+    for _ in range(3):
+        last = train_round(run)
+    assert last["disc/real"] - last["disc/fake"] > first["disc/real"] - first["disc/fake"]
+    assert run.reward is run.extra["discriminator"] and discriminator.training
+    with pytest.raises(RecipeError, match="reference_images"):
+        recipe("algorithm.method=adv_grpo")

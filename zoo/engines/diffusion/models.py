@@ -97,7 +97,7 @@ class DiffusionModel:
         return _SD3_LORA_TARGETS if self.kind == "flow" else _UNET_LORA_TARGETS
 
 
-def build_tiny(name: str, *, seed: int = 0, sample_size: int = 16, **_: Any) -> DiffusionModel:
+def build_tiny(name: str, *, seed: int = 0, sample_size: int = 16) -> DiffusionModel:
     """A tiny random model from configs: ``tiny:sd3`` (flow), ``tiny:unet`` (DDIM) or ``tiny:lcm`` (LCM)."""
     from diffusers import (
         AutoencoderKL,
@@ -147,7 +147,9 @@ def save_tiny(model: DiffusionModel, directory: str | Path) -> Path:
         {k: v.contiguous() for k, v in model.denoiser.state_dict().items()}, str(directory / "denoiser.safetensors")
     )
     save_file({k: v.contiguous() for k, v in model.vae.state_dict().items()}, str(directory / "vae.safetensors"))
-    (directory / TINY_CONFIG).write_text(json.dumps(model.config))
+    (directory / TINY_CONFIG).write_text(
+        json.dumps({**model.config, "vae_scaling_factor": model.vae.config.scaling_factor})
+    )
     return directory
 
 
@@ -164,7 +166,9 @@ def load_model(name: str, tiny: dict[str, Any] | None = None) -> DiffusionModel:
             f"zoo.engines.diffusion.models.save_tiny (no {TINY_CONFIG} there)"
         )
     config = json.loads((directory / TINY_CONFIG).read_text())
+    scaling = config.pop("vae_scaling_factor", 1.0)
     model = build_tiny(**config)
+    model.vae.register_to_config(scaling_factor=scaling)
     model.denoiser.load_state_dict(load_file(str(directory / "denoiser.safetensors")))
     model.vae.load_state_dict(load_file(str(directory / "vae.safetensors")))
     return model

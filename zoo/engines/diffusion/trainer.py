@@ -44,7 +44,7 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
             state = load_checkpoint(run, checkpoint)
             logger.info("resumed from %s (round %d)", checkpoint, state.step)
     log = MetricsLog(output_dir)
-    log.start(state.step)
+    log.start(state.step if state.step else -1)  # a fresh run drops rows an earlier run left in the directory
     if state.step == 0:
         log.log(0, run.evaluate(0))
     from tqdm.auto import tqdm
@@ -76,6 +76,8 @@ def train_round(run: Run) -> dict[str, Any]:
         transitions, rewards, metrics = tree_round(run, prompts)
     else:
         transitions, rewards, metrics = flat_round(run, method, prompts)
+    if method.adversarial:  # Adv-GRPO: the discriminator learns from this round's images after scoring them
+        metrics.update(run.extra["discriminator"].update(run.extra["last_images"]))
     metrics.update(optimise(run, transitions))
     metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
     return metrics
@@ -95,7 +97,12 @@ def flat_round(run: Run, method: Method, prompts: list[str]) -> tuple[Transition
     trained = run.trained_steps(len(images_prompts), run.sampler.policy_steps)
     transitions = flat_transitions(start, outputs, cond_index, advantages, trained)
     run.round_cond = cond
-    return transitions, rewards, {**reward_metrics, "advantage_abs": float(advantages.abs().mean())}
+    evals = len(images_prompts) * alg.num_steps
+    return (
+        transitions,
+        rewards,
+        {**reward_metrics, "advantage_abs": float(advantages.abs().mean()), "sample_evals": evals},
+    )
 
 
 def optimise(run: Run, transitions: Transitions) -> dict[str, float]:
@@ -116,7 +123,10 @@ def optimise(run: Run, transitions: Transitions) -> dict[str, float]:
                 stats[key].append(value)
             if (b + 1) % accum == 0 or b == n_batches - 1:
                 stats["grad_norm"].append(run.optimizer_step())
-    return {f"train/{k}": sum(v) / len(v) for k, v in stats.items() if v}
+    metrics = {f"train/{k}": sum(v) / len(v) for k, v in stats.items() if v}
+    passes = 2 if recipe.algorithm.beta > 0 else 1  # the reference forward
+    metrics["train_evals"] = len(transitions) * recipe.algorithm.num_inner_epochs * passes
+    return metrics
 
 
 def step_loss(run: Run, part: Transitions, settings: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
