@@ -70,9 +70,9 @@ for size, base in (("1b", "StarCoder-1B + CLIP ViT-L/14 adapter"), ("8b", "StarC
 # --- systems without public weights: the zoo's recipes, rewards, data and evaluation ----------
 _UNRELEASED = (
     ("cad-rl", "2508.10118", "text/image to CadQuery code",
-     ("CAD-RL publishes no code, weights or data (ExeCAD). The zoo's recipe row: prompts, parser and "
-      "synthetic CadQuery data (cad-synthetic, text2cad); its geometric reward (executability, volume IoU, Chamfer "
-      "distance) needs the cadquery sandbox kind, not built yet. The paper's exact metric and weights are UNVERIFIED."),
+     ("CAD-RL publishes no code, weights or data (ExeCAD). The zoo's 'cad-geometry' reward is its own: the code "
+      "runs in the sandbox (cadquery kinds), 0.1 for building a valid solid + 0.9 exact volume IoU with the target, "
+      "Chamfer distance logged; the paper's exact metric and weights are UNVERIFIED. Data: cad-synthetic, text2cad."),
      parse_cadquery_block),
     ("rlrf", "2505.20793", "image to SVG code, RL from rendering feedback",
      ("RLRF weights and training code are unreleased. The zoo's 'rlrf-svg' reward follows the paper's terms "

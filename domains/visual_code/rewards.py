@@ -4,6 +4,7 @@
 ``msrl-chart``        VinciCoder's reward on matplotlib code: 0.9 DINOv2-tiled visual + 0.1 format
 ``svg-dino``          the same on SVG (skia renderer, 336 px as VinciCoder renders SVG)
 ``rlrf-svg``          RLRF-style: z-normalised L2 + Canny-edge L2 + perceptual + length; failure -1
+``cad-geometry``      CAD-RL style (zoo's weights): 0.1 executes + 0.9 volume IoU; Chamfer logged
 ``visual-programmability`` answer + 0.5 decision + 0.5 data accuracy (the zoo's reading of the paper)
 ===================== ==========================================================================
 
@@ -22,12 +23,14 @@ from typing import Any
 
 from domains.visual_code.prompts import extract_fenced
 from rewards.base import RewardResult, SampleReward, register, require, text_of
+from rewards.cad import CadGeometryReward
 from rewards.code_render import RenderedCodeReward
 from rewards.parsing import ParseError, answer_span, extract_tag, parse_number
 from rewards.rlrf import RlrfSvgReward
 
 register("msrl-chart", RenderedCodeReward("matplotlib", name="msrl-chart"))
 register("svg-dino", RenderedCodeReward("svg-skia", name="svg-dino"))
+register("cad-geometry", CadGeometryReward())
 register("rlrf-svg", RlrfSvgReward("svg-skia", encoder={"model": "facebook/dinov2-large"}))
 
 
