@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from rewards.rendering.oslevel import Limits
 from rewards.rendering.pool import RenderPool
 from rewards.rendering.result import RenderResult
-from rewards.rendering.validate import KINDS, Source
+from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source
 
-__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "default_pool", "render", "render_many",
+__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "default_pool", "pool_for", "render", "render_many",
            "shutdown_default_pool"]
 
 _default: RenderPool | None = None
@@ -33,13 +33,29 @@ def default_pool() -> RenderPool:
         return _default
 
 
+_optional: dict[str, RenderPool] = {}
+
+
+def pool_for(kind: str) -> RenderPool:
+    """The shared pool for ``DEFAULT_KINDS``; one more shared pool per optional kind (``svg-skia``),
+    so a chart run never loads skia and an SVG run never loads matplotlib workers it does not use."""
+    if kind in DEFAULT_KINDS or kind not in KINDS:
+        return default_pool()  # an unknown kind gets the pool's own named error
+    with _default_lock:
+        if kind not in _optional:
+            _optional[kind] = RenderPool(kinds=(kind,))
+        return _optional[kind]
+
+
 def shutdown_default_pool() -> None:
-    """Stop the shared pool's workers (also runs at interpreter exit)."""
+    """Stop the shared pools' workers (also runs at interpreter exit)."""
     global _default
     with _default_lock:
         if _default is not None:
             _default.close()
             _default = None
+        while _optional:
+            _optional.popitem()[1].close()
 
 
 atexit.register(shutdown_default_pool)
@@ -47,10 +63,10 @@ atexit.register(shutdown_default_pool)
 
 def render(kind: str, source: Source, *, size: tuple[int, int] = (256, 256), timeout: float = 10.0) -> RenderResult:
     """Render ``source`` (SVG text or matplotlib code) to an RGB image of exactly ``size``."""
-    return default_pool().render(kind, source, size=size, timeout=timeout)
+    return pool_for(kind).render(kind, source, size=size, timeout=timeout)
 
 
 def render_many(kind: str, sources: Sequence[Source], *, size: tuple[int, int] = (256, 256),
                 timeout: float = 10.0) -> list[RenderResult]:
     """:func:`render` for a batch, spread over the shared pool's workers."""
-    return default_pool().render_many(kind, sources, size=size, timeout=timeout)
+    return pool_for(kind).render_many(kind, sources, size=size, timeout=timeout)

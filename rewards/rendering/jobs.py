@@ -108,8 +108,16 @@ def _preload_matplotlib() -> None:
 
 RENDERERS: dict[str, Callable[[bytes, Size], bytes]] = {"svg": render_svg, "matplotlib": render_matplotlib}
 PRELOADERS: dict[str, Callable[[], None]] = {"svg": _preload_svg, "matplotlib": _preload_matplotlib}
+
+# Optional kinds, each in its own module (their packages load only in workers that preload them).
+from rewards.rendering import cad, chart_facts, svg_skia
+
+RENDERERS["svg-skia"], PRELOADERS["svg-skia"] = svg_skia.render_svg_skia, svg_skia.preload_svg_skia
+RENDERERS["matplotlib-facts"], PRELOADERS["matplotlib-facts"] = chart_facts.render_chart_facts, _preload_matplotlib
+RENDERERS["cadquery"], PRELOADERS["cadquery"] = cad.render_cadquery, cad.preload_cadquery
+RENDERERS["cadquery-geometry"], PRELOADERS["cadquery-geometry"] = cad.render_cadquery_geometry, cad.preload_cadquery
 #: Kinds that execute model-written Python (and so get the module blocklist of the audit hook).
-RUNS_MODEL_CODE = frozenset({"matplotlib"})
+RUNS_MODEL_CODE = frozenset({"matplotlib", "matplotlib-facts", "cadquery", "cadquery-geometry"})
 
 
 def install_roots() -> list[str]:

@@ -31,7 +31,7 @@ from rewards.rendering.jobs import python_roots
 from rewards.rendering.oslevel import Limits
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
 from rewards.rendering.result import INFRA_STATUSES, MODEL_FAILURE_STATUSES, RenderResult
-from rewards.rendering.validate import KINDS, Source, check_request, prepare_source
+from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source, check_request, prepare_source
 
 logger = logging.getLogger(__name__)
 #: Job uids are ``uid_base + worker index``: an id range no real account uses, so a job can
@@ -129,7 +129,7 @@ class RenderPool:
             (a module that is not installed is skipped).
     """
 
-    def __init__(self, workers: int | None = None, *, kinds: Sequence[str] = KINDS, limits: Limits | None = None,
+    def __init__(self, workers: int | None = None, *, kinds: Sequence[str] = DEFAULT_KINDS, limits: Limits | None = None,
                  max_source_bytes: int = 2 * 1024 * 1024, isolate: bool = True, uid_base: int = DEFAULT_UID_BASE,
                  tmp_mb: int = 256, preload: Sequence[str] = ("pandas",), audit_hook: bool = True) -> None:
         unknown = sorted(set(kinds) - set(KINDS))

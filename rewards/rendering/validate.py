@@ -10,7 +10,10 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
-KINDS = ("svg", "matplotlib")
+#: Every kind a pool can serve; DEFAULT_KINDS are those a pool preloads when none are named
+#: (the optional ones need extra packages: skia-python for ``svg-skia``, cadquery for ``cadquery*``).
+KINDS = ("svg", "matplotlib", "svg-skia", "matplotlib-facts", "cadquery", "cadquery-geometry")
+DEFAULT_KINDS = ("svg", "matplotlib")
 MAX_SIDE = 4096
 Source = str | bytes
 

@@ -1,0 +1,21 @@
+"""Visual code: chart-to-matplotlib (MSRL), image-to-SVG (StarVector, RLRF style), text-to-CadQuery (CAD-RL style)."""
+
+from zoo.domains import Domain
+
+DOMAIN = Domain(
+    name="visual_code",
+    summary="chart, SVG and CAD code generation rewarded by rendering (MSRL, StarVector/RLRF, CAD-RL style)",
+    entries="domains.visual_code.entries",
+    rewards="domains.visual_code.rewards",
+    datasets={
+        "chart-synthetic": "domains.visual_code.data:synthetic_charts",
+        "svg-synthetic": "domains.visual_code.data:synthetic_svgs",
+        "cad-synthetic": "domains.visual_code.data:synthetic_cad",
+        "chartmimic": "domains.visual_code.data:load_chartmimic",
+        "plot2code": "domains.visual_code.data:load_plot2code",
+        "svg-stack": "domains.visual_code.data:load_svg_stack",
+        "text2cad": "domains.visual_code.data:load_text2cad",
+    },
+    evaluate="domains.visual_code.evaluate:run",
+    benchmarks=("chartmimic", "plot2code", "chart-synthetic"),
+)

@@ -1,0 +1,211 @@
+"""Chart, SVG and CAD code data as :class:`~zoo.data.Sample` lists, in the benchmarks' published formats.
+
+* ChartMimic (ChartMimic/ChartMimic, ``dataset/ori_500/``): ``<name>.png`` next to ``<name>.py``,
+  the reference chart and the matplotlib code that drew it (direct-mimic task).
+* Plot2Code (TencentARC/Plot2Code on the Hub, split ``test``, 368 rows): columns ``image``,
+  ``url``, ``code``, ``instruction``, read from the parquet export or a jsonl file (an image is
+  a datasets ``{"bytes", "path"}`` struct, a base64 string or a path).
+* SVG-Stack (``starvector/svg-stack``): columns ``Filename`` and ``Svg``
+  (joanrod/star-vector ``starvector/data/stacksvg.py``); parquet or jsonl.
+* Text2CAD: the annotation CSV's ``uid`` and one text level column (``abstract``, ``beginner``,
+  ``intermediate``, ``expert``; column names UNVERIFIED beyond these), with an optional folder
+  of CadQuery scripts ``<uid>.py`` as references (ExeCAD's CadQuery scripts are unpublished, so
+  the zoo reads such a folder when one exists).
+
+Each sample's ``target`` holds ``code`` (reference code), ``language`` (``matplotlib``, ``svg``,
+``cadquery``) and, for image tasks, ``image``: the reference picture as a file path or a PNG
+``data:`` URI, so targets stay JSON for TRL's dataset (:func:`rewards.code_render.reference_image`
+reads both).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from domains.visual_code import prompts
+from domains.visual_code.synthetic import random_cad_part, random_chart_code, random_svg
+from zoo.data import Sample
+
+logger = logging.getLogger(__name__)
+
+
+class DataFormatError(ValueError):
+    """A file is not in the published format the loader reads; the message names what is missing."""
+
+
+def messages(text: str, with_image: bool = True) -> list[dict[str, Any]]:
+    """One user turn: ``[image, text]`` (MSRL's layout), or text only for text-to-CAD."""
+    content = ([{"type": "image"}] if with_image else []) + [{"type": "text", "text": text}]
+    return [{"role": "user", "content": content}]
+
+
+def data_uri(image: Any) -> str:
+    """A PNG ``data:`` URI: the reference image inside a JSON-serialisable target (TRL's dataset)."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _render_targets(kind: str, codes: list[str], size: int) -> list[Any]:
+    """Reference images drawn by the same sandboxed renderer the rewards use."""
+    from rewards.rendering import render_many
+
+    results = render_many(kind, codes, size=(size, size))
+    bad = [(i, r.error) for i, r in enumerate(results) if not r.ok]
+    if bad:
+        raise RuntimeError(f"synthetic {kind} references failed to render: {bad[:3]}")
+    return [r.image for r in results]
+
+
+# --- synthetic ---------------------------------------------------------------------------------
+
+
+def synthetic_charts(n: int = 8, seed: int = 0, size: int = 64) -> list[Sample]:
+    """``n`` random matplotlib charts with their code; prompt is MSRL's."""
+    rng = np.random.default_rng(seed)
+    made = [random_chart_code(rng) for _ in range(n)]
+    images = _render_targets("matplotlib", [code for code, _ in made], size)
+    return [Sample(f"synth-chart-{i}", (image,), messages(prompts.MSRL_PROMPT),
+                   {"code": code, "language": "matplotlib", "image": data_uri(image)}, {"chart_type": facts["type"]})
+            for i, ((code, facts), image) in enumerate(zip(made, images, strict=True))]
+
+
+def synthetic_svgs(n: int = 8, seed: int = 0, size: int = 64, kind: str = "svg") -> list[Sample]:
+    """``n`` random SVG scenes; ``kind`` is the renderer of the references (``svg`` or ``svg-skia``)."""
+    rng = np.random.default_rng(seed)
+    codes = [random_svg(rng) for _ in range(n)]
+    images = _render_targets(kind, codes, size)
+    return [Sample(f"synth-svg-{i}", (image,), messages(prompts.SVG_PROMPT),
+                   {"code": code, "language": "svg", "image": data_uri(image)})
+            for i, (code, image) in enumerate(zip(codes, images, strict=True))]
+
+
+def synthetic_cad(n: int = 8, seed: int = 0) -> list[Sample]:
+    """``n`` random CadQuery parts: text description in, reference code in the target."""
+    rng = np.random.default_rng(seed)
+    parts = [random_cad_part(rng) for _ in range(n)]
+    return [Sample(f"synth-cad-{i}", (), messages(prompts.CADQUERY_PROMPT.format(description=text), False),
+                   {"code": code, "language": "cadquery", "description": text})
+            for i, (code, text) in enumerate(parts)]
+
+
+# --- published formats -------------------------------------------------------------------------
+
+
+def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
+    """ChartMimic direct-mimic pairs from a folder of ``<name>.png`` + ``<name>.py``."""
+    root = Path(path)
+    if not root.is_dir():
+        raise DataFormatError(f"ChartMimic path {root} is not a folder (expected dataset/ori_500 with .png/.py pairs)")
+    pairs = [(png, png.with_suffix(".py")) for png in sorted(root.glob("*.png")) if png.with_suffix(".py").is_file()]
+    if not pairs:
+        raise DataFormatError(f"{root} holds no <name>.png with a matching <name>.py (ChartMimic's ori_500 layout)")
+    samples = [Sample(png.stem, (str(png),), messages(prompts.MSRL_PROMPT),
+                      {"code": py.read_text(encoding="utf-8"), "language": "matplotlib", "image": str(png)},
+                      {"chart_type": png.stem.rsplit("_", 1)[0]}) for png, py in pairs]
+    return samples[:limit]
+
+
+def _rows(path: str | Path) -> list[Mapping[str, Any]]:
+    file = Path(path)
+    if not file.is_file():
+        raise DataFormatError(f"{file} does not exist (expected a .parquet or .jsonl file)")
+    if file.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(file).to_pylist()
+    if file.suffix in (".jsonl", ".json"):
+        lines = file.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+    raise DataFormatError(f"{file}: unsupported suffix {file.suffix!r}; use .parquet or .jsonl")
+
+
+def _need(row: Mapping[str, Any], keys: Iterable[str], where: str) -> None:
+    missing = [k for k in keys if k not in row]
+    if missing:
+        raise DataFormatError(f"{where}: row lacks {missing}; it has {sorted(row)}")
+
+
+def _image(value: Any, base: Path) -> Any:
+    """A datasets image struct, base64 text or a path, as a PIL image or a path string."""
+    from PIL import Image
+
+    if isinstance(value, Mapping):
+        if value.get("bytes"):
+            return Image.open(io.BytesIO(value["bytes"]))
+        value = value.get("path")
+    if isinstance(value, (bytes, bytearray)):
+        return Image.open(io.BytesIO(value))
+    if isinstance(value, str) and value:
+        candidate = base / value
+        return str(candidate) if candidate.is_file() else Image.open(io.BytesIO(base64.b64decode(value)))
+    raise DataFormatError(f"cannot read an image from {type(value).__name__} {str(value)[:60]!r}")
+
+
+def load_plot2code(path: str | Path, limit: int | None = None, with_instruction: bool = False) -> list[Sample]:
+    """Plot2Code rows; ``with_instruction`` adds the instruction text (the paper's Conditional Asking)."""
+    samples = []
+    for i, row in enumerate(_rows(path)[:limit]):
+        _need(row, ("image", "code"), f"Plot2Code row {i}")
+        text = prompts.MSRL_PROMPT + (f"\n\n{row['instruction']}" if with_instruction and row.get("instruction") else "")
+        image = _image(row["image"], Path(path).parent)
+        samples.append(Sample(f"plot2code-{i}", (image,), messages(text),
+                              {"code": row["code"], "language": "matplotlib",
+                               "image": image if isinstance(image, str) else data_uri(image)},
+                              {"url": row.get("url")}))
+    return samples
+
+
+def load_svg_stack(path: str | Path, limit: int | None = None, size: int = 224, kind: str = "svg") -> list[Sample]:
+    """SVG-Stack rows (``Filename``, ``Svg``); reference images are rendered from ``Svg`` in the sandbox.
+
+    Rows whose SVG does not render are dropped with a warning (SVG-Stack holds some; StarVector's
+    own loader swaps in a placeholder instead, which would teach a model to draw it).
+    """
+    rows = _rows(path)[:limit]
+    for i, row in enumerate(rows):
+        _need(row, ("Filename", "Svg"), f"SVG-Stack row {i}")
+    from rewards.rendering import render_many
+
+    samples = []
+    for row, result in zip(rows, render_many(kind, [r["Svg"] for r in rows], size=(size, size)), strict=True):
+        if not result.ok:
+            logger.warning("SVG-Stack %s does not render (%s): dropped", row["Filename"], result.error)
+            continue
+        samples.append(Sample(str(row["Filename"]), (result.image,), messages(prompts.SVG_PROMPT),
+                              {"code": row["Svg"], "language": "svg", "image": data_uri(result.image)}))
+    return samples
+
+
+TEXT2CAD_LEVELS = ("abstract", "beginner", "intermediate", "expert")
+
+
+def load_text2cad(path: str | Path, level: str = "expert", code_dir: str | Path | None = None,
+                  limit: int | None = None) -> list[Sample]:
+    """Text2CAD annotation CSV rows (``uid`` + a text level); references from ``code_dir/<uid>.py``."""
+    if level not in TEXT2CAD_LEVELS:
+        raise ValueError(f"level must be one of {TEXT2CAD_LEVELS}, got {level!r}")
+    file = Path(path)
+    if not file.is_file():
+        raise DataFormatError(f"Text2CAD annotation file {file} does not exist")
+    with file.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    samples = []
+    for i, row in enumerate(rows[:limit]):
+        _need(row, ("uid", level), f"Text2CAD row {i}")
+        script = Path(code_dir) / f"{row['uid'].replace('/', '_')}.py" if code_dir else None
+        target = {"language": "cadquery", "description": row[level]}
+        if script is not None and script.is_file():
+            target["code"] = script.read_text(encoding="utf-8")
+        samples.append(Sample(row["uid"], (), messages(prompts.CADQUERY_PROMPT.format(description=row[level]), False),
+                              target, {"level": level}))
+    return samples

@@ -1,0 +1,90 @@
+"""Chart, SVG and CAD code models (facts: research/domain-code-diffusion.md §A).
+
+MSRL and StarVector publish weights; CAD-RL, RLRF and Visual Programmability do not, so their
+rows carry ``released=False`` and point at the zoo's recipe, reward, data and evaluation "in
+the style of" each paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from domains.visual_code.prompts import (
+    MSRL_MAX_PIXELS,
+    MSRL_MIN_PIXELS,
+    MSRL_PROMPT,
+    parse_cadquery_block,
+    parse_python_block,
+    parse_svg,
+)
+from zoo.kinds import VLMSpec
+from zoo.registry import ModelEntry, register
+
+# MSRL README: user turn [image, MSRL_PROMPT], max_new_tokens=4096, top_p=1, temperature=0.1.
+_MSRL_SPEC = VLMSpec(
+    user=MSRL_PROMPT, min_pixels=MSRL_MIN_PIXELS, max_pixels=MSRL_MAX_PIXELS, coord_frame="none",
+    max_new_tokens=4096, parser=parse_python_block,
+)
+_MSRL_NOTE = ("Authors' sampling: temperature 0.1, top_p 1. Render the code with rewards.render('matplotlib', ...) "
+              "(a sandboxed worker): it is model-written Python.")
+for name, repo, base, task in (
+    ("msrl", "DocTron/MSRL", "MSRL-SFT (Qwen2.5-VL-7B-Instruct, SFT on 2.8M chart-code pairs), then two-stage RL",
+     "chart image to matplotlib code (RL-tuned)"),
+    ("msrl-sft", "DocTron/MSRL-SFT", "Qwen2.5-VL-7B-Instruct (SFT on 2.8M chart-code pairs)",
+     "chart image to matplotlib code (SFT start of MSRL)"),
+):
+    register(ModelEntry(
+        name=name, repo_id=repo, spec=_MSRL_SPEC, architecture="qwen2_5_vl", base_model=base, domain="visual_code",
+        task=task, license="apache-2.0", paper="2508.13587", notes=_MSRL_NOTE,
+    ))
+
+
+@dataclass(frozen=True)
+class StarVectorSpec(VLMSpec):
+    """StarVector: image in, raw SVG out, through the repository's own ``generate_im2svg`` (custom code).
+
+    It is a VLM for the catalog but not a transformers image-text-to-text model, so it names its
+    own pipeline (:func:`domains.visual_code.starvector.load_starvector_pipeline`).
+    """
+
+    pipeline: ClassVar[str] = "domains.visual_code.starvector:load_starvector_pipeline"
+
+
+_STARVECTOR_NOTE = (
+    "Runs the repository's own Python (StarVectorForCausalLM): zoo.load asks for trust_remote_code=True by name. "
+    "No revision is pinned: the zoo's research could not read the Hub's commit list (no Hub access), so pass "
+    "revision=<commit> after reading the code at that commit. The repository's pinned stack is torch 2.5.1 / "
+    "transformers 4.49 (joanrod/star-vector pyproject.toml); newer stacks are untested. "
+    "RLRF (arXiv 2505.20793) RL-tunes this model; its weights are not published."
+)
+for size, base in (("1b", "StarCoder-1B + CLIP ViT-L/14 adapter"), ("8b", "StarCoder2-7B + SigLIP adapter")):
+    register(ModelEntry(
+        name=f"starvector-{size}-im2svg", aliases=("starvector",) if size == "8b" else (),
+        repo_id=f"starvector/starvector-{size}-im2svg",
+        spec=StarVectorSpec(user="", coord_frame="none", max_new_tokens=4000, parser=parse_svg),
+        architecture="starvector", base_model=base, domain="visual_code", task="image to SVG code (im2svg)",
+        license="apache-2.0", paper="2312.11556", trust_remote_code=True, notes=_STARVECTOR_NOTE,
+    ))
+
+# --- systems without public weights: the zoo's recipes, rewards, data and evaluation ----------
+_UNRELEASED = (
+    ("cad-rl", "2508.10118", "text/image to CadQuery code",
+     ("CAD-RL publishes no code, weights or data (ExeCAD). The zoo's 'cad-geometry' reward is its own: the code "
+      "runs in the sandbox (cadquery kinds), 0.1 for building a valid solid + 0.9 exact volume IoU with the target, "
+      "Chamfer distance logged; the paper's exact metric and weights are UNVERIFIED. Data: cad-synthetic, text2cad."),
+     parse_cadquery_block),
+    ("rlrf", "2505.20793", "image to SVG code, RL from rendering feedback",
+     ("RLRF weights and training code are unreleased. The zoo's 'rlrf-svg' reward follows the paper's terms "
+      "(normalised L2, Canny-edge L2, perceptual, length); weights are the zoo's own where the paper gives none. "
+      "Recipe: domains/visual_code/recipes/rlrf-svg-grpo.yaml."), parse_svg),
+    ("visual-programmability", None, "chart QA choosing code-as-thought or direct answer",
+     ("No code or weights found. The zoo's 'visual-programmability' reward is its own reading of the abstract: "
+      "answer accuracy, a decision reward and a data-accuracy reward; every formula is the zoo's (UNVERIFIED)."),
+     parse_python_block),
+)
+for name, paper, task, note, parser in _UNRELEASED:
+    register(ModelEntry(
+        name=name, repo_id=None, spec=VLMSpec(coord_frame="none", parser=parser), architecture="unknown",
+        base_model="unknown (UNVERIFIED)", domain="visual_code", task=task, paper=paper, released=False, notes=note,
+    ))

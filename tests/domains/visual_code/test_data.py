@@ -1,0 +1,95 @@
+"""Loaders on small files written in each benchmark's published format, and the synthetic generators."""
+
+import base64
+import csv
+import io
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from domains.visual_code import data
+from domains.visual_code.synthetic import random_cad_part, random_chart_code, random_svg
+from rewards.code_render import reference_image
+
+CHART = "import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [1, 2])\n"
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 8 8"><rect width="8" height="4" fill="#ff0000"/></svg>'
+
+
+def _png_bytes(color=(255, 0, 0)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_chartmimic_reads_png_py_pairs(tmp_path):
+    (tmp_path / "bar_1.png").write_bytes(_png_bytes())
+    (tmp_path / "bar_1.py").write_text(CHART)
+    (tmp_path / "orphan.png").write_bytes(_png_bytes())  # no code: not a pair
+    (samples,) = data.load_chartmimic(tmp_path)
+    assert samples.id == "bar_1" and samples.target["code"] == CHART and samples.meta["chart_type"] == "bar"
+    assert samples.prompt[0]["content"][0] == {"type": "image"}
+
+
+def test_chartmimic_without_pairs_is_a_named_error(tmp_path):
+    with pytest.raises(data.DataFormatError, match="ori_500"):
+        data.load_chartmimic(tmp_path)
+
+
+def test_plot2code_parquet_with_datasets_image_structs(tmp_path):
+    rows = [{"image": {"bytes": _png_bytes(), "path": None}, "url": "u", "code": CHART, "instruction": "Draw bars."}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "test.parquet")
+    (sample,) = data.load_plot2code(tmp_path / "test.parquet", with_instruction=True)
+    assert sample.target["code"] == CHART and sample.images[0].size == (8, 8)
+    assert sample.question.endswith("Draw bars.")
+
+
+def test_plot2code_jsonl_with_base64_and_a_missing_column(tmp_path):
+    good = {"image": base64.b64encode(_png_bytes()).decode(), "code": CHART, "url": "u", "instruction": "i"}
+    (tmp_path / "p.jsonl").write_text(json.dumps(good) + "\n")
+    assert data.load_plot2code(tmp_path / "p.jsonl")[0].images[0].size == (8, 8)
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"image": good["image"]}) + "\n")
+    with pytest.raises(data.DataFormatError, match="code"):
+        data.load_plot2code(tmp_path / "bad.jsonl")
+
+
+def test_svg_stack_renders_references_and_drops_broken_rows(tmp_path):
+    rows = [{"Filename": "a.svg", "Svg": SVG}, {"Filename": "broken.svg", "Svg": "<svg"}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
+    (sample,) = data.load_svg_stack(tmp_path / "train.parquet", size=16)
+    pixels = np.asarray(reference_image(sample.target["image"]))
+    assert sample.id == "a.svg" and tuple(pixels[2, 8]) == (255, 0, 0) and tuple(pixels[12, 8]) == (255, 255, 255)
+
+
+def test_text2cad_csv_with_cadquery_folder(tmp_path):
+    with (tmp_path / "text2cad.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, ["uid", "abstract", "beginner", "intermediate", "expert"])
+        writer.writeheader()
+        writer.writerow({"uid": "0000/00001", "abstract": "a plate", "beginner": "b", "intermediate": "i",
+                         "expert": "A 10 mm plate."})
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "0000_00001.py").write_text("result = 1\n")
+    (sample,) = data.load_text2cad(tmp_path / "text2cad.csv", code_dir=tmp_path / "code")
+    assert sample.target == {"language": "cadquery", "description": "A 10 mm plate.", "code": "result = 1\n"}
+    with pytest.raises(ValueError, match="level"):
+        data.load_text2cad(tmp_path / "text2cad.csv", level="novice")
+
+
+def test_generators_are_seeded_and_their_code_compiles():
+    for make in (random_chart_code, random_cad_part):
+        a, b = make(np.random.default_rng(3)), make(np.random.default_rng(3))
+        assert a == b
+        compile(a[0], "<generated>", "exec")
+    assert random_svg(np.random.default_rng(1)) == random_svg(np.random.default_rng(1))
+
+
+def test_synthetic_charts_reference_is_the_render_of_its_code():
+    from rewards.rendering import render
+
+    (sample,) = data.synthetic_charts(n=1, size=32)
+    again = render("matplotlib", sample.target["code"], size=(32, 32)).image
+    assert np.array_equal(np.asarray(again), np.asarray(reference_image(sample.target["image"])))
+    assert np.array_equal(np.asarray(again), np.asarray(sample.images[0]))
