@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from zoo import bounded_yaml
+
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
@@ -214,9 +216,6 @@ class Recipe:
 
 #: Largest recipe file read (bytes); the biggest shipped recipe is a few kB.
 MAX_RECIPE_BYTES = 1 << 20
-#: Most YAML nodes a recipe may hold once its aliases are expanded (an "alias bomb" of nested
-#: ``*refs`` is tiny on disk and exponential in memory when copied).
-MAX_RECIPE_NODES = 100_000
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -227,50 +226,14 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_RECIPE_BYTES:
         raise RecipeError(f"recipe {str(path)!r} is {path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}")
     try:
-        data = _bounded_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+        data = bounded_yaml.load(path.read_text(encoding="utf-8")) or {}
+    except bounded_yaml.YAMLLimitError as err:
+        raise RecipeError(f"recipe {str(path)!r} {err}") from err
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as err:
         raise RecipeError(f"recipe {str(path)!r} is not valid YAML (or nested too deeply): {err}") from err
     if not isinstance(data, dict):
         raise RecipeError(f"recipe {str(path)!r} must be a YAML mapping, got {type(data).__name__}")
     return data
-
-
-def _bounded_yaml(text: str, name: str) -> Any:
-    """``yaml.safe_load`` that first counts the nodes the document expands to, aliases included."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _expanded_size(node, {}, set(), name)
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
-
-
-def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int], name: str) -> int:
-    """Nodes in ``node`` with every alias expanded (memoised: shared nodes are counted once per use)."""
-    key = id(node)
-    if key in sizes:
-        return sizes[key]
-    if key in open_nodes:
-        raise RecipeError(f"recipe {name!r} has an alias that contains itself; recipes are plain trees")
-    open_nodes.add(key)
-    if isinstance(node, yaml.MappingNode):
-        children = [child for pair in node.value for child in pair]
-    elif isinstance(node, yaml.SequenceNode):
-        children = list(node.value)
-    else:
-        children = []
-    size = 1 + sum(_expanded_size(child, sizes, open_nodes, name) for child in children)
-    open_nodes.discard(key)
-    if size > MAX_RECIPE_NODES:
-        raise RecipeError(
-            f"recipe {name!r} expands to more than {MAX_RECIPE_NODES} YAML nodes through its aliases (&anchor/*ref); "
-            "write the values out instead"
-        )
-    sizes[key] = size
-    return size
 
 
 def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), engine: str | None = None) -> Recipe:
@@ -399,7 +362,9 @@ def _apply_override(cls: type, data: dict[str, Any], override: str) -> None:
         raise RecipeError(f"override {override!r} must look like key.path=value (e.g. training.lr=1e-5)")
     parts = key.strip().split(".")
     try:
-        value = _bounded_yaml(raw, f"override {key.strip()}") if raw.strip() else ""
+        value = bounded_yaml.load(raw) if raw.strip() else ""
+    except bounded_yaml.YAMLLimitError as err:
+        raise RecipeError(f"override {key.strip()!r}: the value {err}") from err
     except (yaml.YAMLError, RecursionError) as err:
         raise RecipeError(f"override {override!r}: the value is not valid YAML ({err})") from err
     node: Any = data

@@ -25,7 +25,11 @@ from zoo.tiny import build_tiny_vlm
 EVIL = """\
 import os
 open(os.environ["ZOO_TEST_MARKER"], "w").write("ran")
-from transformers import Qwen2_5_VLForConditionalGeneration as EvilModel
+from transformers import Qwen2_5_VLForConditionalGeneration
+
+
+class EvilModel(Qwen2_5_VLForConditionalGeneration):  # a subclass: transformers marks it as remote code
+    pass
 """
 
 

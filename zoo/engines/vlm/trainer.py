@@ -232,7 +232,7 @@ def checkpoint_write_error(folder: Path, err: OSError) -> OSError:
     return OSError(
         err.errno,
         f"could not write {folder.name} ({err.strerror or err}); the partial folder was removed and {kept}. "
-        "Free space, then continue with `zoo train <recipe> --resume`",
+        "Once the cause is fixed (a full disk: free space), continue with `zoo train <recipe> --resume`",
     )
 
 
