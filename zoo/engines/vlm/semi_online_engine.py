@@ -22,9 +22,9 @@ mini-batches folded into one step), so the old log-probabilities are the current
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import random
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,11 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     samples = recipe.data.load()
     episodes = group_episodes(samples)
     expert = answer_format(mt.expert_format)
+    if resume and tr.lora.enabled:
+        from zoo.recipe import RecipeError
+
+        raise RecipeError("--resume of a LoRA semi-online run is not supported (checkpoints hold adapters only); "
+                          "start again, or train without training.lora")  # fmt: skip
     checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
     if checkpoint is not None:
         from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -68,6 +73,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     learner = SemiOnlineLearner(recipe, model, processor)
     if checkpoint is not None:
         learner.load_state_dict(torch.load(checkpoint / STATE_FILE, weights_only=False))
+    model = learner.model
     score, match_key = _score(recipe)
     policy = VLMPolicy(model, processor, temperature=alg.temperature, top_p=alg.top_p,
                        max_new_tokens=alg.max_completion_length)  # fmt: skip
@@ -91,6 +97,8 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     bar.close()
     log.finish()
     model.eval()
+    if hasattr(model, "merge_and_unload"):  # LoRA: ship the merged weights, loadable like any checkpoint
+        model = model.merge_and_unload()
     model.save_pretrained(output_dir / "final", safe_serialization=True)
     processor.save_pretrained(output_dir / "final")
     return output_dir
@@ -112,15 +120,26 @@ class SemiOnlineLearner:
     def __init__(self, recipe: VLMRecipe, model: torch.nn.Module, processor: Any) -> None:
         from zoo.engines.vlm.sft import freeze_vision_tower
 
-        self.recipe, self.model, self.processor = recipe, model, processor
+        from zoo.engines.vlm.trl_engine import peft_config
+
         tr = recipe.training
         torch.manual_seed(tr.seed)
         self.rng = random.Random(tr.seed)
+        device = "cpu" if tr.use_cpu or not torch.cuda.is_available() else "cuda"
+        model.to(device)
+        self.reference = copy.deepcopy(model).eval() if recipe.algorithm.beta > 0 else None
         if tr.freeze_vision:
             logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
+        if tr.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        lora = peft_config(recipe)
+        if lora is not None:
+            from peft import get_peft_model
+
+            model = get_peft_model(model, lora)
+        self.recipe, self.model, self.processor = recipe, model, processor
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=tr.lr, weight_decay=tr.weight_decay)
-        self.reference = copy.deepcopy(model).eval() if recipe.algorithm.beta > 0 else None
         self.step = 0
 
     def advantages(self, records: list[StepRecord]) -> tuple[list[StepRecord], torch.Tensor, torch.Tensor]:
@@ -156,13 +175,14 @@ class SemiOnlineLearner:
         self.model.train()
         clip_low, clip_high = alg.clips()
         loss_fn = POLICY_LOSSES.get(alg.loss.loss)
+        options = {"dual_clip": alg.dual_clip} if "dual_clip" in inspect.signature(loss_fn).parameters else {}
         total = 0.0
         for start in range(0, len(rows), tr.batch_size):
             chunk = rows[start : start + tr.batch_size]
             logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk])
             loss, _ = loss_fn(logps, logps.detach(), adv[chunk].to(logps.device), mask, clip_low=clip_low,
                               clip_high=clip_high, agg=alg.loss.aggregation,
-                              loss_scale_factor=alg.loss.scale(alg.max_completion_length))  # fmt: skip
+                              loss_scale_factor=alg.loss.scale(alg.max_completion_length), **options)  # fmt: skip
             if self.reference is not None:
                 with torch.no_grad():
                     ref, _ = turn_logps(self.reference, self.processor, [records[i] for i in chunk])
