@@ -4,7 +4,7 @@ from zoo.domains import Domain
 
 DOMAIN = Domain(
     name="gui",
-    summary="GUI grounding and mobile agents (GUI-G1, UI-S1), ScreenSpot evaluation",
+    summary="GUI grounding and mobile agents (GUI-G1, UI-S1), ScreenSpot and AndroidControl-format evaluation",
     entries="domains.gui.entries",
     rewards="domains.gui.rewards",
     algorithms="domains.gui.algorithms",
@@ -22,5 +22,6 @@ DOMAIN = Domain(
         "ui-s1-action": "domains.gui.prompts:ui_s1_action_response",
     },
     evaluate="domains.gui.evaluate:run",
-    benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny"),
+    benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny", "android-control",
+                "android-control-low", "synthetic-episodes"),
 )
