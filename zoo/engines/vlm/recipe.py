@@ -149,6 +149,12 @@ class MultiTurnConfig:
     """Registered answer format (``zoo.data.ANSWER_FORMATS``) writing the expert's turn that patches a wrong one."""
     match_component: str = "extract_match"
     """Component of the first reward that says a step matched the expert (type and arguments)."""
+    sampler: str | None = None
+    """``"module:Class"`` drawing each step's episodes (e.g. ``domains.gui.curriculum:CurriculumSampler``);
+    ``None`` draws uniformly. Built as ``Class(episodes, rng, **sampler_kwargs)``; its state is not
+    checkpointed (a resumed run restarts its curriculum)."""
+    sampler_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of ``sampler``."""
 
 
 @dataclass(frozen=True)

@@ -77,11 +77,12 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     score, match_key = _score(recipe)
     policy = VLMPolicy(model, processor, temperature=alg.temperature, top_p=alg.top_p,
                        max_new_tokens=alg.max_completion_length)  # fmt: skip
+    sampler = _sampler(recipe, episodes, learner.rng)
     log = MetricsLog(output_dir)
     log.start(learner.step)
     bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=None)
     while learner.step < tr.steps:
-        batch = [learner.rng.choice(episodes) for _ in range(mt.episodes_per_step)]
+        batch = sampler.sample(mt.episodes_per_step)
         model.eval()
         records = semi_online_rollout(
             [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
@@ -89,6 +90,8 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
             match_component=match_key,
         )  # fmt: skip
         metrics = learner.update(records)
+        sampler.update(records)
+        metrics.update(sampler.metrics())
         bar.update(1)
         if learner.step % tr.logging_steps == 0 or learner.step == tr.steps:
             log.log(learner.step, metrics)
@@ -102,6 +105,39 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     model.save_pretrained(output_dir / "final", safe_serialization=True)
     processor.save_pretrained(output_dir / "final")
     return output_dir
+
+
+class UniformSampler:
+    """Episodes drawn uniformly with replacement (the default ``multi_turn.sampler``)."""
+
+    def __init__(self, episodes: list[list[Any]], rng: random.Random) -> None:
+        self.episodes, self.rng = episodes, rng
+
+    def sample(self, k: int) -> list[list[Any]]:
+        return [self.rng.choice(self.episodes) for _ in range(k)]
+
+    def update(self, records: list[StepRecord]) -> None:
+        """Uniform sampling learns nothing from a rollout."""
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+
+def _sampler(recipe: VLMRecipe, episodes: list[list[Any]], rng: random.Random) -> Any:
+    """The recipe's episode sampler (an import string, so the engine names no domain)."""
+    import importlib
+
+    from zoo.recipe import RecipeError
+
+    target = recipe.multi_turn.sampler
+    if target is None:
+        return UniformSampler(episodes, rng)
+    module, _, name = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise RecipeError(f"multi_turn.sampler={target!r} is not an importable 'module:Class' ({err})") from None
+    return cls(episodes, rng, **recipe.multi_turn.sampler_kwargs)
 
 
 def _score(recipe: VLMRecipe) -> tuple[Any, str]:
