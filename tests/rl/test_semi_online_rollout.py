@@ -144,3 +144,14 @@ def test_bad_inputs_are_named():
         group_episodes([Sample(id="a", meta={"episode_id": 0, "step": 1})])
     with pytest.raises(ValueError, match="episode_id"):
         group_episodes([Sample(id="a")])
+
+
+def test_expert_turns_teach_each_step_after_the_expert_history():
+    from zoo.engines.vlm.semi_online_rollout import expert_turns
+
+    episode = _episodes([3])[0]
+    turns = expert_turns(episode, lambda s: f"expert {s.meta['step']}")
+    assert len(turns) == 3
+    said = [[p["text"] for m in t.messages if m["role"] == "assistant" for p in m["content"]] for t in turns]
+    assert said == [[], ["expert 0"], ["expert 0", "expert 1"]]
+    assert turns[2].images == ["img0-1", "img0-2"]  # two screenshots of memory

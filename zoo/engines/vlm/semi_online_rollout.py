@@ -156,6 +156,17 @@ def bounded_turn(messages: list[dict[str, Any]], images: list[Any], image_limit:
     return Turn(out, list(images[drop:]))
 
 
+def expert_turns(episode: Sequence[Sample], expert: Callable[[Sample], str], image_limit: int = IMAGE_LIMIT) -> list[Turn]:
+    """The turns of ``episode`` with the expert's answers as history (teacher forcing; UI-S1's static
+    ``gen_next_round`` without a model response), for supervised warm starts of a multi-turn policy."""
+    dialogue, turns = _Dialogue(), []
+    for sample in episode:
+        dialogue.add_step(sample)
+        turns.append(bounded_turn(dialogue.messages, dialogue.images, image_limit))
+        dialogue.answer(expert(sample))
+    return turns
+
+
 def semi_online_rollout(
     episodes: Sequence[Sequence[Sample]],
     policy: Policy,
