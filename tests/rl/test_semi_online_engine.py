@@ -70,3 +70,17 @@ def test_multi_turn_recipe_validation():
         load_recipe(RECIPE, ["engine=vlm-verl"])
     with pytest.raises(RecipeError, match="patch_threshold"):
         load_recipe(RECIPE, ["multi_turn.patch_threshold=-3"])
+
+
+def test_resume_continues_from_the_last_checkpoint(tmp_path):
+    from zoo.train import run
+
+    small = ["data.kwargs.n=2", "multi_turn.episodes_per_step=1", "algorithm.max_completion_length=4",
+             "training.save_steps=1"]  # fmt: skip
+    out = run(RECIPE, [*small, "training.steps=1"], output_dir=str(tmp_path / "run"))
+    assert (out / "checkpoint-1" / "semi_online_state.pt").is_file()
+    out = run(RECIPE, [*small, "training.steps=2"], output_dir=str(tmp_path / "run"), resume=True)
+    steps = [line.split(",")[0] for line in (out / "metrics.csv").read_text().splitlines()[1:]]
+    assert steps == ["1", "2"] and (out / "checkpoint-2").is_dir() and (out / "final").is_dir()
+    state = torch.load(out / "checkpoint-2" / "semi_online_state.pt", weights_only=False)
+    assert state["step"] == 2
