@@ -58,9 +58,9 @@ def load_agent_data(data: str, path: str | None, limit: int | None) -> list[list
 
 
 def agent_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
-    """One JSON-ready row per evaluated step (rollout records from the ``ui-s1`` reward)."""
+    """One JSON-ready row per evaluated step (rollout records from the ``ui-s1`` reward), episode by episode."""
     rows = []
-    for r in records:
+    for r in sorted(records, key=lambda r: (r.group, r.step)):
         target = r.sample.target
         rows.append({
             "id": r.sample.id, "episode_id": r.sample.meta.get("episode_id"), "step": r.step,
@@ -123,7 +123,7 @@ def draw_strip(episodes: Sequence[Sequence[Sample]], rows: Sequence[dict[str, An
         mark = "OK" if row["exact_match"] else ("TYPE" if row["type_match"] else "MISS")
         tiles.append(draw_prediction(
             load_image(samples[row["id"]].images[0]), point=_predicted_point(row), truth=truth.get("bbox"),
-            label=f"{mark} {row['step']}: {truth.get('action')}",
+            label=f"{mark} ep {row['episode_id']} #{row['step']} {truth.get('action')}",
         ))  # fmt: skip
     grid(tiles, columns=min(6, len(tiles)), cell=240).save(path)
     return path

@@ -58,7 +58,7 @@ def test_zoo_eval_writes_metrics_predictions_and_strip(tmp_path):
 
 def test_rows_read_the_reward_components():
     sample = episode_samples(n=1, seed=0)[0]
-    record = SimpleNamespace(sample=sample, step=0, generation=SimpleNamespace(text="t"), reward=0.55, match=False,
+    record = SimpleNamespace(sample=sample, group=0, step=0, generation=SimpleNamespace(text="t"), reward=0.55, match=False,
                              components={"type_match": 1.0, "extract_match": 0.0})  # fmt: skip
     (row,) = agent_rows([record])
     assert row["type_match"] is True and row["exact_match"] is False and row["action_type"] == sample.target["action"]["action"]
