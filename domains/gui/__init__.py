@@ -4,7 +4,7 @@ from zoo.domains import Domain
 
 DOMAIN = Domain(
     name="gui",
-    summary="GUI grounding and mobile agents (GUI-G1, UI-S1), ScreenSpot evaluation",
+    summary="GUI grounding and mobile agents (GUI-G1, UI-S1), ScreenSpot and AndroidControl-format evaluation",
     entries="domains.gui.entries",
     rewards="domains.gui.rewards",
     algorithms="domains.gui.algorithms",
@@ -15,8 +15,13 @@ DOMAIN = Domain(
         "gui-g1-json": "domains.gui.data:load_gui_g1_json",
         "ui-s1-android-control": "domains.gui.data:load_ui_s1_jsonl",
         "gui-synthetic": "domains.gui.data:load_synthetic",
+        "gui-synthetic-episodes": "domains.gui.data:load_synthetic_episodes",
     },
-    answer_formats={"qwen-bbox-json": "domains.gui.prompts:qwen_bbox_json"},
+    answer_formats={
+        "qwen-bbox-json": "domains.gui.prompts:qwen_bbox_json",
+        "ui-s1-action": "domains.gui.prompts:ui_s1_action_response",
+    },
     evaluate="domains.gui.evaluate:run",
-    benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny"),
+    benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny", "android-control",
+                "android-control-low", "synthetic-episodes"),
 )

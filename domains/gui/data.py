@@ -318,14 +318,21 @@ def _screenshot(path: str, image_root: Path | None) -> Path:
 
 
 def load_ui_s1_jsonl(
-    path: str | Path, image_root: str | Path | None = None, limit: int | None = None, require_images: bool = True
+    path: str | Path,
+    image_root: str | Path | None = None,
+    limit: int | None = None,
+    require_images: bool = True,
+    ui_s1_prompt: bool = False,
+    instruction_level: str = "high",
 ) -> list[Sample]:
     """UI-S1 AndroidControl trajectories, one :class:`Sample` per step.
 
     ``target`` holds the step's ``action`` (original pixels), ``check_options`` (what the ``ui-s1``
     reward compares against), ``num_steps`` and ``image_size``; ``meta`` holds the goal, step index,
-    the previous actions and ``step_instruction`` when the file has it. ``require_images=False``
-    keeps steps whose screenshot is absent (``image_size`` is then ``None``; the reward needs it).
+    the previous actions, ``step_instruction`` and the expert ``thought`` (or ``motivation``) when the
+    file has them. ``require_images=False`` keeps steps whose screenshot is absent (``image_size`` is
+    then ``None``; the reward needs it). ``ui_s1_prompt`` writes each step's prompt as UI-S1's turn
+    (:func:`with_ui_s1_turns`, with ``instruction_level``); ``limit`` counts steps.
     """
     path = Path(path)
     root = Path(image_root) if image_root is not None else None
@@ -357,13 +364,55 @@ def load_ui_s1_jsonl(
                         "step": s,
                         "history": copy.deepcopy(history),
                         "step_instruction": step.get("step_instruction"),
+                        "thought": step.get("thought") or step.get("motivation") or "",
+                        "goal": goal,
                         "is_successful": line.get("is_successful"),
                         "rate": 1.0,
                     },
                 )
             )
             history.append(action)
-    return _limit(samples, limit)
+    samples = _limit(samples, limit)
+    return with_ui_s1_turns(samples, instruction_level) if ui_s1_prompt else samples
+
+
+def with_ui_s1_turns(samples: list[Sample], instruction_level: str = "high") -> list[Sample]:
+    """Each step's prompt as the chat messages UI-S1 adds to the dialogue at that turn.
+
+    Upstream (``x/data/agent/json.py::JsonFormat.gen_next_round``): the first turn is the
+    ``MOBILE_USE`` system prompt plus the user text ``User Instruction: {goal}`` with the output
+    format and the answer-action note; later turns carry only ``Output Format: ...``; the screenshot
+    closes every user turn (the rollout loop adds it). ``instruction_level="low"`` appends the
+    step's ``step_instruction`` to each turn (AndroidControl-Low); that layout is this project's,
+    UI-S1's released prompt has no low-level variant.
+    """
+    from dataclasses import replace
+
+    from domains.gui.prompts import UI_S1_OUTPUT_FORMAT, UI_S1_SYSTEM, UI_S1_USER
+
+    if instruction_level not in ("high", "low"):
+        raise ValueError(f"instruction_level must be 'high' or 'low', got {instruction_level!r}")
+    out = []
+    for sample in samples:
+        goal = str(sample.meta.get("goal", sample.question))
+        first = sample.meta.get("step", 0) == 0
+        text = UI_S1_USER.replace("{question}", goal) if first else "Output Format: " + UI_S1_OUTPUT_FORMAT
+        if instruction_level == "low":
+            text += f"\nStep Instruction: {sample.meta.get('step_instruction') or ''}"
+        messages = [{"role": "system", "content": UI_S1_SYSTEM}] if first else []
+        out.append(replace(sample, prompt=[*messages, {"role": "user", "content": text}]))
+    return out
+
+
+def load_synthetic_episodes(
+    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4, ui_s1_prompt: bool = True
+) -> list[Sample]:
+    """Seeded synthetic phone episodes (:mod:`domains.gui.episodes`), one sample per step, in
+    :func:`load_ui_s1_jsonl`'s layout; prompts are UI-S1's turns unless ``ui_s1_prompt=False``."""
+    from domains.gui.episodes import episode_samples
+
+    return episode_samples(n=n, seed=seed, size=size, min_steps=min_steps, max_steps=max_steps,
+                           ui_s1_prompt=ui_s1_prompt)  # fmt: skip
 
 
 # --- synthetic screens --------------------------------------------------------------------------

@@ -6,7 +6,7 @@ A prediction is correct when its click point lies inside the ground-truth box, b
 #9; GUI-G1's ``hit``). Unparsable answers count as wrong and are reported as ``wrong_format``.
 
 ``zoo eval NAME --data screenspot|screenspot-v2|screenspot-pro|synthetic|synthetic-tiny [--path DIR]``
-calls :func:`run`, which writes ``metrics.json``, ``predictions.jsonl`` and ``predictions.png``
+calls :func:`run` (agent trajectories, ``android-control`` and friends: :mod:`domains.gui.agent_eval`), which writes ``metrics.json``, ``predictions.jsonl`` and ``predictions.png``
 (screenshots with the ground-truth box in green and the prediction in magenta).
 """
 
@@ -168,7 +168,14 @@ def draw_grid(samples: Sequence[Sample], rows: Sequence[dict[str, Any]], path: P
 
 
 def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None) -> dict[str, Any]:
-    """Evaluate ``pipe`` on a GUI benchmark; writes metrics, per-sample predictions and a PNG grid."""
+    """Evaluate ``pipe`` on a GUI benchmark; writes metrics, per-sample predictions and a PNG grid.
+
+    Agent benchmarks (multi-step trajectories) go to :func:`domains.gui.agent_eval.run`.
+    """
+    from domains.gui import agent_eval
+
+    if data in agent_eval.AGENT_BENCHMARKS:
+        return agent_eval.run(pipe, data, path, out_dir, limit)
     samples = load_eval_data(data, path, limit)
     if not samples:
         raise ValueError(f"--data {data} yielded no samples (check --path and --limit)")

@@ -95,6 +95,37 @@ def qwen_bbox_json(sample: Sample) -> str:
     return json.dumps([{"bbox_2d": [round(v) for v in sample.target["bbox"]]}])
 
 
+#: Keys of a ground-truth action that are annotations, not arguments (UI-S1 ``apply_response`` drops them).
+_UI_S1_NOT_ARGUMENTS = ("bbox", "candidate_bbox", "annotation", "thought")
+
+
+def ui_s1_action_response(sample: Sample) -> str:
+    """The expert's turn as UI-S1 writes it: ``<think>\\n{thought}\\n</think>\\n<action>\\n{json}\\n</action>``.
+
+    Upstream ``JsonFormat.format_response`` after ``deal_with_coordinate``: coordinates scaled from
+    the original screenshot to the frame the model sees (``target["resized_size"]``, else UI-S1's
+    smart-resize limits) and rounded with Python's ``round``; annotation keys dropped; JSON with
+    ``ensure_ascii=False``. This is what the patch module puts in the dialogue after a wrong step,
+    and the answer an SFT warm start teaches (answer format ``ui-s1-action``).
+    """
+    from domains.gui.rewards import UI_S1_MAX_PIXELS, UI_S1_MIN_PIXELS
+    from zoo_common.coords import resized_size_for
+
+    target = sample.target
+    size = target.get("image_size")
+    if not isinstance(size, (list, tuple)) or len(size) != 2:
+        raise ValueError(f"sample {sample.id!r}: ui-s1-action needs target['image_size'] = [w, h], got {size!r}")
+    resized = target.get("resized_size") or resized_size_for(size, 28, UI_S1_MIN_PIXELS, UI_S1_MAX_PIXELS)
+    action = {k: v for k, v in target["action"].items() if k not in _UI_S1_NOT_ARGUMENTS}
+    for key in ("coordinate", "coordinate2"):
+        if key in action:
+            x, y = action[key]
+            action[key] = [round(x * resized[0] / size[0]), round(y * resized[1] / size[1])]
+    thought = sample.meta.get("thought")
+    think = f"<think>\n{thought}\n</think>\n" if thought is not None else ""
+    return f"{think}<action>\n{json.dumps(action, ensure_ascii=False)}\n</action>"
+
+
 def parse_gui_g1(text: str, question: str = "") -> dict[str, Any]:
     """``{"bbox": [x1, y1, x2, y2]}`` from Qwen-native grounding JSON, as GUI-G1 reads it."""
     try:

@@ -159,11 +159,12 @@ def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monk
         assert name.startswith("tiny:") or source(name)[0], path
 
 
-def test_estimator_needing_rollout_ids_is_refused_at_load():
-    data = {"name": "x", "engine": "vlm-trl", "data": {"name": "synthetic-colour"}, "rewards": [{"name": "synthetic-colour"}],
-            "algorithm": {"adv_estimator": "ui-s1"}}
+def test_estimator_needing_rollout_ids_is_refused_by_engines_without_a_multi_turn_loop():
+    data = {"name": "x", "engine": "vlm-verl", "data": {"name": "synthetic-colour"},
+            "rewards": [{"name": "synthetic-colour"}], "algorithm": {"adv_estimator": "ui-s1"}}
     with pytest.raises(RecipeError, match="traj_ids, step_ids, matches"):
         Recipe.from_dict(data)
+    assert Recipe.from_dict({**data, "engine": "vlm-trl"}).is_multi_turn  # vlm-trl runs its semi-online loop
 
 
 def test_resolved_recipe_is_written_whole_or_not_at_all(tmp_path, monkeypatch):

@@ -57,3 +57,20 @@ def test_recipe_without_answer_format_is_rejected():
 def test_unknown_answer_format_names_close_matches(tmp_path):
     with pytest.raises(Exception, match="qwen-bbox-json"):
         sft_engine.train(recipe("data.answer_format=qwen-bbox-jsn", "training.steps=1"), tmp_path / "run")
+
+
+def test_multi_turn_sft_streams_steps_in_their_expert_dialogue():
+    import random
+
+    from zoo.engines.vlm.sft_engine import ExampleStream
+    from zoo.recipe import RecipeError, load_recipe
+
+    recipe = load_recipe("domains/gui/recipes/ui-s1-tiny-sft.yaml")
+    batch = ExampleStream(recipe)(random.Random(0), 6)
+    assert len(batch) == 6
+    for example in batch:
+        assert example.messages[-1]["role"] == "user" and example.target.startswith("<think>")
+        assert 1 <= len(example.images) <= 2
+        assert sum(p.get("type") == "image" for m in example.messages for p in m["content"]) == len(example.images)
+    with pytest.raises(RecipeError, match="multi_turn needs data.stream"):
+        load_recipe("domains/gui/recipes/ui-s1-tiny-sft.yaml", ["data.stream=false"])

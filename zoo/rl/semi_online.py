@@ -16,9 +16,9 @@ number for number against the authors' code (``tests/rl/golden/ui_s1.json``, wri
 - :func:`future_reward_filter` — the dynamic filter inlined in ``dapo_ray_trainer.py::fit``
   (``filter_groups.metric=seq_future_reward``).
 
-Not here: the multi-turn rollout loop itself (building each turn's prompt from the history,
-generating, scoring, patching, batching across trajectories), which needs a generation
-engine and UI-S1's data format; the functions above are what such a loop calls.
+The multi-turn rollout loop that calls them (building each turn's prompt from the history,
+generating, scoring, patching, batching across trajectories) is
+:mod:`zoo.engines.vlm.semi_online_rollout`; it needs a generation engine, these functions do not.
 
 Shapes: one row per *step sample* (one generated turn of one trajectory), B rows in any
 order. ``group_ids`` (B,) is the prompt (task) id shared by the n rollouts of one task
@@ -70,13 +70,37 @@ class PatchPlan:
     stopped_early: bool
 
 
+def check_patch_threshold(patch_threshold: int) -> int:
+    """``patch_threshold`` if it is an int >= -1 (-1 = always patch), else a ValueError naming it."""
+    if isinstance(patch_threshold, bool) or not isinstance(patch_threshold, int) or patch_threshold < -1:
+        raise ValueError(f"patch_threshold must be an int >= -1 (-1 = always patch), got {patch_threshold!r}")
+    return patch_threshold
+
+
+def patch_step(hit: bool, errors: int, patch_threshold: int) -> tuple[bool, bool, int]:
+    """One step of the patch module: ``(patched, finished, errors after the step)``.
+
+    Reference: ``UI-S1/verl/utils/dataset/universal_multiround.py::MultiRoundGenerator.apply_response``,
+    the body run per generated response. A match changes nothing. A mismatch is patched (the
+    ground truth replaces the answer in the dialogue) while ``errors < patch_threshold`` or the
+    threshold is -1, and the error count goes up; otherwise the trajectory is finished after this
+    step (the step itself stays a training sample). This is the incremental form a rollout loop
+    calls turn by turn; :func:`patch_plan` folds it over a whole trajectory.
+    """
+    if hit:
+        return False, False, errors
+    if patch_threshold == -1 or errors < patch_threshold:
+        return True, False, errors + 1
+    return False, True, errors
+
+
 def patch_plan(matches: Sequence[bool], patch_threshold: int = PATCH_THRESHOLD) -> PatchPlan:
     """Which steps of one trajectory are patched with the ground truth, and where it stops.
 
-    Reference: ``UI-S1/verl/utils/dataset/universal_multiround.py::MultiRoundGenerator.apply_response``.
-    A matching step keeps the model's answer. A mismatching step is patched when the
-    trajectory's error count so far is below ``patch_threshold`` (or the threshold is
-    -1) and the count goes up by one; otherwise the trajectory is finished, that step
+    Reference: ``UI-S1/verl/utils/dataset/universal_multiround.py::MultiRoundGenerator.apply_response``
+    (:func:`patch_step` per step). A matching step keeps the model's answer. A mismatching step is
+    patched when the trajectory's error count so far is below ``patch_threshold`` (or the threshold
+    is -1) and the count goes up by one; otherwise the trajectory is finished, that step
     included. ``patch_threshold=0`` (verl config default there) never patches: the
     rollout is fully on-policy and stops at the first error. A mismatch on the last step
     is still marked patched (upstream writes the ground truth even though no turn follows).
@@ -89,20 +113,14 @@ def patch_plan(matches: Sequence[bool], patch_threshold: int = PATCH_THRESHOLD) 
     Returns:
         :class:`PatchPlan`.
     """
-    if not isinstance(patch_threshold, int) or patch_threshold < -1:
-        raise ValueError(f"patch_threshold must be an int >= -1 (-1 = always patch), got {patch_threshold!r}")
+    check_patch_threshold(patch_threshold)
     patched: list[bool] = []
     errors = 0
     for hit in matches:
-        if hit:
-            patched.append(False)
-            continue
-        if patch_threshold == -1 or errors < patch_threshold:
-            patched.append(True)
-            errors += 1
-            continue
-        patched.append(False)
-        return PatchPlan(len(patched), tuple(patched), stopped_early=len(patched) < len(matches))
+        was_patched, finished, errors = patch_step(bool(hit), errors, patch_threshold)
+        patched.append(was_patched)
+        if finished:
+            return PatchPlan(len(patched), tuple(patched), stopped_early=len(patched) < len(matches))
     return PatchPlan(len(patched), tuple(patched), stopped_early=False)
 
 

@@ -125,6 +125,42 @@ class TrainingConfig(TrainingBase):
 
 
 @dataclass(frozen=True)
+class MultiTurnConfig:
+    """Semi-online multi-turn rollout settings (UI-S1), read when ``algorithm.adv_estimator`` is ``ui-s1``.
+
+    Defaults are the authors' (X-PLUG/MobileAgent@11cea575 ``UI-S1/scripts/train_example.sh``,
+    ``universal_multiround.py``).
+    """
+
+    episodes_per_step: int = 8
+    """Episodes (prompt groups) rolled out per optimiser step (``data.train_batch_size`` 8 per node upstream)."""
+    patch_threshold: int = 2
+    """Wrong steps per copy that the expert's answer patches before the copy stops; -1 = always, 0 = never."""
+    image_limit: int = 2
+    """Screenshots kept in a dialogue (the newest ones)."""
+    gamma: float = 0.5
+    """Discount of the step-level future return."""
+    mode: str = "mean_std_norm"
+    """``mean_std_norm`` or ``mean_norm`` normalisation of both advantage terms."""
+    episode_weight: float = 1.0
+    """Weight of the episode-level advantage term."""
+    step_weight: float = 1.0
+    """Weight of the step-level advantage term."""
+    filter_std_threshold: float | None = 0.3
+    """Keep episodes whose step-0 future returns have a std above this (DAPO-style filter); ``None`` keeps all."""
+    expert_format: str = "ui-s1-action"
+    """Registered answer format (``zoo.data.ANSWER_FORMATS``) writing the expert's turn that patches a wrong one."""
+    match_component: str = "extract_match"
+    """Component of the first reward that says a step matched the expert (type and arguments)."""
+    sampler: str | None = None
+    """``"module:Class"`` drawing each step's episodes (e.g. ``domains.gui.curriculum:CurriculumSampler``);
+    ``None`` draws uniformly. Built as ``Class(episodes, rng, **sampler_kwargs)``; its state is not
+    checkpointed (a resumed run restarts its curriculum)."""
+    sampler_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of ``sampler``."""
+
+
+@dataclass(frozen=True)
 class VerlConfig:
     """Cluster settings used by the ``vlm-verl`` engine (ignored by ``vlm-trl``)."""
 
@@ -154,6 +190,15 @@ class VLMRecipe(Recipe):
     """Optimiser and checkpoint settings."""
     verl: VerlConfig = field(default_factory=VerlConfig)
     """Cluster settings for ``--engine vlm-verl``."""
+    multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
+    """Semi-online rollout settings, used by multi-turn estimators (``ui-s1``)."""
+
+    @property
+    def is_multi_turn(self) -> bool:
+        """Whether the estimator needs a multi-turn rollout (run by :mod:`zoo.engines.vlm.semi_online_engine`)."""
+        from zoo.rl import ADVANTAGE_ESTIMATORS
+
+        return bool(getattr(ADVANTAGE_ESTIMATORS.get(self.algorithm.adv_estimator), "rollout_fields", ()))
 
     def validate(self) -> None:
         alg, tr = self.algorithm, self.training
@@ -195,8 +240,22 @@ class VLMRecipe(Recipe):
             raise RecipeError(f"algorithm.dual_clip applies to token-level losses; loss_type={alg.loss_type!r} has none")
         needs = getattr(estimator, "rollout_fields", ())
         if needs:
+            self._validate_multi_turn(needs)
+
+    def _validate_multi_turn(self, needs: tuple[str, ...]) -> None:
+        from zoo.engines import ENGINES
+
+        mt, alg = self.multi_turn, self.algorithm
+        if ENGINES.get(self.engine).name != "vlm-trl":
             raise RecipeError(
                 f"algorithm.adv_estimator={alg.adv_estimator!r} needs {', '.join(needs)} from a multi-turn rollout, "
-                "which the single-turn GRPO engine does not produce; call it from your own rollout loop "
-                "(zoo.rl.semi_online)"
+                f"which engine {self.engine!r} does not run; use engine: vlm-trl (its semi-online loop)"
             )
+        if alg.num_iterations != 1:
+            raise RecipeError(f"algorithm.num_iterations={alg.num_iterations}: the semi-online loop takes one pass")
+        if mt.episodes_per_step < 1 or mt.image_limit < 1:
+            raise RecipeError("multi_turn.episodes_per_step and multi_turn.image_limit must be >= 1")
+        if isinstance(mt.patch_threshold, bool) or not isinstance(mt.patch_threshold, int) or mt.patch_threshold < -1:
+            raise RecipeError(f"multi_turn.patch_threshold={mt.patch_threshold!r}: an int >= -1 (-1 = always patch)")
+        if mt.mode not in ("mean_std_norm", "mean_norm"):
+            raise RecipeError(f"multi_turn.mode={mt.mode!r}; choose mean_std_norm or mean_norm")

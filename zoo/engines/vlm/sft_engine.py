@@ -50,6 +50,11 @@ class SFTDataConfig(DataConfig):
     corpus_kwargs: dict[str, Any] = field(default_factory=dict)
     """Loader arguments for the samples whose prompt + answer train a ``tiny:`` model's tokenizer
     (default: ``kwargs``)."""
+    multi_turn: bool = False
+    """Trajectory data (``meta["episode_id"]``/``["step"]``): each step is taught in its dialogue, the
+    earlier steps answered by the expert and the last two screenshots kept, as the semi-online RL
+    loop shows it (:func:`zoo.engines.vlm.semi_online_rollout.expert_turns`). A streamed batch
+    draws ``batch_size`` episodes and teaches ``batch_size`` of their steps."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +90,8 @@ class SFTRecipe(Recipe):
             raise RecipeError("an SFT recipe needs data.name (a dataset) and data.answer_format (zoo.data.ANSWER_FORMATS)")
         if self.training.batch_size < 1:
             raise RecipeError(f"training.batch_size={self.training.batch_size} must be >= 1")
+        if self.data.multi_turn and not self.data.stream:
+            raise RecipeError("data.multi_turn needs data.stream: true (a batch draws whole episodes)")
 
 
 def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
@@ -159,6 +166,9 @@ class ExampleStream:
         if self.data.stream:
             seed = self.data.stream_seed + rng.randrange(10**9)
             batch = list(load_dataset(self.data.name, **{**self.data.kwargs, "n": batch_size, "seed": seed}))
+            if self.data.multi_turn:
+                examples = self.multi_turn_examples(batch)
+                return rng.sample(examples, min(batch_size, len(examples)))
         else:
             batch = []
             while len(batch) < batch_size:  # seeded epochs: every sample once before any repeats
@@ -166,6 +176,17 @@ class ExampleStream:
                     self.order = rng.sample(range(len(self.samples)), len(self.samples))
                 batch.append(self.samples[self.order.pop()])
         return [self.example(s) for s in batch]
+
+    def multi_turn_examples(self, samples: list[Sample]) -> list[SFTExample]:
+        """One example per step of every episode in ``samples``, in its expert-history dialogue."""
+        from zoo.engines.vlm.semi_online_rollout import expert_turns, group_episodes
+        from zoo.engines.vlm.sft import SFTExample
+
+        out = []
+        for episode in group_episodes(samples):
+            for sample, turn in zip(episode, expert_turns(episode, self.answer)):
+                out.append(SFTExample(messages=turn.messages, images=turn.images, target=self.answer(sample)))
+        return out
 
     def example(self, sample: Sample) -> SFTExample:
         """The chat turn the policy sees (images first, then the prompt text) and the answer to learn."""

@@ -31,9 +31,17 @@ logger = logging.getLogger(__name__)
 
 
 def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Train ``recipe`` with :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer`; returns ``output_dir``."""
+    """Train ``recipe`` with :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer`; returns ``output_dir``.
+
+    A multi-turn estimator (``ui-s1``) runs the semi-online loop instead
+    (:mod:`zoo.engines.vlm.semi_online_engine`): TRL generates one completion per prompt.
+    """
     if dry_run:
         return output_dir
+    if recipe.is_multi_turn:
+        from zoo.engines.vlm import semi_online_engine
+
+        return semi_online_engine.train(recipe, output_dir, resume=resume)
 
     checkpoint = None
     if resume:

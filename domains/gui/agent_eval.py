@@ -1,0 +1,164 @@
+"""Step-level evaluation of a GUI agent on AndroidControl-format trajectories (UI-S1's jsonl layout).
+
+Each episode is walked with :func:`~zoo.engines.vlm.semi_online_rollout.semi_online_rollout`,
+greedy, one copy, ``patch_threshold=-1``: every step is scored, and after a wrong step the
+expert's answer continues the dialogue, so step ``t`` is always asked on the recorded screen
+``t`` with a history that reached it (the static, step-wise protocol of AndroidControl). Scores
+are UI-S1's matcher (``domains.gui.rewards.check_action_match`` through the ``ui-s1`` reward,
+candidate-box lists normalised as in UI-S1's ``evaluation/qwenvl_utils.py``):
+
+* ``type_match`` — the action type is right (AndroidControl's "type" accuracy);
+* ``exact_match`` — type and arguments right (its step accuracy / "SR");
+* ``episode_success`` — every step of the episode exact;
+* ``progress`` — the fraction of an episode's steps before its first wrong one, averaged (the
+  idea of UI-S1's SOP metric; this project's definition, the paper's exact formula is not public).
+
+Data names: ``android-control`` (high-level goal), ``android-control-low`` (goal + step
+instruction), each ``--path FILE.jsonl`` with screenshots in ``images/`` beside it (or the
+absolute paths the file names), and ``synthetic-episodes`` (generated, held-out seed).
+``metrics.json``, ``predictions.jsonl`` and ``predictions.png`` (a strip of annotated
+screenshots: expert point/box in green, predicted point in magenta) are written to ``out_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from zoo.data import Sample
+
+logger = logging.getLogger(__name__)
+
+AGENT_BENCHMARKS = ("android-control", "android-control-low", "synthetic-episodes")
+SYNTHETIC_EPISODES_SEED = 4242  # held out: training recipes draw other seeds
+
+
+def load_agent_data(data: str, path: str | None, limit: int | None) -> list[list[Sample]]:
+    """Episodes (lists of step samples with UI-S1 turns) for a ``--data`` name; ``limit`` counts episodes."""
+    from domains.gui.data import load_synthetic_episodes, load_ui_s1_jsonl
+    from zoo.engines.vlm.semi_online_rollout import group_episodes
+
+    if data == "synthetic-episodes":
+        if path is not None:
+            raise ValueError("--data synthetic-episodes is generated; drop --path")
+        return group_episodes(load_synthetic_episodes(n=limit or 50, seed=SYNTHETIC_EPISODES_SEED))
+    if data not in AGENT_BENCHMARKS:
+        raise ValueError(f"unknown GUI agent benchmark {data!r}; choose one of {', '.join(AGENT_BENCHMARKS)}")
+    if path is None:
+        raise ValueError(f"--data {data} needs --path pointing at an AndroidControl-format .jsonl (UI-S1 layout)")
+    images = Path(path).parent / "images"
+    samples = load_ui_s1_jsonl(path, image_root=images if images.is_dir() else None, ui_s1_prompt=True,
+                               instruction_level="low" if data.endswith("-low") else "high")  # fmt: skip
+    episodes = group_episodes(samples)
+    return episodes if limit is None else episodes[:limit]
+
+
+def agent_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """One JSON-ready row per evaluated step (rollout records from the ``ui-s1`` reward), episode by episode."""
+    rows = []
+    for r in sorted(records, key=lambda r: (r.group, r.step)):
+        target = r.sample.target
+        rows.append({
+            "id": r.sample.id, "episode_id": r.sample.meta.get("episode_id"), "step": r.step,
+            "action_type": target["action"].get("action"), "truth": target["action"],
+            "text": r.generation.text, "reward": r.reward,
+            "type_match": bool(r.components.get("type_match", 0.0)), "exact_match": bool(r.match),
+            "image_size": target.get("image_size"), "resized_size": target.get("resized_size"),
+        })  # fmt: skip
+    return rows
+
+
+def summarise_agent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Step type/exact accuracy (overall and by action type), episode success and progress."""
+    if not rows:
+        raise ValueError("no evaluated steps")
+    episodes: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        episodes[row["episode_id"]].append(row)
+        by_type[str(row["action_type"])].append(row)
+
+    def accuracy(group: Sequence[dict[str, Any]]) -> dict[str, float]:
+        n = len(group)
+        return {"type_match": sum(r["type_match"] for r in group) / n,
+                "exact_match": sum(r["exact_match"] for r in group) / n, "n": n}  # fmt: skip
+
+    progress = []
+    for steps in episodes.values():
+        steps = sorted(steps, key=lambda r: r["step"])
+        first_miss = next((i for i, r in enumerate(steps) if not r["exact_match"]), len(steps))
+        progress.append(first_miss / len(steps))
+    return {
+        "steps": accuracy(rows),
+        "episodes": {"n": len(episodes), "episode_success": sum(p == 1.0 for p in progress) / len(progress),
+                     "progress": sum(progress) / len(progress)},  # fmt: skip
+        "by_action_type": {name: accuracy(group) for name, group in sorted(by_type.items())},
+    }
+
+
+def _predicted_point(row: dict[str, Any]) -> list[float] | None:
+    """The predicted click in original pixels (the model answers in its resized frame)."""
+    from domains.gui.prompts import parse_ui_s1
+
+    point = parse_ui_s1(row["text"]).get("point")
+    if point is None or not row.get("resized_size"):
+        return point
+    (w, h), (rw, rh) = row["image_size"], row["resized_size"]
+    return [point[0] * w / rw, point[1] * h / rh]
+
+
+def draw_strip(episodes: Sequence[Sequence[Sample]], rows: Sequence[dict[str, Any]], path: Path, n: int = 12) -> Path:
+    """The first ``n`` evaluated steps, annotated (truth green, prediction magenta), tiled in one PNG."""
+    from zoo.images import load_image
+    from zoo.visualize import draw_prediction, grid
+
+    samples = {s.id: s for episode in episodes for s in episode}
+    tiles = []
+    for row in rows[:n]:
+        truth = row["truth"]
+        mark = "OK" if row["exact_match"] else ("TYPE" if row["type_match"] else "MISS")
+        tiles.append(draw_prediction(
+            load_image(samples[row["id"]].images[0]), point=_predicted_point(row), truth=truth.get("bbox"),
+            label=f"{mark} ep {row['episode_id']} #{row['step']} {truth.get('action')}",
+        ))  # fmt: skip
+    grid(tiles, columns=min(6, len(tiles)), cell=240).save(path)
+    return path
+
+
+def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]],
+                   max_new_tokens: int = 128) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    """Greedy step-wise evaluation of a transformers VLM; returns ``(rows, metrics)``."""
+    from domains.gui.prompts import ui_s1_action_response
+    from domains.gui.rewards import UiS1Reward
+    from zoo.engines.vlm.multiturn_policy import VLMPolicy
+    from zoo.engines.vlm.semi_online_rollout import semi_online_rollout
+
+    policy = VLMPolicy(model, processor, max_new_tokens=max_new_tokens, do_sample=False)
+    framed = [[policy.in_model_frame(s) for s in episode] for episode in episodes]
+    records = semi_online_rollout(framed, policy, UiS1Reward(box_lists=True), ui_s1_action_response,
+                                  rollout_n=1, patch_threshold=-1)  # fmt: skip
+    rows = agent_rows(records)
+    return rows, summarise_agent(rows)
+
+
+def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None) -> dict[str, Any]:
+    """``zoo eval NAME --data android-control|android-control-low|synthetic-episodes``: metrics + strip."""
+    episodes = load_agent_data(data, path, limit)
+    if not episodes:
+        raise ValueError(f"--data {data} yielded no episodes (check --path and --limit)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows, summary = evaluate_agent(pipe.model, pipe.processor, episodes, pipe.entry.spec.max_new_tokens)
+    metrics = {"model": getattr(pipe.entry, "name", None), "data": data, **summary}
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    with (out_dir / "predictions.jsonl").open("w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    draw_strip(episodes, rows, out_dir / "predictions.png")
+    logger.info("%s on %s: step exact %.3f, episode success %.3f -> %s", metrics["model"], data,
+                summary["steps"]["exact_match"], summary["episodes"]["episode_success"], out_dir)  # fmt: skip
+    return metrics

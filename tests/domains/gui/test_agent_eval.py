@@ -1,0 +1,64 @@
+"""Step-level agent evaluation: metric arithmetic on constructed rows, and a run on a tiny model that writes its files."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from domains.gui.agent_eval import agent_rows, load_agent_data, summarise_agent
+from domains.gui.episodes import episode_samples, write_android_control_jsonl
+
+
+def _row(episode, step, type_match, exact, kind="click"):
+    return {"episode_id": episode, "step": step, "type_match": type_match, "exact_match": exact, "action_type": kind}
+
+
+def test_summary_counts_steps_episodes_and_progress():
+    rows = [_row(0, 0, True, True), _row(0, 1, True, False), _row(0, 2, True, True, "terminate"),
+            _row(1, 0, True, True), _row(1, 1, True, True, "type"),
+            _row(2, 0, False, False, "type")]  # fmt: skip
+    out = summarise_agent(rows)
+    assert out["steps"] == {"type_match": 5 / 6, "exact_match": 4 / 6, "n": 6}
+    assert out["episodes"]["n"] == 3 and out["episodes"]["episode_success"] == 1 / 3
+    assert out["episodes"]["progress"] == pytest.approx((1 / 3 + 1 + 0) / 3)
+    assert out["by_action_type"]["type"] == {"type_match": 0.5, "exact_match": 0.5, "n": 2}
+    with pytest.raises(ValueError, match="no evaluated steps"):
+        summarise_agent([])
+
+
+def test_android_control_file_loads_as_episodes_with_low_level_turns(tmp_path):
+    path = write_android_control_jsonl(episode_samples(n=3, seed=9), tmp_path)
+    high = load_agent_data("android-control", str(path), limit=2)
+    low = load_agent_data("android-control-low", str(path), limit=None)
+    assert len(high) == 2 and len(low) == 3
+    assert "Step Instruction:" in low[0][0].prompt[-1]["content"]
+    assert "Step Instruction:" not in high[0][0].prompt[-1]["content"]
+    with pytest.raises(ValueError, match="needs --path"):
+        load_agent_data("android-control", None, None)
+    with pytest.raises(ValueError, match="unknown GUI agent benchmark"):
+        load_agent_data("android-world", "x", None)
+
+
+def test_zoo_eval_writes_metrics_predictions_and_strip(tmp_path):
+    from domains.gui.evaluate import run
+    from zoo.tiny import build_tiny_vlm
+
+    model, processor = build_tiny_vlm("qwen2_5_vl", hidden=32, layers=1, vision_hidden=32, seed=0)
+    pipe = SimpleNamespace(model=model, processor=processor,
+                           entry=SimpleNamespace(name="tiny", spec=SimpleNamespace(max_new_tokens=8)))  # fmt: skip
+    metrics = run(pipe, "synthetic-episodes", None, tmp_path, limit=2)
+    written = json.loads((tmp_path / "metrics.json").read_text())
+    assert written == metrics and written["episodes"]["n"] == 2
+    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == written["steps"]["n"] and {"type_match", "exact_match", "text"} <= set(rows[0])
+    assert (tmp_path / "predictions.png").stat().st_size > 0
+
+
+def test_rows_read_the_reward_components():
+    sample = episode_samples(n=1, seed=0)[0]
+    record = SimpleNamespace(sample=sample, group=0, step=0, generation=SimpleNamespace(text="t"), reward=0.55, match=False,
+                             components={"type_match": 1.0, "extract_match": 0.0})  # fmt: skip
+    (row,) = agent_rows([record])
+    assert row["type_match"] is True and row["exact_match"] is False and row["action_type"] == sample.target["action"]["action"]

@@ -1,0 +1,68 @@
+"""Synthetic multi-step episodes: AndroidControl layout, loader round trip, UI-S1 turns, expert answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from domains.gui.data import load_synthetic_episodes, load_ui_s1_jsonl
+from domains.gui.episodes import episode_samples, write_android_control_jsonl
+from domains.gui.prompts import UI_S1_SYSTEM, parse_ui_s1, ui_s1_action_response
+from domains.gui.rewards import UI_S1
+
+
+def test_episodes_are_seeded_and_end_with_terminate():
+    a, b = episode_samples(n=6, seed=3), episode_samples(n=6, seed=3)
+    assert [s.target for s in a] == [s.target for s in b]
+    assert [s.images[0].tobytes() for s in a] == [s.images[0].tobytes() for s in b]
+    by_episode: dict = {}
+    for s in a:
+        by_episode.setdefault(s.meta["episode_id"], []).append(s)
+    for steps in by_episode.values():
+        assert [s.meta["step"] for s in steps] == list(range(len(steps)))
+        assert steps[-1].target["action"] == {"action": "terminate", "status": "success"}
+        assert all(s.target["num_steps"] == len(steps) for s in steps)
+        assert steps[-1].meta["history"] == [s.target["action"] for s in steps[:-1]]
+
+
+def test_written_jsonl_reads_back_through_the_authors_format_loader(tmp_path):
+    samples = episode_samples(n=4, seed=1, ui_s1_prompt=True)
+    path = write_android_control_jsonl(samples, tmp_path)
+    line = json.loads(path.read_text().splitlines()[0])
+    assert set(line) >= {"goal", "steps"} and set(line["steps"][0]) >= {"action_content", "screenshot"}
+    back = load_ui_s1_jsonl(path, image_root=tmp_path / "images", ui_s1_prompt=True)
+    assert [(s.id.split("-")[-1], s.target, s.prompt, s.meta) for s in back] == [
+        (s.id.split("-")[-1], s.target, s.prompt, s.meta) for s in samples
+    ]
+
+
+def test_ui_s1_turns_system_first_then_format_only():
+    samples = load_synthetic_episodes(n=1, seed=0, min_steps=3, max_steps=3)
+    assert samples[0].prompt[0] == {"role": "system", "content": UI_S1_SYSTEM}
+    assert samples[0].prompt[1]["content"].startswith(f"User Instruction: {samples[0].meta['goal']}\nOutput Format:")
+    assert [m["role"] for m in samples[1].prompt] == ["user"]
+    assert samples[1].prompt[0]["content"].startswith("Output Format: ```")
+    low = load_synthetic_episodes(n=1, seed=0, min_steps=3, max_steps=3, ui_s1_prompt=False)
+    from domains.gui.data import with_ui_s1_turns
+
+    assert with_ui_s1_turns(low, "low")[1].prompt[0]["content"].endswith(low[1].meta["step_instruction"])
+    with pytest.raises(ValueError, match="instruction_level"):
+        with_ui_s1_turns(low, "medium")
+
+
+def test_expert_answer_is_parsed_and_scored_as_an_exact_match():
+    for sample in episode_samples(n=8, seed=5):
+        text = ui_s1_action_response(sample)
+        assert parse_ui_s1(text).get("parse_error") is None
+        result = UI_S1([text], [sample])[0]
+        assert result.components["extract_match"] == 1.0 and result.score == pytest.approx(1.0)
+
+
+def test_expert_coordinates_scale_to_the_model_frame():
+    sample = next(s for s in episode_samples(n=8, seed=5) if s.target["action"]["action"] == "click")
+    x, y = sample.target["action"]["coordinate"]
+    scaled = type(sample)(**{**sample.__dict__, "target": {**sample.target, "resized_size": [56, 56]}})
+    action = parse_ui_s1(ui_s1_action_response(scaled))["action"]
+    assert action["coordinate"] == [round(x * 56 / 112), round(y * 56 / 112)]
+    assert "bbox" not in action

@@ -1,0 +1,108 @@
+"""A transformers VLM as the policy of a multi-turn rollout: batched sampling and per-token log-probabilities.
+
+The rollout (:mod:`zoo.engines.vlm.semi_online_rollout`) hands over :class:`Turn` s (chat messages
+with image placeholders, and their images); here they become the model's inputs through the
+processor's own chat template, so the prompt the policy is sampled with is token for token the
+prompt its log-probabilities are computed on. Prompts are left-padded for generation, and in
+:func:`turn_logps` the (left-padded) prompts are followed by the (right-padded) answer ids, TRL's
+layout, so one forward pass scores a whole micro-batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from zoo.data import Sample
+from zoo.engines.vlm.semi_online_rollout import Generation, StepRecord, Turn
+
+
+def model_frame_size(processor: Any, size: Sequence[int]) -> tuple[int, int]:
+    """``(width, height)`` the processor resizes a ``size`` image to (Qwen-VL smart resize)."""
+    from zoo_common.coords import resized_size_for
+
+    ip = processor.image_processor
+    factor = int(ip.patch_size) * int(getattr(ip, "merge_size", 2))
+    limits = getattr(ip, "size", None) or {}
+    min_pixels = getattr(ip, "min_pixels", None) or limits.get("shortest_edge")
+    max_pixels = getattr(ip, "max_pixels", None) or limits.get("longest_edge")
+    return resized_size_for(size, factor, min_pixels, max_pixels)
+
+
+def _images(turns: Sequence[Turn]) -> list[Any] | None:
+    from zoo.images import load_image
+
+    images = [load_image(image) for turn in turns for image in turn.images]
+    return images or None
+
+
+def _prompts(processor: Any, turns: Sequence[Turn]) -> list[str]:
+    return [processor.apply_chat_template(t.messages, add_generation_prompt=True, tokenize=False) for t in turns]
+
+
+def _encode_prompts(processor: Any, turns: Sequence[Turn]) -> dict[str, torch.Tensor]:
+    tokenizer = processor.tokenizer
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    try:
+        return processor(text=_prompts(processor, turns), images=_images(turns), padding=True, return_tensors="pt")
+    finally:
+        tokenizer.padding_side = side
+
+
+class VLMPolicy:
+    """``policy(turns) -> generations``: sampled answers of a transformers VLM, with their token ids."""
+
+    def __init__(self, model: Any, processor: Any, *, temperature: float = 1.0, top_p: float = 1.0,
+                 max_new_tokens: int = 64, do_sample: bool = True) -> None:  # fmt: skip
+        self.model, self.processor = model, processor
+        self.generation = {"max_new_tokens": max_new_tokens, "do_sample": do_sample}
+        if do_sample:
+            self.generation.update(temperature=temperature, top_p=top_p)
+
+    def in_model_frame(self, sample: Sample) -> Sample:
+        """``sample`` with ``target["resized_size"]``: the frame this model sees its screenshot in."""
+        from zoo.images import load_image
+
+        size = sample.target.get("image_size") or list(load_image(sample.images[0]).size)
+        return replace(sample, target={**sample.target, "resized_size": list(model_frame_size(self.processor, size))})
+
+    @torch.no_grad()
+    def __call__(self, turns: Sequence[Turn]) -> list[Generation]:
+        device = next(self.model.parameters()).device
+        inputs = _encode_prompts(self.processor, turns).to(device)
+        tokenizer = self.processor.tokenizer
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        output = self.model.generate(**inputs, **self.generation, pad_token_id=pad)
+        out = []
+        for row in output[:, inputs["input_ids"].shape[1] :].tolist():
+            ids = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
+            while ids and ids[-1] == pad and pad != tokenizer.eos_token_id:
+                ids = ids[:-1]
+            out.append(Generation(tokenizer.decode(ids, skip_special_tokens=True), tuple(ids)))
+        return out
+
+
+def turn_logps(model: Any, processor: Any, records: Sequence[StepRecord]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(logps, mask)``, both (B, T): log-probabilities of each record's answer ids given its turn."""
+    device = next(model.parameters()).device
+    inputs = _encode_prompts(processor, [r.turn for r in records]).to(device)
+    answers = [list(r.generation.token_ids) for r in records]
+    width = max(len(a) for a in answers)
+    pad = processor.tokenizer.pad_token_id or 0
+    ids = torch.tensor([a + [pad] * (width - len(a)) for a in answers], device=device)
+    mask = torch.tensor([[1] * len(a) + [0] * (width - len(a)) for a in answers], device=device)
+    prompt_len = inputs["input_ids"].shape[1]
+    extra = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
+    for key, value in extra.items():  # per-token side inputs (mm_token_type_ids): answer tokens are text, 0
+        if value.dim() == 2 and value.shape == inputs["input_ids"].shape:
+            extra[key] = torch.cat([value, torch.zeros_like(ids, dtype=value.dtype)], dim=1)
+    logits = model(
+        input_ids=torch.cat([inputs["input_ids"], ids], dim=1),
+        attention_mask=torch.cat([inputs["attention_mask"], mask], dim=1),
+        **extra,
+    ).logits[:, prompt_len - 1 : -1].float()
+    logps = torch.log_softmax(logits, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+    return logps, mask.to(logps.dtype)

@@ -1,0 +1,277 @@
+"""UI-S1's semi-online RL on one machine: the ``vlm-trl`` engine's path for multi-turn estimators (``ui-s1``).
+
+TRL's ``GRPOTrainer`` generates one completion per prompt; UI-S1 trains on *turns* of
+trajectories whose number is known only after the rollout (copies stop at their patch budget),
+so this is a plain torch loop, reading top to bottom in training order:
+
+1. draw ``episodes_per_step`` episodes of the registered trajectory dataset;
+2. roll ``num_generations`` copies of each out with the policy sampling its answers
+   (:func:`~zoo.engines.vlm.semi_online_rollout.semi_online_rollout`: own history, expert patches,
+   two screenshots of memory), scored by the recipe's rewards;
+3. UI-S1's advantage (:func:`zoo.rl.semi_online.ui_s1`: episode term on step rewards + step term
+   on discounted future returns), optionally its future-reward filter; trajectories with an
+   unscorable step are dropped whole (their returns would chain through a missing reward);
+4. the recipe's surrogate loss from the loss table over every generated turn (micro-batches of
+   ``training.batch_size`` turns, gradients accumulated), KL to the initial policy when ``beta > 0``;
+5. metrics (reward, step success, type match, patch rate) and atomic ``checkpoint-N/`` folders.
+
+One optimisation pass per rollout (``num_iterations: 1``, UI-S1's on-policy setting with fixed
+mini-batches folded into one step), so the old log-probabilities are the current ones detached.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tqdm.auto import tqdm
+
+from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
+from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
+from zoo.run_logging import MetricsLog
+from zoo.runs import checkpoint_step, is_complete, latest_checkpoint, mark_complete
+
+if TYPE_CHECKING:
+    from zoo.engines.vlm.recipe import VLMRecipe
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "semi_online_state.pt"
+
+
+def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+    """Run the semi-online recipe into ``output_dir`` (``final/`` holds the model); returns it."""
+    if dry_run:
+        return output_dir
+    from zoo.data import answer_format
+    from zoo.engines.vlm.policy_model import load_policy
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
+    samples = recipe.data.load()
+    episodes = group_episodes(samples)
+    expert = answer_format(mt.expert_format)
+    if resume and tr.lora.enabled:
+        from zoo.recipe import RecipeError
+
+        raise RecipeError("--resume of a LoRA semi-online run is not supported (checkpoints hold adapters only); "
+                          "start again, or train without training.lora")  # fmt: skip
+    checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
+    if checkpoint is not None:
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        logger.info("resuming from %s", checkpoint)
+        model, processor = AutoModelForImageTextToText.from_pretrained(checkpoint), AutoProcessor.from_pretrained(checkpoint)
+    else:
+        corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
+        model, processor = load_policy(recipe, samples, corpus=corpus)
+    learner = SemiOnlineLearner(recipe, model, processor)
+    if checkpoint is not None:
+        learner.load_state_dict(torch.load(checkpoint / STATE_FILE, weights_only=False))
+    model = learner.model
+    score, match_key = _score(recipe)
+    policy = VLMPolicy(model, processor, temperature=alg.temperature, top_p=alg.top_p,
+                       max_new_tokens=alg.max_completion_length)  # fmt: skip
+    sampler = _sampler(recipe, episodes, learner.rng)
+    log = MetricsLog(output_dir)
+    log.start(learner.step)
+    bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=None)
+    while learner.step < tr.steps:
+        batch = sampler.sample(mt.episodes_per_step)
+        model.eval()
+        records = semi_online_rollout(
+            [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
+            rollout_n=alg.num_generations, patch_threshold=mt.patch_threshold, image_limit=mt.image_limit,
+            match_component=match_key,
+        )  # fmt: skip
+        metrics = learner.update(records)
+        sampler.update(records)
+        metrics.update(sampler.metrics())
+        bar.update(1)
+        if learner.step % tr.logging_steps == 0 or learner.step == tr.steps:
+            log.log(learner.step, metrics)
+        if learner.step % tr.save_steps == 0 or learner.step == tr.steps:
+            learner.save(output_dir / f"checkpoint-{learner.step}", tr.save_total_limit)
+    bar.close()
+    log.finish()
+    model.eval()
+    if hasattr(model, "merge_and_unload"):  # LoRA: ship the merged weights, loadable like any checkpoint
+        model = model.merge_and_unload()
+    model.save_pretrained(output_dir / "final", safe_serialization=True)
+    processor.save_pretrained(output_dir / "final")
+    return output_dir
+
+
+class UniformSampler:
+    """Episodes drawn uniformly with replacement (the default ``multi_turn.sampler``)."""
+
+    def __init__(self, episodes: list[list[Any]], rng: random.Random) -> None:
+        self.episodes, self.rng = episodes, rng
+
+    def sample(self, k: int) -> list[list[Any]]:
+        return [self.rng.choice(self.episodes) for _ in range(k)]
+
+    def update(self, records: list[StepRecord]) -> None:
+        """Uniform sampling learns nothing from a rollout."""
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+
+def _sampler(recipe: VLMRecipe, episodes: list[list[Any]], rng: random.Random) -> Any:
+    """The recipe's episode sampler (an import string, so the engine names no domain)."""
+    import importlib
+
+    from zoo.recipe import RecipeError
+
+    target = recipe.multi_turn.sampler
+    if target is None:
+        return UniformSampler(episodes, rng)
+    module, _, name = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise RecipeError(f"multi_turn.sampler={target!r} is not an importable 'module:Class' ({err})") from None
+    return cls(episodes, rng, **recipe.multi_turn.sampler_kwargs)
+
+
+def _score(recipe: VLMRecipe) -> tuple[Any, str]:
+    """The recipe's rewards as one weighted sum, and the component holding the step match."""
+    from rewards.base import WeightedSum
+
+    parts = [(spec.build(), spec.weight) for spec in recipe.rewards]
+    total = WeightedSum(parts, name="reward")
+    first = total.parts[0][0]
+    return total, f"{first}/{recipe.multi_turn.match_component}"
+
+
+class SemiOnlineLearner:
+    """Advantages and one optimiser step over a rollout's turns; owns the optimiser and the data RNG."""
+
+    def __init__(self, recipe: VLMRecipe, model: torch.nn.Module, processor: Any) -> None:
+        from zoo.engines.vlm.sft import freeze_vision_tower
+
+        from zoo.engines.vlm.trl_engine import peft_config
+
+        tr = recipe.training
+        torch.manual_seed(tr.seed)
+        self.rng = random.Random(tr.seed)
+        device = "cpu" if tr.use_cpu or not torch.cuda.is_available() else "cuda"
+        model.to(device)
+        self.reference = copy.deepcopy(model).eval() if recipe.algorithm.beta > 0 else None
+        if tr.freeze_vision:
+            logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
+        if tr.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        lora = peft_config(recipe)
+        if lora is not None:
+            from peft import get_peft_model
+
+            model = get_peft_model(model, lora)
+        self.recipe, self.model, self.processor = recipe, model, processor
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.params, lr=tr.lr, weight_decay=tr.weight_decay)
+        self.step = 0
+
+    def advantages(self, records: list[StepRecord]) -> tuple[list[StepRecord], torch.Tensor, torch.Tensor]:
+        """``(kept records, advantages, keep mask)``: unscorable trajectories dropped, UI-S1's filter applied."""
+        from zoo.rl.semi_online import future_reward_filter, step_discounted_returns, ui_s1
+
+        mt = self.recipe.multi_turn
+        broken = {r.trajectory for r in records if r.reward is None}
+        records = [r for r in records if r.trajectory not in broken]
+        if not records:
+            return records, torch.zeros(0), torch.zeros(0, dtype=torch.bool)
+        ids = {"traj_ids": [r.trajectory for r in records], "step_ids": [r.step for r in records]}
+        rewards, groups, matches = [r.reward for r in records], [r.group for r in records], [r.match for r in records]
+        adv = ui_s1(rewards, groups, matches=matches, gamma=mt.gamma, mode=mt.mode, episode_weight=mt.episode_weight,
+                    step_weight=mt.step_weight, **ids)  # fmt: skip
+        keep = torch.ones(len(records), dtype=torch.bool)
+        if mt.filter_std_threshold is not None:
+            returns = step_discounted_returns(rewards, ids["traj_ids"], ids["step_ids"], matches, gamma=mt.gamma)
+            keep = future_reward_filter(returns, groups, ids["step_ids"], threshold=mt.filter_std_threshold).keep
+        return records, adv, keep
+
+    def update(self, records: list[StepRecord]) -> dict[str, float]:
+        """One optimiser step on the rollout; returns the step's metrics."""
+        from zoo.rl import losses
+        from zoo.rl.losses import POLICY_LOSSES
+
+        alg, tr = self.recipe.algorithm, self.recipe.training
+        metrics = _rollout_metrics(records)
+        generated = len(records)
+        records, adv, keep = self.advantages(records)
+        rows = [i for i in range(len(records)) if keep[i] and records[i].generation.token_ids]
+        metrics["frac_trained"] = len(rows) / max(1, generated)
+        self.model.train()
+        clip_low, clip_high = alg.clips()
+        loss_fn = POLICY_LOSSES.get(alg.loss.loss)
+        options = {"dual_clip": alg.dual_clip} if "dual_clip" in inspect.signature(loss_fn).parameters else {}
+        total = 0.0
+        for start in range(0, len(rows), tr.batch_size):
+            chunk = rows[start : start + tr.batch_size]
+            logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk])
+            loss, _ = loss_fn(logps, logps.detach(), adv[chunk].to(logps.device), mask, clip_low=clip_low,
+                              clip_high=clip_high, agg=alg.loss.aggregation,
+                              loss_scale_factor=alg.loss.scale(alg.max_completion_length), **options)  # fmt: skip
+            if self.reference is not None:
+                with torch.no_grad():
+                    ref, _ = turn_logps(self.reference, self.processor, [records[i] for i in chunk])
+                kl = losses.kl_penalty(logps, ref, alg.kl_estimator)
+                loss = loss + alg.beta * losses.aggregate(kl, mask, alg.loss.aggregation)
+            # chunks are weighted by their share of turns: exact for the seq-mean aggregations,
+            # a per-chunk token mean (not one over the whole batch) for token-mean losses
+            weighted = loss * len(chunk) / len(rows)
+            weighted.backward()
+            total += float(weighted.detach())
+        if rows:
+            torch.nn.utils.clip_grad_norm_(self.params, tr.max_grad_norm)
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        metrics["loss"] = total
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "data_rng": self.rng.getstate(),
+                "torch_rng": torch.get_rng_state()}  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.step = int(state["step"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.rng.setstate(state["data_rng"])
+        torch.set_rng_state(state["torch_rng"])
+
+    def save(self, folder: Path, keep: int | None) -> None:
+        """Weights, processor and loop state, then the completion marker; rotate beyond ``keep``."""
+        import shutil
+
+        self.model.save_pretrained(folder, safe_serialization=True)
+        self.processor.save_pretrained(folder)
+        torch.save(self.state_dict(), folder / STATE_FILE)
+        mark_complete(folder, self.step)
+        if keep is not None:
+            older = sorted((checkpoint_step(p), p) for p in folder.parent.glob("checkpoint-*")
+                           if p != folder and is_complete(p))  # fmt: skip
+            for _, old in older[: max(0, len(older) + 1 - keep)]:
+                shutil.rmtree(old, ignore_errors=True)
+
+
+def _rollout_metrics(records: list[StepRecord]) -> dict[str, float]:
+    """Reward, step success (exact match), type match, patch rate and turns of one rollout."""
+    n = max(1, len(records))
+    scored = [r.reward for r in records if r.reward is not None]
+    type_key = next((k for r in records for k in r.components if k.endswith("type_match")), None)
+    return {
+        "reward": sum(scored) / max(1, len(scored)),
+        "step_success": sum(r.match for r in records) / n,
+        "type_match": sum(r.components.get(type_key, 0.0) for r in records) / n if type_key else float("nan"),
+        "frac_patched": sum(r.patched for r in records) / n,
+        "turns": float(len(records)),
+    }
+
