@@ -57,6 +57,9 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 _WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 _HIDDEN_DIRS = ("/root", "/home", "/run")
 
@@ -88,6 +91,34 @@ def set_parent_death_signal(sig: int) -> None:
 def set_no_new_privs() -> None:
     """Setuid binaries can no longer raise this process's privileges (``ping``, ``su``)."""
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+
+
+def enter_job_ipc_namespace() -> None:
+    """A new IPC namespace for one job (needs ``CAP_SYS_ADMIN``: call before the uid drop).
+
+    Shared memory segments, semaphores and message queues the job creates die with it (the
+    kernel frees a namespace's objects when its last process exits), and the next job of the
+    worker starts with none.
+    """
+    _check(_libc.unshare(CLONE_NEWIPC), "unshare(ipc)")
+
+
+def renew_job_keyrings() -> None:
+    """Give a job kernel keyrings of its own (call after the uid drop, before model code).
+
+    * A new anonymous session keyring replaces the inherited one, so keys the trainer keeps in
+      its session keyring (``keyctl add user ... @s``) are neither searchable nor possessed.
+    * The user and user-session keyrings of the job's uid are shared by every job of a worker
+      (as root, one uid per worker; in a user namespace, one register per worker): they are
+      emptied here, so what a previous job stashed there is gone before this job's code runs.
+      (A stash outlives the pool until the next job of that uid: it is emptied, not destroyed.)
+    """
+    keyctl = _SYS_KEYCTL[os.uname().machine]
+    if _libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"keyctl(JOIN_SESSION_KEYRING): {os.strerror(err)}")
+    for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+        _check(_libc.syscall(keyctl, KEYCTL_CLEAR, keyring), f"keyctl(CLEAR, {keyring})")
 
 
 @dataclass

@@ -19,9 +19,7 @@ import json
 import logging
 import os
 import select
-import shutil
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -29,7 +27,7 @@ import traceback
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rewards.rendering import guard, jobs, oslevel
+from rewards.rendering import guard, jobs, oslevel, scrub
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
 
 logger = logging.getLogger(__name__)
@@ -46,6 +44,9 @@ class _Context:
     read_roots: list[str]
     pid_namespaces: oslevel.PidNamespaceFactory | None
     audit_hook: bool
+    isolated: bool
+    private_dirs: list[str]  # the worker's own tmpfs mounts, restored after each job
+    baseline: dict[str, scrub.Identity]
 
 
 def main(argv: list[str]) -> int:
@@ -79,13 +80,16 @@ def main(argv: list[str]) -> int:
         read_roots=jobs.read_roots(),
         pid_namespaces=oslevel.PidNamespaceFactory() if walls.pid_namespace else None,
         audit_hook=config["audit_hook"],
+        isolated=config["isolate"],
+        private_dirs=walls.private_tmp,
+        baseline=scrub.snapshot(walls.private_tmp),
     )
     ready = {"ready": True, "walls": asdict(walls), "scratch_root": scratch_root, "pid": os.getpid()}
     write_message(proto_out, ready)
     try:
         _serve(proto_in, proto_out, ctx)
     finally:
-        _remove_tree(scratch_root)
+        scrub.remove_tree(scratch_root)
     return 0
 
 
@@ -135,7 +139,8 @@ def run_job(header: dict[str, Any], source: bytes, ctx: _Context) -> tuple[dict[
     data, timed_out = _collect(read_fd, time.monotonic() + timeout, expected)
     os.close(read_fd)
     reaped = _kill_and_reap(pid)
-    _remove_tree(scratch)
+    scrub.remove_tree(scratch)
+    scrub.restore(ctx.baseline, ctx.private_dirs)  # what the job left in /tmp, /var/tmp, /dev/shm
     return _verdict(data, timed_out, reaped, expected, timeout, int(timeout) + 2)
 
 
@@ -158,8 +163,9 @@ def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scr
 
 
 def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_model_code: bool) -> None:
-    """Own session, no inherited fds, scrubbed env, rlimits, job uid, audit hook (in this order:
-    rlimits and the uid change need privileges the hook and the uid drop take away)."""
+    """Own session, no inherited fds, scrubbed env, rlimits, own IPC namespace, job uid, fresh
+    keyrings, audit hook (in this order: rlimits, the IPC namespace and the uid change need
+    privileges the uid drop takes away; the keyrings must belong to the job's uid)."""
     os.setsid()
     oslevel.set_parent_death_signal(signal.SIGKILL)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -175,7 +181,11 @@ def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_mo
     oslevel.set_no_new_privs()
     limits = oslevel.Limits(**{**asdict(ctx.limits), "cpu_seconds": cpu_seconds})
     oslevel.apply_limits(limits, ctx.address_space_base)
+    if ctx.isolated:
+        oslevel.enter_job_ipc_namespace()
     oslevel.drop_identity(ctx.uid)
+    if ctx.isolated:
+        oslevel.renew_job_keyrings()
     oslevel.forget_libc()  # model code must not find a ready ctypes handle to libc in our modules
     if ctx.audit_hook:
         guard.install(scratch, ctx.read_roots, guard.BLOCKED_MODULES if runs_model_code else ())
@@ -267,23 +277,6 @@ def _verdict(data: bytes, timed_out: bool, reaped: tuple[int, float, bool], expe
         return {"status": "crashed", "error": f"render process died from signal {name}"}, b""
     code = os.waitstatus_to_exitcode(status)
     return {"status": "crashed", "error": f"render process exited with status {code} before answering (os._exit?)"}, b""
-
-
-def _remove_tree(path: str) -> None:
-    """``rmtree`` that also removes what a job chmod-ed to 000 (in user-namespace mode the
-    worker has no CAP_DAC_OVERRIDE over those files)."""
-
-    def retry(func, target, _exc) -> None:
-        try:
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            if not os.path.islink(target):
-                os.chmod(target, stat.S_IRWXU)
-            func(target)
-        except OSError as err:
-            logger.warning("render worker: could not remove %s: %s", target, err)
-
-    if os.path.lexists(path):
-        shutil.rmtree(path, onerror=retry)
 
 
 if __name__ == "__main__":
