@@ -22,15 +22,24 @@ What is enforced, and what is not (read this before trusting a render with secre
   worker enters a user namespace first thing (before any preload can start a thread) and each
   job empties every capability set (bounding, ambient, permitted, effective: checked), so it
   cannot unmount a cover or remount ``/`` writable. Workers mount their own ``/proc``: the
-  caller's processes (and their ``environ``) are not listed. Each worker has its own IPC namespace.
+  caller's processes (and their ``environ``) are not listed.
+* **Nothing kept from one job to the next.** Each job gets an IPC namespace of its own (its
+  SysV shared memory, semaphores and message queues die with it), a new anonymous session
+  keyring (the trainer's session keys are out of reach) with its uid's user keyrings emptied
+  before its code runs, and after each job the worker removes whatever the job left in its
+  private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (:mod:`rewards.rendering.scrub`).
 * **Resources.** Hard rlimits (both soft and hard set) on CPU seconds, address space, file
-  size, open files, processes and core size. No cgroup limit yet: memory across a job's
-  forked children is bounded only by ``processes`` x ``address_space_mb``.
+  size, open files, processes and core size. Where a cgroup v2 subtree with the memory and
+  pids controllers is delegated (:mod:`rewards.rendering.cgroups`), each job also gets a
+  cgroup capping its processes together (``memory.max``, ``pids.max``; an out-of-memory kill
+  there is the job's failure) and the cgroup file system is hidden from jobs. Otherwise, the
+  stated fallback: memory across a job's forked children is bounded only by ``processes`` x
+  ``address_space_mb``; :attr:`Walls.memory_cap` says which applies and why, and the pool logs
+  a warning (:attr:`Walls.fallbacks`).
 * **Not enforced:** system calls are not filtered (no seccomp: it needs libseccomp or a BPF
-  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible; the session
-  keyring is inherited; files a job leaves in the worker's private ``/tmp`` or ``/dev/shm`` stay
-  there for the worker's next job. A machine where the namespaces cannot be entered gets no
-  worker at all: :class:`RenderPool` refuses to start and names what is missing.
+  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible. A machine
+  where the namespaces cannot be entered gets no worker at all: :class:`RenderPool` refuses to
+  start and names what is missing.
 """
 
 from __future__ import annotations
@@ -137,7 +146,9 @@ class Walls:
     not_hidden: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # bound back (read-only) over a tmpfs cover
     job_uid: int | None = None
+    memory_cap: str = ""  # how a job's processes are bounded together (cgroup, or the rlimit fallback)
     problems: list[str] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)  # weaker walls in use (logged, not refused)
 
     def missing(self) -> list[str]:
         """The walls a worker must have and lacks; a pool refuses to start while any is missing."""

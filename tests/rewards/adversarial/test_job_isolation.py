@@ -1,18 +1,20 @@
 """What one job leaves behind, no later job sees, and what the trainer holds, no job reaches:
-kernel keyrings, SysV IPC objects, files in the worker's private /tmp, /var/tmp and /dev/shm.
-The audit hook is off (jobs may use ctypes), so only the OS walls are tested."""
+kernel keyrings, SysV IPC objects, files in the worker's private /tmp, /var/tmp and /dev/shm;
+and how a job's forked processes are capped together (a cgroup, or the stated rlimit fallback).
+The audit hook is off (jobs may use ctypes and fork), so only the OS walls are tested."""
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from rewards.rendering import RenderPool
-from tests.rewards.adversarial.conftest import probe
+from rewards.rendering import Limits, RenderPool
+from tests.rewards.adversarial.conftest import probe, run
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/ipc"), reason="Linux namespaces needed")
 ARCH = os.uname().machine
@@ -118,3 +120,58 @@ RESULT = [(os.path.exists(d + "/{name}"), os.path.exists(d + "/{name}-dir")) for
     after = probe(pool, "import os\nRESULT = sorted(os.listdir('/tmp'))")  # still a working /tmp
     assert all(name not in entry for entry in after), after
     assert pool.render("svg", '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>', size=(4, 4)).ok
+
+
+def test_a_jobs_forked_children_share_one_memory_cap(keyed_pool) -> None:
+    """With a per-job cgroup: four children, each under the per-process cap, together over it."""
+    pool, _ = keyed_pool
+    cap = pool.isolation["memory_cap"]
+    if not cap.startswith("cgroup"):
+        pytest.skip(f"no per-job cgroup on this machine, the rlimit fallback is tested instead: {cap}")
+    share = int(0.4 * Limits().address_space_mb * 2**20)
+    result = run(pool, f"""
+import os, time
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray({share})
+        block[::4096] = b"x" * len(range(0, {share}, 4096))  # touch every page
+        time.sleep(5)
+        os._exit(0)
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
+RESULT = "all four children kept their memory"
+""", timeout=8)
+    assert result.status == "invalid" and "memory limit" in result.error, (result.status, result.error)
+
+
+def test_without_a_cgroup_the_fallback_is_said_and_every_child_keeps_the_rlimits(keyed_pool, caplog) -> None:
+    pool, _ = keyed_pool
+    walls = pool.isolation
+    if walls["memory_cap"].startswith("cgroup"):
+        pytest.skip(f"this machine caps each job with a cgroup ({walls['memory_cap']}): tested above")
+    assert walls["memory_cap"].startswith("rlimits only: RLIMIT_AS") and "(" in walls["memory_cap"], walls
+    assert any("no per-job cgroup" in f for f in walls["fallbacks"]), walls
+    with caplog.at_level(logging.WARNING, logger="rewards.rendering.pool"):
+        RenderPool._log_walls({"walls": walls})
+    assert "no per-job cgroup" in caplog.text
+    limits = Limits()
+    found = probe(pool, f"""
+import os, resource
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    try:
+        bytearray({limits.address_space_mb + 64} * 2**20)
+        outcome = "allocated"
+    except MemoryError:
+        outcome = "MemoryError"
+    caps = [resource.getrlimit(k)[1] for k in (resource.RLIMIT_AS, resource.RLIMIT_NPROC)]
+    os.write(w, repr([outcome, *caps]).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+RESULT = eval(os.read(r, 200))""")
+    assert found[0] == "MemoryError" and found[2] == limits.processes, found
+    assert found[1] < (limits.address_space_mb + 64) * 2**20 + 2**31, found  # the job's cap, inherited

@@ -113,9 +113,10 @@ def test_the_os_wall_and_hostile_suites_pass_as_an_unprivileged_user() -> None:
     proc = run_as_nobody(NESTED_PYTEST, *NESTED_FILES, "-k", selection)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "skipped" not in summary and "deselected" in summary, summary  # nothing skipped as nobody
+    skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skips) <= 1 and all("cgroup" in line for line in skips), skips  # only one of the cgroup pair
     passed = int(summary.split(" passed")[0].split()[-1])
-    assert passed >= 11 + 4 + len(NESTED_CASES), summary  # every OS-wall, isolation and chosen hostile case
+    assert passed >= 11 + 5 + len(NESTED_CASES), summary  # every OS-wall, isolation and chosen hostile case
 
 
 def test_walls_come_up_for_an_unprivileged_user_despite_a_threaded_preload(as_nobody: dict) -> None:
