@@ -151,7 +151,11 @@ class Walls:
     fallbacks: list[str] = field(default_factory=list)  # weaker walls in use (logged, not refused)
 
     def missing(self) -> list[str]:
-        """The walls a worker must have and lacks; a pool refuses to start while any is missing."""
+        """The walls a worker must have and lacks; a pool refuses to start while any is missing.
+
+        A per-job cgroup is not among them (few machines delegate one): without it the worker
+        runs with the rlimit fallback, named in :attr:`memory_cap` and :attr:`fallbacks`, which
+        the pool logs as a warning."""
         names = ["network_namespace", "mount_namespace", "pid_namespace", "ipc_namespace", "read_only_mounts",
                  "private_proc"]
         out = [name.replace("_", " ") for name in names if not getattr(self, name)]
