@@ -17,10 +17,12 @@ the worker says so (:attr:`rewards.rendering.oslevel.Walls.memory_cap`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from dataclasses import dataclass
 
+logger = logging.getLogger(__name__)
 ENV_VAR = "ZOO_RENDER_CGROUP"
 _NEEDED = ("memory", "pids")
 
@@ -50,8 +52,12 @@ class JobCgroup:
                 break
             except FileNotFoundError:
                 break
-            except OSError:
+            except OSError as err:
+                failure = err
                 time.sleep(0.01)
+        else:
+            logger.warning("render worker: job cgroup %s not removed (%s); the pool removes it later", self.name,
+                           failure)
         return oom_kills > 0
 
 
@@ -67,8 +73,8 @@ class WorkerCgroups:
         self.path = os.path.join(parent, f"zoo-render-{os.getpid()}")
         self._fd: int | None = None
         self._parent_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        os.mkdir(os.path.basename(self.path), 0o755, dir_fd=self._parent_fd)
         try:
+            os.mkdir(os.path.basename(self.path), 0o755, dir_fd=self._parent_fd)
             self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             _write_at(self._fd, "cgroup.subtree_control", " ".join(f"+{c}" for c in _NEEDED))
         except OSError:
