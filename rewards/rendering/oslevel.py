@@ -22,15 +22,24 @@ What is enforced, and what is not (read this before trusting a render with secre
   worker enters a user namespace first thing (before any preload can start a thread) and each
   job empties every capability set (bounding, ambient, permitted, effective: checked), so it
   cannot unmount a cover or remount ``/`` writable. Workers mount their own ``/proc``: the
-  caller's processes (and their ``environ``) are not listed. Each worker has its own IPC namespace.
+  caller's processes (and their ``environ``) are not listed.
+* **Nothing kept from one job to the next.** Each job gets an IPC namespace of its own (its
+  SysV shared memory, semaphores and message queues die with it), a new anonymous session
+  keyring (the trainer's session keys are out of reach) with its uid's user keyrings emptied
+  before its code runs, and after each job the worker removes whatever the job left in its
+  private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (:mod:`rewards.rendering.scrub`).
 * **Resources.** Hard rlimits (both soft and hard set) on CPU seconds, address space, file
-  size, open files, processes and core size. No cgroup limit yet: memory across a job's
-  forked children is bounded only by ``processes`` x ``address_space_mb``.
+  size, open files, processes and core size. Where a cgroup v2 subtree with the memory and
+  pids controllers is delegated (:mod:`rewards.rendering.cgroups`), each job also gets a
+  cgroup capping its processes together (``memory.max``, ``pids.max``; an out-of-memory kill
+  there is the job's failure) and the cgroup file system is hidden from jobs. Otherwise, the
+  stated fallback: memory across a job's forked children is bounded only by ``processes`` x
+  ``address_space_mb``; :attr:`Walls.memory_cap` says which applies and why, and the pool logs
+  a warning (:attr:`Walls.fallbacks`).
 * **Not enforced:** system calls are not filtered (no seccomp: it needs libseccomp or a BPF
-  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible; the session
-  keyring is inherited; files a job leaves in the worker's private ``/tmp`` or ``/dev/shm`` stay
-  there for the worker's next job. A machine where the namespaces cannot be entered gets no
-  worker at all: :class:`RenderPool` refuses to start and names what is missing.
+  assembler), so kernel bugs are in scope; GPU devices under ``/dev`` stay visible. A machine
+  where the namespaces cannot be entered gets no worker at all: :class:`RenderPool` refuses to
+  start and names what is missing.
 """
 
 from __future__ import annotations
@@ -57,6 +66,9 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 _WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 _HIDDEN_DIRS = ("/root", "/home", "/run")
 
@@ -90,6 +102,34 @@ def set_no_new_privs() -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
 
 
+def enter_job_ipc_namespace() -> None:
+    """A new IPC namespace for one job (needs ``CAP_SYS_ADMIN``: call before the uid drop).
+
+    Shared memory segments, semaphores and message queues the job creates die with it (the
+    kernel frees a namespace's objects when its last process exits), and the next job of the
+    worker starts with none.
+    """
+    _check(_libc.unshare(CLONE_NEWIPC), "unshare(ipc)")
+
+
+def renew_job_keyrings() -> None:
+    """Give a job kernel keyrings of its own (call after the uid drop, before model code).
+
+    * A new anonymous session keyring replaces the inherited one, so keys the trainer keeps in
+      its session keyring (``keyctl add user ... @s``) are neither searchable nor possessed.
+    * The user and user-session keyrings of the job's uid are shared by every job of a worker
+      (as root, one uid per worker; in a user namespace, one register per worker): they are
+      emptied here, so what a previous job stashed there is gone before this job's code runs.
+      (A stash outlives the pool until the next job of that uid: it is emptied, not destroyed.)
+    """
+    keyctl = _SYS_KEYCTL[os.uname().machine]
+    if _libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"keyctl(JOIN_SESSION_KEYRING): {os.strerror(err)}")
+    for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+        _check(_libc.syscall(keyctl, KEYCTL_CLEAR, keyring), f"keyctl(CLEAR, {keyring})")
+
+
 @dataclass
 class Walls:
     """Which isolation layers a worker actually got (reported to the pool, logged, testable)."""
@@ -106,10 +146,16 @@ class Walls:
     not_hidden: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # bound back (read-only) over a tmpfs cover
     job_uid: int | None = None
+    memory_cap: str = ""  # how a job's processes are bounded together (cgroup, or the rlimit fallback)
     problems: list[str] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)  # weaker walls in use (logged, not refused)
 
     def missing(self) -> list[str]:
-        """The walls a worker must have and lacks; a pool refuses to start while any is missing."""
+        """The walls a worker must have and lacks; a pool refuses to start while any is missing.
+
+        A per-job cgroup is not among them (few machines delegate one): without it the worker
+        runs with the rlimit fallback, named in :attr:`memory_cap` and :attr:`fallbacks`, which
+        the pool logs as a warning."""
         names = ["network_namespace", "mount_namespace", "pid_namespace", "ipc_namespace", "read_only_mounts",
                  "private_proc"]
         out = [name.replace("_", " ") for name in names if not getattr(self, name)]

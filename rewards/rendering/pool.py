@@ -27,6 +27,8 @@ from dataclasses import asdict
 from itertools import count
 from pathlib import Path
 
+from rewards.rendering.cgroups import ENV_VAR as CGROUP_ENV_VAR
+from rewards.rendering.cgroups import remove_cgroup
 from rewards.rendering.jobs import python_roots
 from rewards.rendering.oslevel import Limits
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
@@ -108,6 +110,7 @@ class _Worker:
         scratch = (self.ready or {}).get("scratch_root")
         if scratch and not walls.get("private_tmp"):  # otherwise it lived in the worker's own tmpfs
             shutil.rmtree(scratch, ignore_errors=True)
+        remove_cgroup((self.ready or {}).get("cgroup"))  # left behind when the worker was killed
 
 
 class RenderPool:
@@ -127,11 +130,16 @@ class RenderPool:
         preload: extra modules imported once in each worker, so chart code imports them for
             free; pandas is there by default because it imports ctypes, which jobs may not
             (a module that is not installed is skipped).
+        cgroup: a cgroup v2 directory delegated to this user, under which each job gets a
+            cgroup capping its processes' memory and number together (default: the
+            ``ZOO_RENDER_CGROUP`` environment variable; see :mod:`rewards.rendering.cgroups`).
+            Without one, the rlimits alone apply and the pool logs a warning saying so.
     """
 
     def __init__(self, workers: int | None = None, *, kinds: Sequence[str] = DEFAULT_KINDS, limits: Limits | None = None,
                  max_source_bytes: int = 2 * 1024 * 1024, isolate: bool = True, uid_base: int = DEFAULT_UID_BASE,
-                 tmp_mb: int = 256, preload: Sequence[str] = ("pandas",), audit_hook: bool = True) -> None:
+                 tmp_mb: int = 256, preload: Sequence[str] = ("pandas",), audit_hook: bool = True,
+                 cgroup: str | None = None) -> None:
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise ValueError(f"unknown render kinds {unknown}; available: {list(KINDS)}")
@@ -141,7 +149,7 @@ class RenderPool:
         self._config = {
             "kinds": list(self.kinds), "preload": list(preload), "limits": asdict(limits or Limits()),
             "isolate": isolate, "tmp_mb": tmp_mb, "hide": [str(Path.home()), str(_CHECKOUT)],
-            "audit_hook": audit_hook,
+            "audit_hook": audit_hook, "cgroup": cgroup or os.environ.get(CGROUP_ENV_VAR),
             # the packages a worker imports, not the checkout around them (which may hold anything)
             "keep_visible": sorted({*(p for p in python_roots() if not _is_within(_CHECKOUT, p)),
                                     *(str(_CHECKOUT / name) for name in _WORKER_PACKAGES)}),
@@ -351,7 +359,10 @@ class RenderPool:
 
     @staticmethod
     def _log_walls(ready: dict | None) -> None:
-        logger.info("render sandbox: %s", (ready or {}).get("walls", {}))
+        walls = (ready or {}).get("walls", {})
+        logger.info("render sandbox: %s", walls)
+        for fallback in walls.get("fallbacks", []):
+            logger.warning("render sandbox: %s", fallback)
 
 
 class _NoWorker(RuntimeError):

@@ -19,9 +19,7 @@ import json
 import logging
 import os
 import select
-import shutil
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -29,7 +27,7 @@ import traceback
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rewards.rendering import guard, jobs, oslevel
+from rewards.rendering import cgroups, guard, jobs, oslevel, scrub
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
 
 logger = logging.getLogger(__name__)
@@ -46,6 +44,10 @@ class _Context:
     read_roots: list[str]
     pid_namespaces: oslevel.PidNamespaceFactory | None
     audit_hook: bool
+    isolated: bool
+    private_dirs: list[str]  # the worker's own tmpfs mounts, restored after each job
+    baseline: dict[str, scrub.Identity]
+    cgroups: cgroups.WorkerCgroups | None
 
 
 def main(argv: list[str]) -> int:
@@ -62,9 +64,12 @@ def main(argv: list[str]) -> int:
             __import__(name)
         except ImportError as err:
             logger.info("render worker: %s not preloaded: %s", name, err)
-    _isolate(config, walls)
+    job_cgroups = _job_cgroups(config, walls) if config["isolate"] else None
+    _isolate(config, walls, hide_cgroups=job_cgroups is not None)
     missing = walls.missing() if config["isolate"] else []
     if missing:
+        if job_cgroups is not None:
+            job_cgroups.close()
         write_message(proto_out, {"ready": False, "error": "; ".join(missing), "walls": asdict(walls)})
         return 1
     real_root = os.geteuid() == 0 and not walls.user_namespace
@@ -79,21 +84,50 @@ def main(argv: list[str]) -> int:
         read_roots=jobs.read_roots(),
         pid_namespaces=oslevel.PidNamespaceFactory() if walls.pid_namespace else None,
         audit_hook=config["audit_hook"],
+        isolated=config["isolate"],
+        private_dirs=walls.private_tmp,
+        baseline=scrub.snapshot(walls.private_tmp),
+        cgroups=job_cgroups,
     )
-    ready = {"ready": True, "walls": asdict(walls), "scratch_root": scratch_root, "pid": os.getpid()}
+    ready = {"ready": True, "walls": asdict(walls), "scratch_root": scratch_root, "pid": os.getpid(),
+             "cgroup": job_cgroups.path if job_cgroups is not None else None}
     write_message(proto_out, ready)
     try:
         _serve(proto_in, proto_out, ctx)
     finally:
-        _remove_tree(scratch_root)
+        scrub.remove_tree(scratch_root)
+        if job_cgroups is not None:
+            job_cgroups.close()
     return 0
 
 
-def _isolate(config: dict[str, Any], walls: oslevel.Walls) -> None:
-    """Lock the file-system view; with a PID namespace, fork once and serve from its PID 1."""
+def _job_cgroups(config: dict[str, Any], walls: oslevel.Walls) -> cgroups.WorkerCgroups | None:
+    """A cgroup per job where a delegated cgroup v2 subtree allows it; else say what bounds a
+    job's processes instead (see :mod:`rewards.rendering.cgroups`)."""
+    limits = oslevel.Limits(**config["limits"])
+    parent, reason = cgroups.delegated_parent(config.get("cgroup"))
+    if parent is not None:
+        try:
+            made = cgroups.WorkerCgroups(parent, limits.address_space_mb * 1024 * 1024, limits.processes)
+            walls.memory_cap = (f"cgroup v2 per job under {made.path}: memory.max {limits.address_space_mb} MiB "
+                                f"and pids.max {limits.processes} for all the job's processes together")
+            return made
+        except OSError as err:
+            reason = f"cannot create a cgroup under {parent}: {err}"
+    walls.memory_cap = (f"rlimits only: RLIMIT_AS {limits.address_space_mb} MiB per process, RLIMIT_NPROC "
+                        f"{limits.processes} processes per job uid ({reason})")
+    walls.fallbacks.append(f"no per-job cgroup, so a job's processes may together use up to {limits.processes} x "
+                           f"{limits.address_space_mb} MiB: {reason}")
+    return None
+
+
+def _isolate(config: dict[str, Any], walls: oslevel.Walls, hide_cgroups: bool) -> None:
+    """Lock the file-system view; with a PID namespace, fork once and serve from its PID 1.
+    With job cgroups, the cgroup file system is covered too (the worker keeps descriptors)."""
     if not config["isolate"]:
         return
-    oslevel.wall_off_files(walls, config["hide"], [*config["keep_visible"], *jobs.data_roots()], config["tmp_mb"])
+    hide = [*config["hide"], *(cgroups.mount_points() if hide_cgroups else [])]
+    oslevel.wall_off_files(walls, hide, [*config["keep_visible"], *jobs.data_roots()], config["tmp_mb"])
     oslevel.enter_pid_namespace(walls)
     if walls.pid_namespace:
         pid = os.fork()
@@ -123,28 +157,37 @@ def run_job(header: dict[str, Any], source: bytes, ctx: _Context) -> tuple[dict[
     scratch = tempfile.mkdtemp(prefix="job-", dir=ctx.scratch_root)
     if ctx.uid is not None:
         os.chown(scratch, ctx.uid, ctx.uid)
+    try:
+        cgroup = ctx.cgroups.create() if ctx.cgroups is not None else None
+    except OSError as err:
+        scrub.remove_tree(scratch)
+        return {"status": "infra", "error": f"could not create the job's cgroup: {err}"}, b""
     read_fd, write_fd = os.pipe()
     if ctx.pid_namespaces is not None:
         ctx.pid_namespaces.prepare()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _job_child(write_fd, kind, source, size, scratch, ctx, int(timeout) + 2)
+        _job_child(write_fd, kind, source, size, scratch, ctx, int(timeout) + 2, cgroup)
     os.close(write_fd)
     expected = 1 + size[0] * size[1] * 3
     data, timed_out = _collect(read_fd, time.monotonic() + timeout, expected)
     os.close(read_fd)
     reaped = _kill_and_reap(pid)
-    _remove_tree(scratch)
-    return _verdict(data, timed_out, reaped, expected, timeout, int(timeout) + 2)
+    out_of_memory = cgroup.finish() if cgroup is not None else False
+    scrub.remove_tree(scratch)
+    scrub.restore(ctx.baseline, ctx.private_dirs)  # what the job left in /tmp, /var/tmp, /dev/shm
+    return _verdict(data, timed_out, reaped, expected, timeout, int(timeout) + 2, out_of_memory)
 
 
 def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scratch: str,
-               ctx: _Context, cpu_seconds: int) -> None:
+               ctx: _Context, cpu_seconds: int, cgroup: cgroups.JobCgroup | None) -> None:
     """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message, ``_exit``. Never returns,
     even when model code broke what the error path uses (then it exits without an answer)."""
     try:
         try:
+            if cgroup is not None:
+                cgroup.enter()  # first: every process the job starts is counted with it
             _wall_in(scratch, ctx, cpu_seconds, out_fd, runs_model_code=kind in jobs.RUNS_MODEL_CODE)
         except BaseException as exc:  # noqa: BLE001
             _answer(out_fd, b"I" + f"sandbox setup failed: {exc!r}".encode()[:_ERROR_BYTES])
@@ -158,8 +201,9 @@ def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scr
 
 
 def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_model_code: bool) -> None:
-    """Own session, no inherited fds, scrubbed env, rlimits, job uid, audit hook (in this order:
-    rlimits and the uid change need privileges the hook and the uid drop take away)."""
+    """Own session, no inherited fds, scrubbed env, rlimits, own IPC namespace, job uid, fresh
+    keyrings, audit hook (in this order: rlimits, the IPC namespace and the uid change need
+    privileges the uid drop takes away; the keyrings must belong to the job's uid)."""
     os.setsid()
     oslevel.set_parent_death_signal(signal.SIGKILL)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -175,7 +219,11 @@ def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_mo
     oslevel.set_no_new_privs()
     limits = oslevel.Limits(**{**asdict(ctx.limits), "cpu_seconds": cpu_seconds})
     oslevel.apply_limits(limits, ctx.address_space_base)
+    if ctx.isolated:
+        oslevel.enter_job_ipc_namespace()
     oslevel.drop_identity(ctx.uid)
+    if ctx.isolated:
+        oslevel.renew_job_keyrings()
     oslevel.forget_libc()  # model code must not find a ready ctypes handle to libc in our modules
     if ctx.audit_hook:
         guard.install(scratch, ctx.read_roots, guard.BLOCKED_MODULES if runs_model_code else ())
@@ -236,7 +284,7 @@ def _kill_and_reap(pid: int) -> tuple[int, float, bool]:
 
 
 def _verdict(data: bytes, timed_out: bool, reaped: tuple[int, float, bool], expected: int,
-             timeout: float, cpu_limit: int) -> tuple[dict, bytes]:
+             timeout: float, cpu_limit: int, out_of_memory: bool = False) -> tuple[dict, bytes]:
     """Classify the job's answer and exit; the order matters (a late SIGKILL is ours).
 
     Everything the job can cause (an exception, a timeout, a crash, an exit or a closed pipe
@@ -261,29 +309,15 @@ def _verdict(data: bytes, timed_out: bool, reaped: tuple[int, float, bool], expe
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= cpu_limit):
             return {"status": "timeout", "error": "render ran out of CPU time (RLIMIT_CPU) and was killed"}, b""
+        if sig == signal.SIGKILL and out_of_memory:  # the job's own cgroup limit, not the host's
+            return {"status": "invalid", "error": "render went over its memory limit (all its processes "
+                                                  "together) and was killed"}, b""
         if sig == signal.SIGKILL:  # a PID 1 cannot SIGKILL itself, and the job's limits did not
             return {"status": "infra", "error": "render process was killed from outside (out of host memory?)"}, b""
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         return {"status": "crashed", "error": f"render process died from signal {name}"}, b""
     code = os.waitstatus_to_exitcode(status)
     return {"status": "crashed", "error": f"render process exited with status {code} before answering (os._exit?)"}, b""
-
-
-def _remove_tree(path: str) -> None:
-    """``rmtree`` that also removes what a job chmod-ed to 000 (in user-namespace mode the
-    worker has no CAP_DAC_OVERRIDE over those files)."""
-
-    def retry(func, target, _exc) -> None:
-        try:
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            if not os.path.islink(target):
-                os.chmod(target, stat.S_IRWXU)
-            func(target)
-        except OSError as err:
-            logger.warning("render worker: could not remove %s: %s", target, err)
-
-    if os.path.lexists(path):
-        shutil.rmtree(path, onerror=retry)
 
 
 if __name__ == "__main__":

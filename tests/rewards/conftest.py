@@ -29,12 +29,24 @@ def render_pool() -> Iterator[RenderPool]:
 
 
 def job_processes() -> list[psutil.Process]:
-    """Processes running as a sandbox job uid (there should be none between renders)."""
+    """Job processes of the pools this test process started (there should be none between
+    renders). A job calls ``setsid``, so it (and anything it started) sits in another session
+    than its worker, which leads a session of its own. Only this process's workers are looked
+    at: pools other test runs keep on the same machine cannot make this check fail."""
     found = []
-    for proc in psutil.process_iter(["uids"]):
-        uids = proc.info["uids"]
-        if uids and DEFAULT_UID_BASE <= uids.real < DEFAULT_UID_BASE + 1000:
-            found.append(proc)
+    for worker in psutil.Process().children():
+        try:
+            if "rewards.rendering.worker" not in worker.cmdline():
+                continue
+            descendants = worker.children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for proc in descendants:
+            try:
+                if os.getsid(proc.pid) != worker.pid:
+                    found.append(proc)
+            except ProcessLookupError:
+                continue
     return found
 
 

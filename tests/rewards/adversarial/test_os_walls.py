@@ -1,38 +1,24 @@
 """The OS walls alone (audit hook off): what a job that got past the Python guard can still
-not do. Runs only as root on Linux, where the pool gets namespaces and a job uid."""
+not do. As root, jobs run as a job uid; as another user (see ``test_unprivileged``), as uid 0 of
+the worker's user namespace with no capability."""
 
 from __future__ import annotations
 
 import os
 import socket
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rewards.rendering import RenderPool
-from tests.rewards.conftest import VALID_SVG, snapshot, assert_pool_clean
+from tests.rewards.adversarial.conftest import run
+from tests.rewards.conftest import VALID_SVG, assert_pool_clean, snapshot
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/proc/self/ns/net"),
-                                reason="the OS walls need root on Linux")
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/net"), reason="the OS walls need Linux namespaces")
 MARK = f"pwned-{uuid.uuid4().hex[:8]}"
 REPO = Path(__file__).resolve().parents[3]
 CHART = "\nimport matplotlib.pyplot as plt\nfig = plt.figure()\nfig.text(0.1, 0.5, RESULT)\n"
-
-
-@pytest.fixture(scope="module")
-def bare_pool() -> Iterator[RenderPool]:
-    pool = RenderPool(1, audit_hook=False).start()
-    yield pool
-    pool.close()
-
-
-def run(pool: RenderPool, body: str, timeout: float = 4.0):
-    """Run ``body`` (which sets RESULT) and read RESULT back from the error channel."""
-    code = body + "\nraise RuntimeError('RESULT=' + repr(RESULT))\n"
-    result = pool.render("matplotlib", code, size=(16, 16), timeout=timeout)
-    return result
 
 
 @pytest.mark.parametrize("target", [f"/tmp/{MARK}", f"/var/tmp/{MARK}", f"/dev/shm/{MARK}",
@@ -92,6 +78,8 @@ def test_shell_commands_run_walled_in(bare_pool: RenderPool) -> None:
     body = (f"import subprocess\nRESULT = subprocess.run(['sh', '-c', 'id -u; touch {REPO / MARK} 2>&1; "
             f"cat /root/.bashrc 2>&1 | head -c 40'], capture_output=True, text=True).stdout")
     result = run(bare_pool, body)
-    assert "RESULT=" in result.error and "2000000000" in result.error
+    job_uid = bare_pool.isolation["job_uid"]  # None: uid 0 of a user namespace, no capability
+    assert "RESULT=" in result.error, result.error
+    assert result.error.split("RESULT=", 1)[1][1:].startswith(f"{job_uid or 0}\\n"), result.error  # `id -u`
     assert not (REPO / MARK).exists()
     assert_pool_clean(bare_pool, before)

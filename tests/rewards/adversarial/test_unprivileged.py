@@ -1,6 +1,8 @@
 """The main path: a training run as an ordinary user. CI runs as root, so this test drops a
 helper process to uid/gid 65534 (``nobody``) before it imports the pool, then lets the pool's
-walls face a job with the audit hook off and the default preload (pandas starts a thread).
+walls face a job with the audit hook off and the default preload (pandas starts a thread);
+then it runs the OS-wall, job-isolation and (a subset of the) hostile-input suites in a pytest
+that is nobody from its first line, so CI exercises the non-root path, not only the root one.
 
 The helper first gives itself a private mount namespace where closed (0700) ancestors of the
 Python installation and the checkout (``/root`` holding ``~/.pyenv``) are covered so the
@@ -12,8 +14,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,8 +26,8 @@ REPO = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/proc/self/ns/user"),
                                 reason="drops from root to an unprivileged uid (as non-root the whole suite is that path)")
 
-HELPER = r"""
-import json, os, socket, sys, tempfile
+DROP_TO_NOBODY = r"""
+import json, os, socket, sys
 from rewards.rendering import oslevel
 
 walls = oslevel.Walls()
@@ -32,7 +36,7 @@ oslevel._mount(None, "/", None, oslevel.MS_REC | oslevel.MS_PRIVATE, None)
 keep = oslevel._outermost(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.getcwd()))
 for ancestor in oslevel._closed_ancestors(keep):
     oslevel._cover_keeping(walls, ancestor, keep, 0, "mode=0755")
-home = tempfile.mkdtemp(prefix="zoo-user-home-")
+home = os.environ.pop("ZOO_TEST_HOME")  # made by the test (root), handed to nobody below
 os.makedirs(f"{home}/.cache/huggingface")
 with open(f"{home}/.cache/huggingface/token", "w") as fh:
     fh.write("hf_secret_token")
@@ -40,6 +44,8 @@ for path in (home, f"{home}/.cache", f"{home}/.cache/huggingface", f"{home}/.cac
     os.chown(path, 65534, 65534)
 os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
 os.environ.update(HOME=home, ZOO_TRAINER_SECRET="s3cr3t-in-env")
+"""
+HELPER = DROP_TO_NOBODY + r"""
 listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(1)
 
 from rewards.rendering import RenderPool
@@ -70,13 +76,47 @@ print(json.dumps({"walls": walls, "status": result.status, "error": result.error
 """
 
 
+# The OS-wall and hostile-input suites again, run by pytest as nobody. Every OS-wall and
+# job-isolation test, and a representative subset of the hostile cases (one per kind of attack:
+# CPU, memory, processes, files, network, signals, native code, parsers), to keep this run short.
+NESTED_FILES = ["tests/rewards/adversarial/test_os_walls.py", "tests/rewards/adversarial/test_job_isolation.py",
+                "tests/rewards/adversarial/test_hostile_code.py", "tests/rewards/adversarial/test_hostile_svg.py"]
+NESTED_CASES = ["infinite-loop", "fork-storm", "alloc-10gb-numpy", "write-outside-scratch", "read-home-into-chart",
+                "socket-connect", "subprocess", "kill-parent", "segfault-null-read", "ctypes-libc-system",
+                "proc-self-mem", "thread-storm", "sleeping", "file-image", "billion-laughs", "svg-50mb"]
+NESTED_PYTEST = DROP_TO_NOBODY + r"""
+os.execv(sys.executable, [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *sys.argv[1:]])
+"""
+
+
+def run_as_nobody(code: str, *args: str) -> subprocess.CompletedProcess:
+    """Run ``code`` with ``args`` in a fresh Python that drops to nobody (see the module doc)."""
+    home = tempfile.mkdtemp(prefix="zoo-user-home-")
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
+    env.update(ZOO_TEST_HOME=home, PYTHONDONTWRITEBYTECODE="1")
+    try:
+        return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def as_nobody() -> dict:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
-    proc = subprocess.run([sys.executable, "-c", HELPER], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = run_as_nobody(HELPER)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_os_wall_and_hostile_suites_pass_as_an_unprivileged_user() -> None:
+    selection = " or ".join(["test_os_walls", "test_job_isolation", *NESTED_CASES])
+    proc = run_as_nobody(NESTED_PYTEST, *NESTED_FILES, "-k", selection)
+    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skips) <= 1 and all("cgroup" in line for line in skips), skips  # only one of the cgroup pair
+    passed = int(summary.split(" passed")[0].split()[-1])
+    assert passed >= 11 + 5 + len(NESTED_CASES), summary  # every OS-wall, isolation and chosen hostile case
 
 
 def test_walls_come_up_for_an_unprivileged_user_despite_a_threaded_preload(as_nobody: dict) -> None:
