@@ -103,7 +103,7 @@ def synthetic_cad(n: int = 8, seed: int = 0) -> list[Sample]:
 
 def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
     """ChartMimic direct-mimic pairs from a folder of ``<name>.png`` + ``<name>.py``."""
-    root = Path(path)
+    root = Path(path).resolve()  # absolute: targets travel through TRL's dataset to the reward
     if not root.is_dir():
         raise DataFormatError(f"ChartMimic path {root} is not a folder (expected dataset/ori_500 with .png/.py pairs)")
     pairs = [(png, png.with_suffix(".py")) for png in sorted(root.glob("*.png")) if png.with_suffix(".py").is_file()]
@@ -146,7 +146,7 @@ def _image(value: Any, base: Path) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return Image.open(io.BytesIO(value))
     if isinstance(value, str) and value:
-        candidate = base / value
+        candidate = (base / value).resolve()
         return str(candidate) if candidate.is_file() else Image.open(io.BytesIO(base64.b64decode(value)))
     raise DataFormatError(f"cannot read an image from {type(value).__name__} {str(value)[:60]!r}")
 

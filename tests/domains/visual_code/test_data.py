@@ -4,6 +4,7 @@ import base64
 import csv
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,8 @@ def test_chartmimic_reads_png_py_pairs(tmp_path):
     (samples,) = data.load_chartmimic(tmp_path)
     assert samples.id == "bar_1" and samples.target["code"] == CHART and samples.meta["chart_type"] == "bar"
     assert samples.prompt[0]["content"][0] == {"type": "image"}
+    assert Path(samples.target["image"]).is_absolute()  # the reward reads it after TRL's dataset round trip
+    assert reference_image(samples.target["image"]).size == (8, 8)
 
 
 def test_chartmimic_without_pairs_is_a_named_error(tmp_path):
@@ -54,6 +57,14 @@ def test_plot2code_jsonl_with_base64_and_a_missing_column(tmp_path):
     (tmp_path / "bad.jsonl").write_text(json.dumps({"image": good["image"]}) + "\n")
     with pytest.raises(data.DataFormatError, match="code"):
         data.load_plot2code(tmp_path / "bad.jsonl")
+
+
+def test_plot2code_jsonl_with_an_image_path_next_to_it(tmp_path):
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "0.png").write_bytes(_png_bytes((0, 0, 255)))
+    (tmp_path / "p.jsonl").write_text(json.dumps({"image": "img/0.png", "code": CHART}) + "\n")
+    (sample,) = data.load_plot2code(tmp_path / "p.jsonl")
+    assert sample.target["image"] == str((tmp_path / "img" / "0.png").resolve())
 
 
 def test_svg_stack_renders_references_and_drops_broken_rows(tmp_path):
