@@ -81,10 +81,12 @@ def test_text2cad_csv_with_cadquery_folder(tmp_path):
         writer.writeheader()
         writer.writerow({"uid": "0000/00001", "abstract": "a plate", "beginner": "b", "intermediate": "i",
                          "expert": "A 10 mm plate."})
+        writer.writerow({"uid": "0000/00002", "abstract": "x", "beginner": "x", "intermediate": "x", "expert": "x"})
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "0000_00001.py").write_text("result = 1\n")
     (sample,) = data.load_text2cad(tmp_path / "text2cad.csv", code_dir=tmp_path / "code")
     assert sample.target == {"language": "cadquery", "description": "A 10 mm plate.", "code": "result = 1\n"}
+    assert len(data.load_text2cad(tmp_path / "text2cad.csv", level="abstract")) == 2  # no folder: text only
     with pytest.raises(ValueError, match="level"):
         data.load_text2cad(tmp_path / "text2cad.csv", level="novice")
 
