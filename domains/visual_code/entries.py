@@ -58,7 +58,8 @@ _STARVECTOR_NOTE = (
     "transformers 4.49 (joanrod/star-vector pyproject.toml); newer stacks are untested. "
     "RLRF (arXiv 2505.20793) RL-tunes this model; its weights are not published."
 )
-for size, base in (("1b", "StarCoder-1B + CLIP ViT-L/14 adapter"), ("8b", "StarCoder2-7B + SigLIP adapter")):
+for size, base in (("1b", "StarCoder-based 1B code LLM + image encoder and adapter (joanrod/star-vector)"),
+                   ("8b", "StarCoder2-based code LLM + image encoder and adapter (starvector/model/llm/starcoder2.py)")):
     register(ModelEntry(
         name=f"starvector-{size}-im2svg", aliases=("starvector",) if size == "8b" else (),
         repo_id=f"starvector/starvector-{size}-im2svg",
