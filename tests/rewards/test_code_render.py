@@ -61,3 +61,9 @@ def test_extract_code_takes_the_last_block_and_bare_svg():
     assert extract_code("```python\na\n```\n```python\nb\n```", "matplotlib") == "b"
     assert extract_code("text <svg><rect/></svg>", "svg-skia") == "<svg><rect/></svg>"
     assert extract_code("```python\na\n```", "svg") is None
+
+
+def test_uncached_dino_weights_name_the_fix(tmp_path):
+    encoder = DinoEncoder(model=str(tmp_path / "no-such-model"))
+    with pytest.raises(OSError, match="encoder=\\{'model': 'tiny'\\}"):
+        encoder.cls([Image.new("RGB", (8, 8))])
