@@ -53,10 +53,16 @@ def _need_path(data: str, path: str | None) -> str:
 
 
 def predict_codes(pipe: Any, samples: Sequence[Sample]) -> list[tuple[str, str | None]]:
-    """``(raw text, code or None)`` per sample; the pipeline's parser when it has one, else MSRL's."""
+    """``(raw text, code or None)`` per sample; the pipeline's parser when it has one, else MSRL's.
+
+    When the entry's own template already holds the sample's prompt (MSRL's), the question sent is
+    empty, so the prompt is not repeated.
+    """
+    template = getattr(getattr(getattr(pipe, "entry", None), "spec", None), "user", "{question}")
     out = []
     for sample in tqdm(samples, desc="generate", disable=None, leave=False):
-        prediction = pipe(sample.images[0], sample.question)
+        question = "" if sample.question and sample.question in template else sample.question
+        prediction = pipe(sample.images[0], question)
         text = getattr(prediction, "text", prediction)
         code = getattr(prediction, "code", None) or parse_python_block(text).get("code")
         out.append((text, code))

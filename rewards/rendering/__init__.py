@@ -17,7 +17,7 @@ from rewards.rendering.pool import RenderPool
 from rewards.rendering.result import RenderResult
 from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source
 
-__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "default_pool", "pool_for", "render", "render_many",
+__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "close_optional_pools", "default_pool", "pool_for", "render", "render_many",
            "shutdown_default_pool"]
 
 _default: RenderPool | None = None
@@ -47,6 +47,13 @@ def pool_for(kind: str) -> RenderPool:
         return _optional[kind]
 
 
+def close_optional_pools() -> None:
+    """Stop the shared pools of the optional kinds (a test module that used them cleans up after itself)."""
+    with _default_lock:
+        while _optional:
+            _optional.popitem()[1].close()
+
+
 def shutdown_default_pool() -> None:
     """Stop the shared pools' workers (also runs at interpreter exit)."""
     global _default
@@ -54,8 +61,7 @@ def shutdown_default_pool() -> None:
         if _default is not None:
             _default.close()
             _default = None
-        while _optional:
-            _optional.popitem()[1].close()
+    close_optional_pools()
 
 
 atexit.register(shutdown_default_pool)

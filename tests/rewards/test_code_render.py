@@ -7,7 +7,15 @@ from PIL import Image
 
 from rewards.base import RewardSample
 from rewards.code_render import DinoEncoder, RenderedCodeReward, extract_code, tile_grid, tiles
-from rewards.rendering import render
+from rewards.rendering import close_optional_pools, render
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _shared_pools(render_pool):
+    """Default kinds go to the session's pool; the optional kinds' pools stop with this module."""
+    yield
+    close_optional_pools()
+
 
 CHART = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar(['a', 'b'], [1, 3], color='#d62728')\n"
 TINY = {"model": "tiny", "tile": 28}

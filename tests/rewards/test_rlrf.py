@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from rewards.base import RewardSample
+from rewards.rendering import close_optional_pools
 from rewards.rlrf import FAILURE, RlrfSvgReward, length_reward, znorm_l2
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _shared_pools(render_pool):
+    """Default kinds go to the session's pool; the optional kinds' pools stop with this module."""
+    yield
+    close_optional_pools()
+
 
 SVG = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" fill="white"/>'
        '<rect x="0" y="0" width="16" height="32" fill="black"/></svg>')

@@ -12,9 +12,10 @@ class CopyPipe:
     """Answers each chart with a fixed list of texts, in order (a model stand-in for the scoring path)."""
 
     def __init__(self, texts):
-        self.texts = list(texts)
+        self.texts, self.questions = list(texts), []
 
     def __call__(self, image, question):
+        self.questions.append(question)
         return self.texts.pop(0)
 
 
@@ -34,6 +35,16 @@ def test_chartmimic_folder_end_to_end(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "out" / "predictions.jsonl").read_text().splitlines()]
     assert [r["executed"] for r in rows] == [True, False]
     assert (tmp_path / "out" / "grid.png").stat().st_size > 0
+
+
+def test_a_template_holding_the_prompt_gets_an_empty_question():
+    import zoo
+
+    (sample,) = synthetic_charts(n=1, seed=6, size=32)
+    pipe = CopyPipe(["no code"])
+    pipe.entry = zoo.info("msrl")
+    evaluate.predict_codes(pipe, [sample])
+    assert pipe.questions == [""]
 
 
 def test_unknown_data_and_missing_path_are_named_errors():
