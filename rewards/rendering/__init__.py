@@ -1,4 +1,9 @@
-"""Sandboxed renderers for model-written SVG and matplotlib code.
+"""Sandboxed renderers for model-written SVG, matplotlib and CadQuery code.
+
+Kinds (:data:`KINDS`): ``svg`` (cairosvg) and ``matplotlib`` are preloaded by every default pool;
+the optional ones get a shared pool each on first use (:func:`pool_for`): ``svg-skia``
+(:mod:`~rewards.rendering.svg_skia`), ``matplotlib-facts`` (:mod:`~rewards.rendering.chart_facts`),
+``cadquery`` and ``cadquery-geometry`` (:mod:`~rewards.rendering.cad`).
 
 ``rewards.render(kind, source, size=(256, 256), timeout=10.0) -> RenderResult`` runs on a
 module-level :class:`RenderPool`, started on first use and stopped at interpreter exit.
@@ -17,8 +22,8 @@ from rewards.rendering.pool import RenderPool
 from rewards.rendering.result import RenderResult
 from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source
 
-__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "close_optional_pools", "default_pool", "pool_for", "render", "render_many",
-           "shutdown_default_pool"]
+__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "close_optional_pools", "default_pool", "pool_for",
+           "render", "render_many", "shutdown_default_pool"]
 
 _default: RenderPool | None = None
 _default_lock = threading.Lock()

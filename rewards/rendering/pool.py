@@ -105,7 +105,7 @@ class RenderPool:
 
     Args:
         workers: number of worker processes (default ``min(2, cpu_count)``).
-        kinds: renderers each worker preloads (``"svg"``, ``"matplotlib"``).
+        kinds: renderers each worker preloads (default ``"svg"``, ``"matplotlib"``; any of ``KINDS``).
         limits: per-job rlimits (CPU seconds are derived from each call's timeout).
         max_source_bytes: larger sources are refused before they reach a worker.
         isolate: enter namespaces (network, mount, PID); ``False`` only for debugging.
@@ -118,9 +118,10 @@ class RenderPool:
             (a module that is not installed is skipped).
     """
 
-    def __init__(self, workers: int | None = None, *, kinds: Sequence[str] = DEFAULT_KINDS, limits: Limits | None = None,
-                 max_source_bytes: int = 2 * 1024 * 1024, isolate: bool = True, uid_base: int = DEFAULT_UID_BASE,
-                 tmp_mb: int = 256, preload: Sequence[str] = ("pandas",), audit_hook: bool = True) -> None:
+    def __init__(self, workers: int | None = None, *, kinds: Sequence[str] = DEFAULT_KINDS,
+                 limits: Limits | None = None, max_source_bytes: int = 2 * 1024 * 1024, isolate: bool = True,
+                 uid_base: int = DEFAULT_UID_BASE, tmp_mb: int = 256, preload: Sequence[str] = ("pandas",),
+                 audit_hook: bool = True) -> None:
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise ValueError(f"unknown render kinds {unknown}; available: {list(KINDS)}")
