@@ -97,7 +97,11 @@ class DinoEncoder:
             config = Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                                   patch_size=14, image_size=self.tile)
             return Dinov2Model(config).eval().to(self.device)
-        return Dinov2Model.from_pretrained(self.model).eval().to(self.device)
+        try:
+            return Dinov2Model.from_pretrained(self.model).eval().to(self.device)
+        except OSError as err:
+            raise OSError(f"DINOv2 weights {self.model!r} are not in the local cache or folder ({err}); download them "
+                          f"with `hf download {self.model}`, or pass encoder={{'model': 'tiny'}} for a smoke run") from err
 
     def cls(self, images: Sequence[Any]) -> Any:
         """``(N, D)`` CLS features of PIL images (ImageNet-normalised)."""

@@ -18,6 +18,9 @@ reimplementation darknoon/prefix-rl ``env/svg/svg_rlrf_reward.py`` (research/dom
 A failed render scores ``FAILURE = -1``, strictly below any rendered answer (the lowest rendered
 score is ``0.1 * -1 = -0.1``), so a blank canvas always beats broken code; StarVector's own
 rasteriser returns a white image on failure, which would make broken code as good as blank.
+A render past its time limit is a failure too by default (``timeout_is_failure``): a well-formed
+SVG renders in milliseconds, so a timeout says the document is pathological (huge radii, deep
+nesting), not that the machine is slow. Crashes and dead workers stay ``None`` (masked).
 """
 
 from __future__ import annotations
@@ -73,8 +76,9 @@ class RlrfSvgReward:
 
     def __init__(self, kind: str = "svg", encoder: DinoEncoder | Mapping | None = None,
                  weights: Mapping[str, float] | None = None, size: tuple[int, int] = (224, 224),
-                 timeout: float = 10.0, name: str = "rlrf-svg") -> None:
+                 timeout: float = 10.0, timeout_is_failure: bool = True, name: str = "rlrf-svg") -> None:
         self.kind, self.size, self.timeout, self.name = kind, tuple(size), timeout, name
+        self.timeout_is_failure = timeout_is_failure
         self.encoder = encoder if isinstance(encoder, DinoEncoder) or encoder is None else DinoEncoder(**encoder)
         self.weights = {**WEIGHTS, **(weights or {})}
         if self.encoder is None:
@@ -85,7 +89,8 @@ class RlrfSvgReward:
 
     def with_options(self, **kwargs: Any) -> RlrfSvgReward:
         settings = {"kind": self.kind, "encoder": self.encoder, "weights": self.weights, "size": self.size,
-                    "timeout": self.timeout, "name": self.name, **kwargs}
+                    "timeout": self.timeout, "timeout_is_failure": self.timeout_is_failure, "name": self.name,
+                    **kwargs}
         return type(self)(**settings)
 
     def score_images(self, rendered: np.ndarray, reference: np.ndarray, pred_len: int, ref_len: int) -> RewardResult:
@@ -121,6 +126,8 @@ class RlrfSvgReward:
             result = rendered.get(i)
             if result is None:
                 out.append(RewardResult(FAILURE, failed, "no <svg> element in the answer"))
+            elif result.status == "timeout" and self.timeout_is_failure:
+                out.append(RewardResult(FAILURE, failed, f"render failed: {result.error}"))
             elif result.infra_failure:
                 out.append(RewardResult(None, dict.fromkeys(self.component_names, math.nan),
                                         f"{result.status}: {result.error}"))

@@ -103,7 +103,7 @@ def synthetic_cad(n: int = 8, seed: int = 0) -> list[Sample]:
 
 def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
     """ChartMimic direct-mimic pairs from a folder of ``<name>.png`` + ``<name>.py``."""
-    root = Path(path)
+    root = Path(path).resolve()  # absolute: targets travel through TRL's dataset to the reward
     if not root.is_dir():
         raise DataFormatError(f"ChartMimic path {root} is not a folder (expected dataset/ori_500 with .png/.py pairs)")
     pairs = [(png, png.with_suffix(".py")) for png in sorted(root.glob("*.png")) if png.with_suffix(".py").is_file()]
@@ -146,7 +146,7 @@ def _image(value: Any, base: Path) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return Image.open(io.BytesIO(value))
     if isinstance(value, str) and value:
-        candidate = base / value
+        candidate = (base / value).resolve()
         return str(candidate) if candidate.is_file() else Image.open(io.BytesIO(base64.b64decode(value)))
     raise DataFormatError(f"cannot read an image from {type(value).__name__} {str(value)[:60]!r}")
 
@@ -191,7 +191,10 @@ TEXT2CAD_LEVELS = ("abstract", "beginner", "intermediate", "expert")
 
 def load_text2cad(path: str | Path, level: str = "expert", code_dir: str | Path | None = None,
                   limit: int | None = None) -> list[Sample]:
-    """Text2CAD annotation CSV rows (``uid`` + a text level); references from ``code_dir/<uid>.py``."""
+    """Text2CAD annotation CSV rows (``uid`` + a text level); references from ``code_dir/<uid>.py``.
+
+    With ``code_dir``, rows without a script are dropped (logged): a geometry reward needs the part.
+    """
     if level not in TEXT2CAD_LEVELS:
         raise ValueError(f"level must be one of {TEXT2CAD_LEVELS}, got {level!r}")
     file = Path(path)
@@ -199,13 +202,19 @@ def load_text2cad(path: str | Path, level: str = "expert", code_dir: str | Path 
         raise DataFormatError(f"Text2CAD annotation file {file} does not exist")
     with file.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    samples = []
+    samples, missing = [], 0
     for i, row in enumerate(rows[:limit]):
         _need(row, ("uid", level), f"Text2CAD row {i}")
         script = Path(code_dir) / f"{row['uid'].replace('/', '_')}.py" if code_dir else None
         target = {"language": "cadquery", "description": row[level]}
-        if script is not None and script.is_file():
+        if script is not None:
+            if not script.is_file():
+                missing += 1
+                continue  # a geometry reward needs the reference part
             target["code"] = script.read_text(encoding="utf-8")
         samples.append(Sample(row["uid"], (), messages(prompts.CADQUERY_PROMPT.format(description=row[level]), False),
                               target, {"level": level}))
+    if missing:
+        logger.warning("Text2CAD: %d of %d rows have no <uid>.py in %s and were dropped", missing, len(rows[:limit]),
+                       code_dir)
     return samples

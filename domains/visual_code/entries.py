@@ -22,8 +22,9 @@ from zoo.kinds import VLMSpec
 from zoo.registry import ModelEntry, register
 
 # MSRL README: user turn [image, MSRL_PROMPT], max_new_tokens=4096, top_p=1, temperature=0.1.
+# ``pipe(image, "")`` sends the authors' prompt exactly; any question text is appended after it.
 _MSRL_SPEC = VLMSpec(
-    user=MSRL_PROMPT, min_pixels=MSRL_MIN_PIXELS, max_pixels=MSRL_MAX_PIXELS, coord_frame="none",
+    user=MSRL_PROMPT + "{question}", min_pixels=MSRL_MIN_PIXELS, max_pixels=MSRL_MAX_PIXELS, coord_frame="none",
     max_new_tokens=4096, parser=parse_python_block,
 )
 _MSRL_NOTE = ("Authors' sampling: temperature 0.1, top_p 1. Render the code with rewards.render('matplotlib', ...) "
@@ -58,11 +59,12 @@ _STARVECTOR_NOTE = (
     "transformers 4.49 (joanrod/star-vector pyproject.toml); newer stacks are untested. "
     "RLRF (arXiv 2505.20793) RL-tunes this model; its weights are not published."
 )
-for size, base in (("1b", "StarCoder-1B + CLIP ViT-L/14 adapter"), ("8b", "StarCoder2-7B + SigLIP adapter")):
+for size, base in (("1b", "StarCoder-based 1B code LLM + image encoder and adapter (joanrod/star-vector)"),
+                   ("8b", "StarCoder2-based code LLM + image encoder and adapter (starvector/model/llm/starcoder2.py)")):
     register(ModelEntry(
         name=f"starvector-{size}-im2svg", aliases=("starvector",) if size == "8b" else (),
         repo_id=f"starvector/starvector-{size}-im2svg",
-        spec=StarVectorSpec(user="", coord_frame="none", max_new_tokens=4000, parser=parse_svg),
+        spec=StarVectorSpec(user="{question}", coord_frame="none", max_new_tokens=4000, parser=parse_svg),
         architecture="starvector", base_model=base, domain="visual_code", task="image to SVG code (im2svg)",
         license="apache-2.0", paper="2312.11556", trust_remote_code=True, notes=_STARVECTOR_NOTE,
     ))

@@ -53,10 +53,16 @@ def _need_path(data: str, path: str | None) -> str:
 
 
 def predict_codes(pipe: Any, samples: Sequence[Sample]) -> list[tuple[str, str | None]]:
-    """``(raw text, code or None)`` per sample; the pipeline's parser when it has one, else MSRL's."""
+    """``(raw text, code or None)`` per sample; the pipeline's parser when it has one, else MSRL's.
+
+    When the entry's own template already holds the sample's prompt (MSRL's), the question sent is
+    empty, so the prompt is not repeated.
+    """
+    template = getattr(getattr(getattr(pipe, "entry", None), "spec", None), "user", "{question}")
     out = []
     for sample in tqdm(samples, desc="generate", disable=None, leave=False):
-        prediction = pipe(sample.images[0], sample.question)
+        question = "" if sample.question and sample.question in template else sample.question
+        prediction = pipe(sample.images[0], question)
         text = getattr(prediction, "text", prediction)
         code = getattr(prediction, "code", None) or parse_python_block(text).get("code")
         out.append((text, code))
@@ -64,7 +70,8 @@ def predict_codes(pipe: Any, samples: Sequence[Sample]) -> list[tuple[str, str |
 
 
 def score_codes(codes: Sequence[str | None], samples: Sequence[Sample], size: int = 256) -> list[dict[str, Any]]:
-    """One row per sample: rendered or not, the four F1s, SSIM and the two images (not serialised)."""
+    """One row per sample whose reference code runs: rendered or not, the four F1s, SSIM and the two
+    images (not serialised). Samples whose reference fails in the sandbox are skipped with a warning."""
     from rewards.rendering import render_many
     from rewards.rendering.chart_facts import decode_facts
 
@@ -77,8 +84,10 @@ def score_codes(codes: Sequence[str | None], samples: Sequence[Sample], size: in
     rows = []
     for sample, code, ref, gen, image, ref_image in zip(samples, codes, ref_facts, gen_facts, gen_images, ref_images,
                                                          strict=True):
-        if not (ref.ok and ref_image.ok):
-            raise RuntimeError(f"reference code of {sample.id} does not run in the sandbox: {ref.error or ref_image.error}")
+        if not (ref.ok and ref_image.ok):  # nothing to compare with: left out, and counted by run()
+            logger.warning("reference code of %s does not run in the sandbox (%s): sample skipped", sample.id,
+                           ref.error or ref_image.error)
+            continue
         row: dict[str, Any] = {"id": sample.id, "executed": bool(gen.ok and image.ok), "error": gen.error or image.error}
         scores = low_level_scores(decode_facts(gen.image), decode_facts(ref.image)) if row["executed"] else {}
         row.update({k: scores.get(k, 0.0) for k in LOW_LEVEL})
@@ -121,11 +130,16 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     out_dir.mkdir(parents=True, exist_ok=True)
     predictions = predict_codes(pipe, samples)
     rows = score_codes([code for _, code in predictions], samples)
-    metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": data, **summarise(rows)}
+    if not rows:
+        raise RuntimeError(f"no reference code of --data {data} runs in the render sandbox; see the warnings")
+    texts = {s.id: text for s, (text, _) in zip(samples, predictions, strict=True)}
+    metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": data,
+               "skipped_references": len(samples) - len(rows), **summarise(rows)}
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
     with (out_dir / "predictions.jsonl").open("w") as handle:
-        for (text, _), row in zip(predictions, rows, strict=True):
-            handle.write(json.dumps({**{k: v for k, v in row.items() if k != "_images"}, "text": text}) + "\n")
+        for row in rows:
+            handle.write(json.dumps({**{k: v for k, v in row.items() if k != "_images"}, "text": texts[row["id"]]})
+                         + "\n")
     draw_grid(rows, out_dir / "grid.png")
     logger.info("%s on %s: exec %.3f, low-level %.1f over %d -> %s", metrics["model"], data, metrics["exec_rate"],
                 metrics["low_level"], len(rows), out_dir)

@@ -22,7 +22,10 @@ logger = logging.getLogger(__name__)
 
 
 class StarVectorPipeline:
-    """``pipe(image) -> Prediction`` whose ``code`` is the generated ``<svg>`` (``parse_error`` when incomplete)."""
+    """``pipe(image) -> Prediction`` whose ``code`` is the generated ``<svg>`` (``parse_error`` when incomplete).
+
+    StarVector takes no text: ``question`` is accepted for the common VLM call shape and ignored.
+    """
 
     def __init__(self, model: Any, entry: ModelEntry, resolved: ResolvedModel) -> None:
         self.model, self.entry = model, entry

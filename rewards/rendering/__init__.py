@@ -1,4 +1,9 @@
-"""Sandboxed renderers for model-written SVG and matplotlib code.
+"""Sandboxed renderers for model-written SVG, matplotlib and CadQuery code.
+
+Kinds (:data:`KINDS`): ``svg`` (cairosvg) and ``matplotlib`` are preloaded by every default pool;
+the optional ones get a shared pool each on first use (:func:`pool_for`): ``svg-skia``
+(:mod:`~rewards.rendering.svg_skia`), ``matplotlib-facts`` (:mod:`~rewards.rendering.chart_facts`),
+``cadquery`` and ``cadquery-geometry`` (:mod:`~rewards.rendering.cad`).
 
 ``rewards.render(kind, source, size=(256, 256), timeout=10.0) -> RenderResult`` runs on a
 module-level :class:`RenderPool`, started on first use and stopped at interpreter exit.
@@ -17,8 +22,8 @@ from rewards.rendering.pool import RenderPool
 from rewards.rendering.result import RenderResult
 from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source
 
-__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "default_pool", "pool_for", "render", "render_many",
-           "shutdown_default_pool"]
+__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "close_optional_pools", "default_pool", "pool_for",
+           "render", "render_many", "shutdown_default_pool"]
 
 _default: RenderPool | None = None
 _default_lock = threading.Lock()
@@ -47,6 +52,13 @@ def pool_for(kind: str) -> RenderPool:
         return _optional[kind]
 
 
+def close_optional_pools() -> None:
+    """Stop the shared pools of the optional kinds (a test module that used them cleans up after itself)."""
+    with _default_lock:
+        while _optional:
+            _optional.popitem()[1].close()
+
+
 def shutdown_default_pool() -> None:
     """Stop the shared pools' workers (also runs at interpreter exit)."""
     global _default
@@ -54,8 +66,7 @@ def shutdown_default_pool() -> None:
         if _default is not None:
             _default.close()
             _default = None
-        while _optional:
-            _optional.popitem()[1].close()
+    close_optional_pools()
 
 
 atexit.register(shutdown_default_pool)

@@ -118,7 +118,7 @@ class RenderPool:
 
     Args:
         workers: number of worker processes (default ``min(2, cpu_count)``).
-        kinds: renderers each worker preloads (``"svg"``, ``"matplotlib"``).
+        kinds: renderers each worker preloads (default ``"svg"``, ``"matplotlib"``; any of ``KINDS``).
         limits: per-job rlimits (CPU seconds are derived from each call's timeout).
         max_source_bytes: larger sources are refused before they reach a worker.
         isolate: enter namespaces (user, network, mount, IPC, PID) and refuse to start without

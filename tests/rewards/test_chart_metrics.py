@@ -6,8 +6,15 @@ Scoring rules: ChartMimic/ChartMimic chart2code/utils/evaluator/{text,layout,col
 import pytest
 
 from rewards.chart_metrics import color_f1, color_similarity, hex_to_lab, low_level_scores, multiset_f1
-from rewards.rendering import render
+from rewards.rendering import close_optional_pools, render
 from rewards.rendering.chart_facts import decode_facts
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _shared_pools(render_pool):
+    """Default kinds go to the session's pool; the optional kinds' pools stop with this module."""
+    yield
+    close_optional_pools()
 
 
 def test_multiset_f1_by_hand():

@@ -7,7 +7,15 @@ from PIL import Image
 
 from rewards.base import RewardSample
 from rewards.code_render import DinoEncoder, RenderedCodeReward, extract_code, tile_grid, tiles
-from rewards.rendering import render
+from rewards.rendering import close_optional_pools, render
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _shared_pools(render_pool):
+    """Default kinds go to the session's pool; the optional kinds' pools stop with this module."""
+    yield
+    close_optional_pools()
+
 
 CHART = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar(['a', 'b'], [1, 3], color='#d62728')\n"
 TINY = {"model": "tiny", "tile": 28}
@@ -61,3 +69,9 @@ def test_extract_code_takes_the_last_block_and_bare_svg():
     assert extract_code("```python\na\n```\n```python\nb\n```", "matplotlib") == "b"
     assert extract_code("text <svg><rect/></svg>", "svg-skia") == "<svg><rect/></svg>"
     assert extract_code("```python\na\n```", "svg") is None
+
+
+def test_uncached_dino_weights_name_the_fix(tmp_path):
+    encoder = DinoEncoder(model=str(tmp_path / "no-such-model"))
+    with pytest.raises(OSError, match="encoder=\\{'model': 'tiny'\\}"):
+        encoder.cls([Image.new("RGB", (8, 8))])

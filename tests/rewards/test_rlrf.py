@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from rewards.base import RewardSample
+from rewards.rendering import close_optional_pools
 from rewards.rlrf import FAILURE, RlrfSvgReward, length_reward, znorm_l2
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _shared_pools(render_pool):
+    """Default kinds go to the session's pool; the optional kinds' pools stop with this module."""
+    yield
+    close_optional_pools()
+
 
 SVG = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" fill="white"/>'
        '<rect x="0" y="0" width="16" height="32" fill="black"/></svg>')
@@ -42,3 +51,14 @@ def test_perfect_blank_and_failed_answers():
     assert empty.score == pytest.approx(0.4 * 0.5 + 0.2 * 0.5 + 0.1)
     assert failed.score == none.score == FAILURE < empty.score
     assert np.array_equal(to_array(image)[:, :16], np.zeros((32, 16, 3), np.uint8))
+
+
+def test_a_render_timeout_is_a_failure_by_default_and_masked_on_request():
+    from PIL import Image
+
+    sample = RewardSample(target={"image": Image.new("RGB", (32, 32), "white"), "code": SVG})
+    busy = SVG.replace("</svg>", '<circle cx="16" cy="16" r="1e30" fill="red"/>' * 2000 + "</svg>")
+    (failed,) = RlrfSvgReward("svg-skia", encoder=None, size=(32, 32), timeout=0.001)([busy], [sample])
+    assert failed.score == FAILURE and failed.error.startswith("render failed: render exceeded")
+    masked = RlrfSvgReward("svg-skia", encoder=None, size=(32, 32), timeout=0.001, timeout_is_failure=False)
+    assert masked([busy], [sample])[0].score is None

@@ -118,8 +118,13 @@ def test_every_registered_name_offline_loads_or_gives_an_actionable_error(hf_cac
     if (CHECKPOINTS_DIR / entry.name).is_dir():  # shipped in this repository: must load with no network
         assert zoo.load(name).source == "checkpoints"
         return
+    opt_in = {}
+    if entry.trust_remote_code:  # the opt-in is asked for by name first, then the download
+        with pytest.raises(ValueError, match="trust_remote_code=True"):
+            zoo.load(name)
+        opt_in = {"trust_remote_code": True}
     with pytest.raises(ModelNotAvailableError) as err:
-        zoo.load(name)
+        zoo.load(name, **opt_in)
     message = str(err.value)
     if entry.repo_id is not None:
         assert f"hf download {entry.repo_id}" in message and "HF_HUB_OFFLINE" in message

@@ -4,6 +4,7 @@ import base64
 import csv
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,8 @@ def test_chartmimic_reads_png_py_pairs(tmp_path):
     (samples,) = data.load_chartmimic(tmp_path)
     assert samples.id == "bar_1" and samples.target["code"] == CHART and samples.meta["chart_type"] == "bar"
     assert samples.prompt[0]["content"][0] == {"type": "image"}
+    assert Path(samples.target["image"]).is_absolute()  # the reward reads it after TRL's dataset round trip
+    assert reference_image(samples.target["image"]).size == (8, 8)
 
 
 def test_chartmimic_without_pairs_is_a_named_error(tmp_path):
@@ -56,6 +59,14 @@ def test_plot2code_jsonl_with_base64_and_a_missing_column(tmp_path):
         data.load_plot2code(tmp_path / "bad.jsonl")
 
 
+def test_plot2code_jsonl_with_an_image_path_next_to_it(tmp_path):
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "0.png").write_bytes(_png_bytes((0, 0, 255)))
+    (tmp_path / "p.jsonl").write_text(json.dumps({"image": "img/0.png", "code": CHART}) + "\n")
+    (sample,) = data.load_plot2code(tmp_path / "p.jsonl")
+    assert sample.target["image"] == str((tmp_path / "img" / "0.png").resolve())
+
+
 def test_svg_stack_renders_references_and_drops_broken_rows(tmp_path):
     rows = [{"Filename": "a.svg", "Svg": SVG}, {"Filename": "broken.svg", "Svg": "<svg"}]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
@@ -70,10 +81,12 @@ def test_text2cad_csv_with_cadquery_folder(tmp_path):
         writer.writeheader()
         writer.writerow({"uid": "0000/00001", "abstract": "a plate", "beginner": "b", "intermediate": "i",
                          "expert": "A 10 mm plate."})
+        writer.writerow({"uid": "0000/00002", "abstract": "x", "beginner": "x", "intermediate": "x", "expert": "x"})
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "0000_00001.py").write_text("result = 1\n")
     (sample,) = data.load_text2cad(tmp_path / "text2cad.csv", code_dir=tmp_path / "code")
     assert sample.target == {"language": "cadquery", "description": "A 10 mm plate.", "code": "result = 1\n"}
+    assert len(data.load_text2cad(tmp_path / "text2cad.csv", level="abstract")) == 2  # no folder: text only
     with pytest.raises(ValueError, match="level"):
         data.load_text2cad(tmp_path / "text2cad.csv", level="novice")
 

@@ -12,9 +12,10 @@ class CopyPipe:
     """Answers each chart with a fixed list of texts, in order (a model stand-in for the scoring path)."""
 
     def __init__(self, texts):
-        self.texts = list(texts)
+        self.texts, self.questions = list(texts), []
 
     def __call__(self, image, question):
+        self.questions.append(question)
         return self.texts.pop(0)
 
 
@@ -27,7 +28,7 @@ def test_chartmimic_folder_end_to_end(tmp_path):
         (folder / f"bar_{i}.py").write_text(sample.target["code"])
     right = f"```python\n{charts[0].target['code']}```"
     metrics = evaluate.run(CopyPipe([right, "no code"]), "chartmimic", str(folder), tmp_path / "out")
-    assert metrics["n"] == 2 and metrics["exec_rate"] == 0.5
+    assert metrics["n"] == 2 and metrics["exec_rate"] == 0.5 and metrics["skipped_references"] == 0
     # sample 0 is perfect on every F1, sample 1 did not run (0): means are 0.5, low-level 50
     assert {k: metrics[k] for k in evaluate.LOW_LEVEL} == dict.fromkeys(evaluate.LOW_LEVEL, 0.5)
     assert metrics["low_level"] == pytest.approx(50.0) and metrics["ssim"] == pytest.approx(0.5)
@@ -36,8 +37,30 @@ def test_chartmimic_folder_end_to_end(tmp_path):
     assert (tmp_path / "out" / "grid.png").stat().st_size > 0
 
 
+def test_a_template_holding_the_prompt_gets_an_empty_question():
+    import zoo
+
+    (sample,) = synthetic_charts(n=1, seed=6, size=32)
+    pipe = CopyPipe(["no code"])
+    pipe.entry = zoo.info("msrl")
+    evaluate.predict_codes(pipe, [sample])
+    assert pipe.questions == [""]
+
+
 def test_unknown_data_and_missing_path_are_named_errors():
     with pytest.raises(ValueError, match="choose chartmimic"):
         evaluate.load_eval_data("imagenet", None, None)
     with pytest.raises(ValueError, match="--path"):
         evaluate.load_eval_data("chartmimic", None, None)
+
+
+def test_a_reference_that_does_not_run_is_skipped_and_counted(tmp_path):
+    (sample,) = synthetic_charts(n=1, seed=5, size=64)
+    folder = tmp_path / "ori_500"
+    folder.mkdir()
+    for name, code in (("line_0", sample.target["code"]), ("line_1", "import matplotlib.pyplot as plt\n1 / 0\n")):
+        sample.images[0].save(folder / f"{name}.png")
+        (folder / f"{name}.py").write_text(code)
+    text = f"```python\n{sample.target['code']}```"
+    metrics = evaluate.run(CopyPipe([text, text]), "chartmimic", str(folder), tmp_path / "out")
+    assert metrics["n"] == 1 and metrics["skipped_references"] == 1 and metrics["exec_rate"] == 1.0

@@ -3,7 +3,7 @@
 import pytest
 
 import zoo
-from domains.visual_code.prompts import extract_fenced, parse_cadquery_block, parse_python_block, parse_svg
+from domains.visual_code.prompts import MSRL_PROMPT, extract_fenced, parse_cadquery_block, parse_python_block, parse_svg
 
 
 def test_msrl_parser_takes_the_last_python_block():
@@ -38,7 +38,8 @@ def test_entries_carry_the_authors_settings():
     msrl = zoo.info("msrl")
     assert msrl.repo_id == "DocTron/MSRL" and msrl.spec.min_pixels == 1280 * 28 * 28
     assert msrl.spec.max_pixels == 16384 * 28 * 28 and msrl.spec.max_new_tokens == 4096
-    assert msrl.spec.user.endswith('starting with "```python" and ending with "```".')
+    assert msrl.spec.user.replace("{question}", "") == MSRL_PROMPT  # pipe(image, "") sends the prompt exactly
+    assert MSRL_PROMPT.endswith('starting with "```python" and ending with "```".')
     assert zoo.info("msrl-sft").repo_id == "DocTron/MSRL-SFT"
     for name in ("starvector-1b-im2svg", "starvector-8b-im2svg"):
         assert zoo.info(name).trust_remote_code
