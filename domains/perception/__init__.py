@@ -7,4 +7,10 @@ DOMAIN = Domain(
     summary="general visual RL with verifiable rewards (VLM-R1, Visual-RFT, Vision-R1, Curr-ReFT, R1-Reward)",
     entries="domains.perception.entries",
     rewards="domains.perception.rewards",
+    datasets={
+        "refcoco": "domains.perception.data:load_refcoco",
+        "ovdeval": "domains.perception.data:load_ovdeval",
+        "lisa-visual-rft": "domains.perception.data:load_lisa",
+        "perception-synthetic": "domains.perception.data:load_synthetic",
+    },
 )

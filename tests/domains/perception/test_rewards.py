@@ -148,3 +148,17 @@ def test_rewards_pickle_to_an_equal_reward(name):
 def test_vlm_r1_rec_iou_rejects_bad_image_size():
     with pytest.raises(ValueError, match="image_size"):
         one(VlmR1RecIoU(), "<answer>[1, 2, 3, 4]</answer>", {"bbox": [1, 2, 3, 4], "image_size": [0, 10]})
+
+
+def test_trl_call_passes_the_global_step_that_raises_vision_r1_thresholds():
+    from types import SimpleNamespace
+
+    from rewards.adapters import to_trl
+
+    text, sol, size, seen, *scores, _ = VR1["cases"][10]  # precision 0.8834 before step 1500, 0.9208 after
+    target = _vr1_target(sol, size, seen)
+    fn = to_trl("vision-r1-precision")
+    early = fn(["p"], [text], target=[target], trainer_state=SimpleNamespace(global_step=10))
+    late = fn(["p"], [text], target=[target], trainer_state=SimpleNamespace(global_step=2000))
+    assert early[0] == pytest.approx(scores[2], abs=2e-6) and late[0] == pytest.approx(scores[4], abs=2e-6)
+    assert early[0] != late[0]
