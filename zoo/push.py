@@ -63,8 +63,8 @@ class PushPlan:
 
     def describe(self) -> str:
         """The files (with sizes) and the card, as ``zoo push --dry-run`` prints them."""
-        lines = [f"would push {self.name} from {self.source} to https://huggingface.co/{self.repo_id}"
-                 f" ({'private' if self.private else 'public'}):"]  # fmt: skip
+        visibility = "private" if self.private else "public"
+        lines = [f"would push {self.name} from {self.source} to https://huggingface.co/{self.repo_id} ({visibility}):"]
         for rel in self.files:
             lines.append(f"  {rel}  ({(self.source / rel).stat().st_size:,} bytes)")
         lines.append(f"  README.md  ({len(self.card.encode()):,} bytes, rendered model card)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 import torch
@@ -93,7 +94,7 @@ def test_offline_push_without_dry_run_says_so(monkeypatch):
 class RecordingApi:
     """Stands in for huggingface_hub.HfApi (no network here): records calls, returns Hub-shaped answers."""
 
-    calls: list = []
+    calls: ClassVar[list] = []
 
     def create_repo(self, repo_id, repo_type, private, exist_ok):
         self.calls.append(("create_repo", repo_id, repo_type, private, exist_ok))
