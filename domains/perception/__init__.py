@@ -7,6 +7,7 @@ DOMAIN = Domain(
     summary="general visual RL with verifiable rewards (VLM-R1, Visual-RFT, Vision-R1, Curr-ReFT, R1-Reward)",
     entries="domains.perception.entries",
     rewards="domains.perception.rewards",
+    algorithms="domains.perception.algorithms",
     datasets={
         "refcoco": "domains.perception.data:load_refcoco",
         "ovdeval": "domains.perception.data:load_ovdeval",

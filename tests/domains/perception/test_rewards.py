@@ -162,3 +162,17 @@ def test_trl_call_passes_the_global_step_that_raises_vision_r1_thresholds():
     late = fn(["p"], [text], target=[target], trainer_state=SimpleNamespace(global_step=2000))
     assert early[0] == pytest.approx(scores[2], abs=2e-6) and late[0] == pytest.approx(scores[4], abs=2e-6)
     assert early[0] != late[0]
+
+
+@pytest.mark.parametrize("case", GOLDEN["scs"], ids=range(len(GOLDEN["scs"])))
+def test_scs_reward_matches_authors(case):
+    response, answer, resampled, fmt, acc, consistency, total = case
+    result = one(get("scs-mcq"), response, {"answer": answer}, {"scs_resampled": resampled})
+    assert (result.components["format"], result.components["accuracy"]) == (fmt, acc)
+    assert result.components["consistency"] == pytest.approx(consistency, abs=1e-12)
+    assert result.score == pytest.approx(total, abs=1e-12)
+
+
+def test_scs_reward_needs_the_resampled_trajectories():
+    with pytest.raises(KeyError, match="scs_resampled"):
+        one(get("scs-mcq"), "<think>x</think><answer>B</answer>", {"answer": "B"})

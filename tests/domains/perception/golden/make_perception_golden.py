@@ -14,7 +14,12 @@ unchanged, with the file's own imports supplied, so the training stacks need not
   ``griffon/coor_utils.py`` (``box_iou``, ``generalized_box_iou``).
 - yfzhang114/r1_reward @ 3693413abedd4a1efaa9484143acfaa5d78a8d2b:
   ``openrlhf/models/remote_rm/math_verifier_mllm.py`` (``verify_format``, ``extract_characters_regex``,
-  ``verify_math`` with ``strict_math_verify.py``) and the reward line of ``get_reward``.
+  ``verify_math`` with ``strict_math_verify.py``) and the reward line of ``get_reward``;
+  ``openrlhf/models/loss.py`` (``PolicyLoss``, StableReinforce) with ``openrlhf/models/utils.py::masked_mean``.
+- GenuineWWD/SCS @ 7014027d1ad44af8a53a5f1993c0f03b7518b321:
+  ``openrlhf/models/remote_rm/option_verifier_cut_response.py`` (``verify_format`` with the
+  ``format_pattern`` set in its ``__main__``, ``verify_option``, ``consistency_reward``, ``extract_answer``,
+  ``find_first_uppercase``) and the reward line of ``get_reward``.
 
 Re-run (needs torch, torchvision, scipy, and ``pip install "math-verify[antlr4_13_2]" Levenshtein pylatexenc``
 for the authors' imports)::
@@ -49,7 +54,7 @@ def load_functions(path: Path, names: list[str], namespace: dict, cls: str | Non
     if cls is not None:
         body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls).body
     for node in body:
-        if isinstance(node, ast.FunctionDef) and node.name in names:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
             node.decorator_list = []
             source = textwrap.dedent(ast.get_source_segment(path.read_text(), node))
             source = re.sub(r"^@staticmethod\n", "", source)
@@ -243,6 +248,23 @@ def vision_r1_cases(root: Path) -> dict:
     return {"ids": VR1_IDS, "cases": rows, "empty": empty}
 
 
+class Done(Exception):
+    """Raised by :class:`OneShot` to end an authors' ``while True`` queue worker after one item."""
+
+
+class OneShot:
+    """A queue whose ``get`` hands out one item, then raises :class:`Done`."""
+
+    def __init__(self, item):
+        self.item = item
+
+    def get(self):
+        if self.item is None:
+            raise Done
+        item, self.item = self.item, None
+        return item
+
+
 # --- R1-Reward ---------------------------------------------------------------------------------
 R1R_CASES = [  # (response, answer list, consistency judged by the external LLM)
     ("<think>Response 2 is more detailed.</think><answer>2</answer>", ["<answer>2</answer>"], 1),
@@ -276,35 +298,71 @@ def r1_reward_cases(root: Path) -> list:
           "format_pattern": r"^<think>.*?</think><answer>.*?</answer>$"}
     load_functions(package / "math_verifier_mllm.py", ["verify_format", "extract_characters_regex", "verify_math"], ns)
 
-    class Done(Exception):
-        pass
-
-    class OneShot:
-        def __init__(self, item):
-            self.item = item
-
-        def get(self):
-            if self.item is None:
-                raise Done
-            item, self.item = self.item, None
-            return item
-
     out = []
     for response, answers, consistency in R1R_CASES:
         results = queue.Queue()
-        try:
+        with contextlib.suppress(Done):  # the authors' worker loops forever; stop it after one item
             ns["verify_math"](OneShot((response, answers, "problem")), results)
-        except Done:
-            pass
         acc = float(results.get_nowait())
         fmt = float(ns["verify_format"](response))
         out.append([response, answers, consistency, fmt, acc, 0.5 * fmt + acc * (1 + 0.5 * consistency)])
     return out
 
 
+def stable_reinforce_cases(root: Path) -> list:
+    """``PolicyLoss(clip_eps)(log_probs, old_log_probs, advantages, action_mask)`` on seeded tensors."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    ns = {"torch": torch, "np": np, "nn": nn, "Optional": __import__("typing").Optional}
+    load_functions(root / "openrlhf" / "models" / "utils.py", ["masked_mean"], ns)
+    load_functions(root / "openrlhf" / "models" / "loss.py", ["PolicyLoss"], ns)
+    out = []
+    for seed, clip_eps, spread in ((0, 0.2, 0.1), (1, 0.2, 3.0), (2, 0.1, 12.0), (3, 0.28, 0.5)):
+        g = torch.Generator().manual_seed(seed)
+        logp = -torch.rand(3, 5, generator=g) * 4
+        old = logp + torch.randn(3, 5, generator=g) * spread  # spread 12: ratios far beyond 1e3 both ways
+        adv = torch.randn(3, 1, generator=g)
+        mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.float32)
+        loss = ns["PolicyLoss"](clip_eps)(logp, old, adv, mask)
+        out.append({"clip_eps": clip_eps, "logp": logp.tolist(), "old_logp": old.tolist(), "advantages": adv.tolist(),
+                    "mask": mask.tolist(), "loss": loss.item()})
+    return out
+
+
+SCS_CASES = [  # (response, answer, resampled continuations)
+    ("<think>count</think><answer>B</answer>", "B", ["<answer>B</answer>", "<answer>B</answer>", "B", "<answer>B</answer>"]),
+    ("<think>count</think><answer>B</answer>", "B", ["<answer>B</answer>", "<answer>C</answer>", "A is it", "<answer>B</answer>"]),
+    ("<think>count</think> so <answer>(C) three</answer>", "C", ["<answer>C</answer>", "<answer>D</answer>"]),
+    ("<think>x</think><answer>b</answer>", "B", ["<answer>b</answer>", "none", "<answer>B</answer>"]),
+    ("<answer>B</answer>", "B", ["<answer>B</answer>"]),
+    ("  <think>x</think><answer>A</answer>\n", "A", ["<answer>A</answer>", "<answer>A</answer>", "<answer>A</answer>"]),
+    ("<think>x</think><answer>A</answer><answer>B</answer>", "", ["<answer>A</answer>", "<answer>B</answer>"]),
+]
+
+
+def scs_cases(root: Path) -> list:
+    ns = {"re": re, "format_pattern": r"^<think>(?:(?!</think>).)*</think>.*<answer>(?:(?!</answer>).)*</answer>\Z"}
+    load_functions(root / "openrlhf" / "models" / "remote_rm" / "option_verifier_cut_response.py",
+                   ["verify_format", "extract_answer", "find_first_uppercase", "consistency_reward", "verify_option"], ns)
+    import queue
+
+    out = []
+    for response, answer, resampled in SCS_CASES:
+        results = queue.Queue()
+        with contextlib.suppress(Done):
+            ns["verify_option"](OneShot((response, answer)), results)
+        acc = float(results.get_nowait())
+        fmt = float(ns["verify_format"](response))
+        consistency = ns["consistency_reward"](dict(enumerate(resampled)))
+        out.append([response, answer, resampled, fmt, acc, consistency, 0.5 * fmt + acc + consistency])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for flag in ("--vlm-r1", "--visual-rft", "--griffon", "--r1-reward"):
+    for flag in ("--vlm-r1", "--visual-rft", "--griffon", "--r1-reward", "--scs"):
         parser.add_argument(flag, type=Path, required=True)
     args = parser.parse_args()
     golden = {
@@ -312,6 +370,8 @@ def main() -> None:
         "visual_rft": visual_rft_cases(args.visual_rft),
         "vision_r1": vision_r1_cases(args.griffon),
         "r1_reward": r1_reward_cases(args.r1_reward),
+        "stable_reinforce": stable_reinforce_cases(args.r1_reward),
+        "scs": scs_cases(args.scs),
     }
     OUT.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {OUT}")
