@@ -21,6 +21,8 @@ running the authors' functions (repository, commit and file named there):
 ``vision-r1``              the three summed (``run_qwen_vision_r1.sh``)
 ``r1-reward``              ``0.5 * format + accuracy * (1 + 0.5 * consistency)``
 ``scs-mcq``                SCS: ``0.5 * format + accuracy + 0.3 * (5 - #distinct resampled answers)``
+``curr-reft-judge``        Curr-ReFT stage 1 yes/no accuracy; ``curr-reft-choice`` stage 2 option letters;
+                           ``curr-reft-format``; ``curr-reft`` the accuracy of ``target["stage"]``
 ========================== =====================================================================
 
 Targets (``sample.target``): REC ``{"bbox": [x1, y1, x2, y2], "image_size": [w, h]}`` in
@@ -39,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from domains.perception.boxes import area_iou, pixel_iou
+from domains.perception.curr_reft import CurrReftChoice, CurrReftFormat, CurrReftJudge, CurrReftStage
 from domains.perception.text import clean_text, fuzzy_accuracy, last_answer, math_verify_equal
 from domains.perception.vision_r1 import VisionR1Format, VisionR1Precision, VisionR1Recall
 from rewards.base import (
@@ -411,5 +414,6 @@ for _reward in (
     VISION_R1_FORMAT, VISION_R1_PRECISION, VISION_R1_RECALL,
     WeightedSum([(VISION_R1_PRECISION, 1.0), (VISION_R1_FORMAT, 1.0), (VISION_R1_RECALL, 1.0)], name="vision-r1"),
     R1Reward(), ScsReward(),
+    CurrReftJudge(), CurrReftChoice(), CurrReftFormat(), CurrReftStage(),
 ):  # fmt: skip
     register(_reward.name, _reward)

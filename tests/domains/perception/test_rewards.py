@@ -4,6 +4,8 @@ Made by golden/make_perception_golden.py, which runs the authors' functions unch
 om-ai-lab/VLM-R1 @ 90052f47 (``src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py``,
 ``.../open_r1/grpo_jsonl.py``), Liuziyu77/Visual-RFT @ 94866331 (``src/virft/src/open_r1/grpo.py``),
 jefferyZhan/Griffon @ 9866875e (``Vision-R1/vision_r1/visionr1_qwen.py``, ``griffon/coor_utils.py``),
+ding523/Curr_REFT @ f123433e (``.../open_r1/Stage1_judge_math_resize.py``, ``Stage2_choice_math_resize.py``),
+GenuineWWD/SCS @ 7014027d (``openrlhf/models/remote_rm/option_verifier_cut_response.py``),
 yfzhang114/r1_reward @ 3693413a (``openrlhf/models/remote_rm/math_verifier_mllm.py``).
 """
 
@@ -176,3 +178,28 @@ def test_scs_reward_matches_authors(case):
 def test_scs_reward_needs_the_resampled_trajectories():
     with pytest.raises(KeyError, match="scs_resampled"):
         one(get("scs-mcq"), "<think>x</think><answer>B</answer>", {"answer": "B"})
+
+
+CURR = GOLDEN["curr_reft"]
+
+
+@pytest.mark.parametrize(("name", "case"), [("curr-reft-judge", c) for c in CURR["judge"]]
+                         + [("curr-reft-choice", c) for c in CURR["choice"]])  # fmt: skip
+def test_curr_reft_stage_accuracy_matches_authors(name, case):
+    text, solution, task, expected = case
+    assert one(get(name), text, {"answer": solution, "task": task}).score == expected
+
+
+@pytest.mark.parametrize("case", CURR["format"], ids=range(len(CURR["format"])))
+def test_curr_reft_format_matches_authors(case):
+    text, task, expected = case
+    assert one(get("curr-reft-format"), text, {"task": task}).score == expected
+
+
+def test_curr_reft_dispatches_on_the_curriculum_stage():
+    judge = {"answer": "<answer>yes</answer>", "stage": "judge"}
+    choice = {"answer": "<answer>B</answer>", "stage": "choice"}
+    assert one(get("curr-reft"), "<think>t</think><answer>yes</answer>", judge).score == 1.0
+    assert one(get("curr-reft"), "<think>t</think><answer>B</answer>", choice).components["is_choice"] == 1.0
+    with pytest.raises(ValueError, match="stage 3"):
+        one(get("curr-reft"), "<answer>x</answer>", {"answer": "x", "stage": "open"})

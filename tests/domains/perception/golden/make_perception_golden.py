@@ -16,6 +16,9 @@ unchanged, with the file's own imports supplied, so the training stacks need not
   ``openrlhf/models/remote_rm/math_verifier_mllm.py`` (``verify_format``, ``extract_characters_regex``,
   ``verify_math`` with ``strict_math_verify.py``) and the reward line of ``get_reward``;
   ``openrlhf/models/loss.py`` (``PolicyLoss``, StableReinforce) with ``openrlhf/models/utils.py::masked_mean``.
+- ding523/Curr_REFT @ f123433ec97c5b97772273ee9e9acb9610f8bc39:
+  ``train_code/grpo/open-r1-multimodal/src/open_r1/Stage1_judge_math_resize.py`` and
+  ``Stage2_choice_math_resize.py`` (``iou_reward``, the stages' accuracy, and ``format_reward``).
 - GenuineWWD/SCS @ 7014027d1ad44af8a53a5f1993c0f03b7518b321:
   ``openrlhf/models/remote_rm/option_verifier_cut_response.py`` (``verify_format`` with the
   ``format_pattern`` set in its ``__main__``, ``verify_option``, ``consistency_reward``, ``extract_answer``,
@@ -360,9 +363,62 @@ def scs_cases(root: Path) -> list:
     return out
 
 
+CURR_JUDGE_CASES = [  # (completion, solution, task)
+    ("<think>t</think><answer>Yes</answer>", "<answer>yes</answer>", "detection"),
+    ("<think>t</think><answer>No, it is not.</answer>", "<answer>yes</answer>", "classify"),
+    ("<think>t</think><answer>That is not correct</answer>", "<answer>no</answer>", "classify"),
+    ("<think>t</think><answer>True", "<answer>true</answer>", "classify"),
+    ("<think>t</think><answer>maybe</answer>", "<answer>no</answer>", "classify"),
+    ("no tags, just yes", "<answer>yes</answer>", "classify"),
+    ("<think>t</think><answer>yesterday</answer>", "<answer>no</answer>", "classify"),
+    ("<think>x = 3</think><answer>3</answer>", "<answer>3</answer>", "math"),
+    ("<think>t</think><answer>INCORRECT</answer>", "<answer>false</answer>", "math"),
+]
+CURR_CHOICE_CASES = [  # (completion, solution, task)
+    ("<think>t</think><answer>B</answer>", "<answer>B</answer>", "classify"),
+    ("<think>t</think><answer>The answer is (C).</answer>", "<answer>C</answer>", "classify"),
+    ("<think>t</think><answer>A and C</answer>", "<answer>A,C</answer>", "classify"),
+    ("<think>t</think><answer>C, A</answer>", "<answer>A,C</answer>", "classify"),
+    ("<think>t</think><answer>b</answer>", "<answer>B</answer>", "classify"),
+    ("<think>t</think><answer>Bird</answer>", "<answer>B</answer>", "classify"),
+    ("B is my pick", "<answer>B</answer>", "classify"),
+    ("<think>t</think><answer>F</answer>", "<answer>F</answer>", "classify"),
+    ("<think>t</think><answer>D. 12</answer>", "<answer>D</answer>", "math"),
+]
+CURR_FORMAT_CASES = [
+    ("<think>t</think><answer>yes</answer>", "classify"),
+    ("<think>t</think>\n<answer>[{\"bbox_2d\": [1, 2, 3, 4]}]</answer>", "detection"),
+    ("<think>t</think><answer>yes</answer>", "detection"),
+    ("<think>t</think><answer>yes</answer> ", "classify"),
+]
+
+
+def curr_reft_cases(root: Path) -> dict:
+    import datetime as datetime_module
+    import io
+    import os
+
+    from math_verify import parse, verify
+
+    src = root / "train_code" / "grpo" / "open-r1-multimodal" / "src" / "open_r1"
+    base = {"re": re, "os": os, "datetime": datetime_module.datetime, "parse": parse, "verify": verify}
+    judge = load_functions(src / "Stage1_judge_math_resize.py", ["iou_reward", "format_reward"], dict(base))
+    choice = load_functions(src / "Stage2_choice_math_resize.py", ["iou_reward"], dict(base))
+
+    def run(fn, text, sol, task):
+        with contextlib.redirect_stdout(io.StringIO()):  # the authors' functions print every sample
+            return fn([[{"content": text}]], [sol], task=[task], problem=["q"])[0]
+
+    return {
+        "judge": [[t, s, k, run(judge["iou_reward"], t, s, k)] for t, s, k in CURR_JUDGE_CASES],
+        "choice": [[t, s, k, run(choice["iou_reward"], t, s, k)] for t, s, k in CURR_CHOICE_CASES],
+        "format": [[t, k, judge["format_reward"]([[{"content": t}]], task=[k])[0]] for t, k in CURR_FORMAT_CASES],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for flag in ("--vlm-r1", "--visual-rft", "--griffon", "--r1-reward", "--scs"):
+    for flag in ("--vlm-r1", "--visual-rft", "--griffon", "--r1-reward", "--scs", "--curr-reft"):
         parser.add_argument(flag, type=Path, required=True)
     args = parser.parse_args()
     golden = {
@@ -372,6 +428,7 @@ def main() -> None:
         "r1_reward": r1_reward_cases(args.r1_reward),
         "stable_reinforce": stable_reinforce_cases(args.r1_reward),
         "scs": scs_cases(args.scs),
+        "curr_reft": curr_reft_cases(args.curr_reft),
     }
     OUT.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {OUT}")
