@@ -13,5 +13,6 @@ DOMAIN = Domain(
         "ovdeval": "domains.perception.data:load_ovdeval",
         "lisa-visual-rft": "domains.perception.data:load_lisa",
         "perception-synthetic": "domains.perception.data:load_synthetic",
+        "curriculum": "domains.perception.data:load_curriculum",
     },
 )

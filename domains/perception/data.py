@@ -170,3 +170,27 @@ def load_synthetic(n: int = 16, seed: int = 0, task: str = "rec", size: int = 56
     from domains.perception.synthetic import synthetic_samples
 
     return synthetic_samples(n=n, seed=seed, task=task, size=size, template=template)
+
+
+def load_curriculum(stages: list[dict[str, Any]]) -> list[Sample]:
+    """Registered datasets one after the other, each sample tagged with its stage: a curriculum.
+
+    ``stages`` is a list of ``{"stage": "judge", "name": <dataset>, "kwargs": {...}}``; Curr-ReFT's
+    order is judge (true/false), choice (multiple choice), open. Train it with
+    ``training.shuffle: false`` so the stages arrive in this order, and a reward that reads
+    ``target["stage"]`` (``curr-reft``).
+    """
+    from dataclasses import replace
+
+    from zoo.data import load_dataset
+
+    if not stages:
+        raise ValueError("curriculum needs at least one stage: [{stage: judge, name: <dataset>, kwargs: {...}}]")
+    samples = []
+    for i, stage in enumerate(stages):
+        if not isinstance(stage, dict) or "name" not in stage or "stage" not in stage:
+            raise ValueError(f"curriculum stage {i} must be {{stage: ..., name: <dataset>, kwargs: {{...}}}}, got {stage!r}")
+        for sample in load_dataset(stage["name"], **stage.get("kwargs", {})):
+            samples.append(replace(sample, target={**sample.target, "stage": stage["stage"]},
+                                   meta={**sample.meta, "stage": stage["stage"], "stage_index": i}))  # fmt: skip
+    return samples

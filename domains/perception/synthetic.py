@@ -8,7 +8,9 @@ so the processor does not resize and the model's frame is the image's.
 
 Tasks: ``rec`` (one expression -> one box, VLM-R1 REC prompt), ``detection`` (label list -> all
 boxes of those labels, VLM-R1 OVD prompt, with one absent hard-negative label) and ``preference``
-(R1-Reward's judge prompt over a right and a wrong description; target ``"1"`` or ``"2"``).
+(R1-Reward's judge prompt over a right and a wrong description; target ``"1"`` or ``"2"``), and
+Curr-ReFT's first two stages: ``judge`` (is there a <shape>? yes/no) and ``choice`` (which shape is
+<colour>? A/B), in Curr-ReFT's stage-3 template with ``<answer>``-wrapped references.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import random
 from PIL import Image, ImageDraw
 
 from domains.perception.prompts import (
+    CURR_REFT_USER,
     VLM_R1_OVD_PROBLEM,
     VLM_R1_OVD_USER,
     VLM_R1_REC_USER,
@@ -27,7 +30,7 @@ from zoo.data import Sample
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220), "yellow": (230, 200, 40)}
 SHAPES = ("square", "circle")
-TASKS = ("rec", "detection", "preference")
+TASKS = ("rec", "detection", "preference", "judge", "choice")
 
 
 def draw_scene(rng: random.Random, size: int, n_objects: int) -> tuple[Image.Image, list[dict]]:
@@ -76,6 +79,8 @@ def _sample(rng: random.Random, sid: str, task: str, size: int, template: bool) 
         prompt = VLM_R1_OVD_USER.replace("{question}", question) if template else question
         return Sample(sid, (image,), prompt, {"objects": objects, "image_size": [size, size], "neg_labels": [absent]},
                       meta)  # fmt: skip
+    if task in ("judge", "choice"):
+        return _curriculum_sample(rng, sid, task, objects, image, template)
     right = f"The image shows a {objects[0]['label']} and a {objects[1]['label']}."
     wrong_label = next(f"{c} {s}" for c in COLOURS for s in SHAPES if f"{c} {s}" not in {o["label"] for o in objects})
     wrong = f"The image shows a {wrong_label} only."
@@ -83,3 +88,23 @@ def _sample(rng: random.Random, sid: str, task: str, size: int, template: bool) 
     responses = (right, wrong) if first_is_right else (wrong, right)
     prompt = format_r1_reward_question("Describe the shapes in the image.", *responses)
     return Sample(sid, (image,), prompt, {"answer": "1" if first_is_right else "2"}, meta)
+
+
+def _curriculum_sample(rng: random.Random, sid: str, stage: str, objects: list[dict], image: Image.Image,
+                       template: bool) -> Sample:  # fmt: skip
+    """A Curr-ReFT stage-1 (yes/no) or stage-2 (A/B) question about the drawn shapes."""
+    present = {o["label"] for o in objects}
+    if stage == "judge":
+        label = rng.choice(sorted(present)) if rng.random() < 0.5 else \
+            next(f"{c} {s}" for c in COLOURS for s in SHAPES if f"{c} {s}" not in present)  # fmt: skip
+        question, answer = f"Is there a {label} in the image? Answer yes or no.", "yes" if label in present else "no"
+    else:
+        obj = rng.choice(objects)
+        colour, shape = obj["label"].split()
+        options = [shape, next(s for s in SHAPES if s != shape)]
+        rng.shuffle(options)
+        question = f"Which shape is {colour}? A. {options[0]} B. {options[1]}"
+        answer = "AB"[options.index(shape)]
+    prompt = CURR_REFT_USER.replace("{question}", question) if template else question
+    target = {"answer": f"<answer>{answer}</answer>", "stage": stage, "task": "classify"}
+    return Sample(sid, (image,), prompt, target, {"task": stage})
