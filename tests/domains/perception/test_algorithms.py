@@ -40,3 +40,18 @@ def test_loss_table_row_and_shape_errors():
     assert row.loss == "stable_reinforce" and row.aggregation == "seq-mean-token-mean"
     with pytest.raises(ValueError, match="must all be"):
         stable_reinforce_loss(torch.zeros(2, 3), torch.zeros(2, 2), torch.zeros(2), torch.ones(2, 3))
+
+
+def test_verl_export_names_the_stable_reinforce_loss_and_the_curriculum_order(tmp_path):
+    import yaml
+
+    from zoo.train import run
+
+    recipe = Path(__file__).parents[3] / "domains" / "perception" / "recipes" / "r1-reward-smoke.yaml"
+    run(str(recipe), ["training.shuffle=false", f"training.output_dir={tmp_path}"], resume=False, engine="verl",
+        dry_run=True)  # fmt: skip
+    args = yaml.safe_load((tmp_path / "verl" / "verl_args.yaml").read_text())
+    # the name verl_plugin registers for every POLICY_LOSSES entry, domain losses included
+    assert args["actor_rollout_ref.actor.policy_loss.loss_mode"] == "zoo_" + POLICY_LOSSES.canonical("stable_reinforce")
+    assert args["actor_rollout_ref.actor.loss_agg_mode"] == "seq-mean-token-mean"
+    assert args["data.shuffle"] in (False, "False", "false")
