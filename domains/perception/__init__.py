@@ -15,4 +15,6 @@ DOMAIN = Domain(
         "perception-synthetic": "domains.perception.data:load_synthetic",
         "curriculum": "domains.perception.data:load_curriculum",
     },
+    evaluate="domains.perception.evaluate:run",
+    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec"),
 )
