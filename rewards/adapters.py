@@ -85,6 +85,9 @@ class TRLReward:
             raise KeyError(f"TRL reward {self.__name__!r} reads the dataset column {self.target_column!r}, "
                            f"which this dataset lacks (columns: {columns}); pass target_column=...")
         columns = {k: v for k, v in kwargs.items() if k not in _TRAINER_KWARGS and k != self.target_column}
+        step = getattr(kwargs.get("trainer_state"), "global_step", None)
+        if step is not None:  # rewards whose rule changes during training read meta["step"] (Vision-R1)
+            columns.setdefault("step", [step] * len(prompts))
         samples = [self._sample(t, i, columns, len(prompts)) for i, t in enumerate(kwargs[self.target_column])]
         results = self.reward([completion_text(c) for c in completions], samples)
         self._log(results, kwargs.get("log_metric"))

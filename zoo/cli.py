@@ -1,4 +1,4 @@
-"""The ``zoo`` command: list, info, run, domains, engines, train, eval, card.
+"""The ``zoo`` command: list, info, run, domains, engines, train, eval, card, push.
 
 Heavy imports (torch, transformers, TRL) happen inside the command that needs them, so
 ``zoo list`` and ``zoo --help`` answer at once.
@@ -223,6 +223,18 @@ def _trust_remote_code_flag(parser: argparse.ArgumentParser) -> None:
                         help="allow Python code shipped with the model (read it first); required when it has some")  # fmt: skip
 
 
+def cmd_push(args: argparse.Namespace) -> int:
+    from zoo.push import plan_push, push
+
+    plan = plan_push(args.name, args.repo_id, private=args.private, source=args.source)
+    if args.dry_run:
+        print(plan.describe())
+        return 0
+    record = push(plan)
+    print(f"pushed {plan.name} to {record['repo_url']} at revision {record['revision']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zoo",
@@ -294,6 +306,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="write the card of every registered model")
     p.add_argument("--out", default="model_cards", help="folder for <name>/README.md (default: model_cards)")
     p.set_defaults(func=cmd_card)
+
+    p = sub.add_parser("push", help="publish a model to the Hugging Face Hub", description="Upload safetensors "
+                       "weights, config/processor/tokenizer files, the rendered card and training.json.")
+    p.add_argument("name", help="model name (its card is published)")
+    p.add_argument("--repo-id", required=True, help="target repository, e.g. my-org/gui-grounding-tiny")
+    p.add_argument("--private", action="store_true", help="create the repository private")
+    p.add_argument("--dry-run", action="store_true", help="print the files and the card that would be uploaded")
+    p.add_argument("--source", help="model folder to publish (default: checkpoints/NAME)")
+    p.set_defaults(func=cmd_push)
     return parser
 
 

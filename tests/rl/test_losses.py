@@ -153,7 +153,7 @@ def test_sequence_log_ratio_is_mean_over_valid_tokens():
 
 
 def test_policy_loss_registry():
-    assert L.POLICY_LOSSES.list() == ["gspo", "vanilla"]
+    assert {"gspo", "vanilla"} <= set(L.POLICY_LOSSES.list())  # domains add their papers' losses (algorithms modules)
     assert L.POLICY_LOSSES.get("clip") is L.clipped_surrogate
     logp, old = torch.zeros(2, 3), torch.zeros(2, 3)
     for name in L.POLICY_LOSSES:

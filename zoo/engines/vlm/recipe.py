@@ -122,6 +122,9 @@ class TrainingConfig(TrainingBase):
     """Trade compute for memory on large models."""
     use_cpu: bool | None = None
     """Force CPU; ``None`` uses a GPU when one is visible."""
+    shuffle: bool = True
+    """Draw prompts in random order; ``false`` keeps the dataset's order, which is how a curriculum
+    dataset (easy stages first, Curr-ReFT) is trained."""
 
 
 @dataclass(frozen=True)

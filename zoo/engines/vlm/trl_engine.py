@@ -132,6 +132,7 @@ def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
         remove_unused_columns=False,
         log_completions=False,
         dataloader_num_workers=0,
+        shuffle_dataset=tr.shuffle,
     )
 
 

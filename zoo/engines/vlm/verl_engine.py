@@ -173,9 +173,9 @@ def model_path(recipe: VLMRecipe, folder: Path, samples: list) -> str:
         from zoo.engines.vlm.policy_model import policy_source
 
         return policy_source(recipe)[0]
-    from zoo_common.registry import UnknownNameError
     from zoo.hub import is_repo_id
     from zoo.registry import info
+    from zoo_common.registry import UnknownNameError
 
     try:
         entry = info(name)
@@ -209,6 +209,7 @@ def verl_overrides(recipe: VLMRecipe, folder: Path, model: str) -> dict[str, str
         "data.filter_overlong_prompts": True,
         "data.return_multi_modal_inputs": True,
         "data.seed": tr.seed,
+        "data.shuffle": tr.shuffle,
         "algorithm.adv_estimator": "zoo_" + alg.adv_estimator.replace("-", "_"),
         "algorithm.norm_adv_by_std_in_grpo": alg.normalize_std,
         "algorithm.use_kl_in_reward": False,

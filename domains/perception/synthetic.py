@@ -1,0 +1,110 @@
+"""Seeded images of coloured shapes with exact boxes: the perception tasks, offline.
+
+RefCOCO, OVDEval and LISA need COCO images and licences; the smoke recipes and tests run on
+pictures drawn here instead. Each image is a grey canvas with a few filled shapes of distinct
+(colour, shape) pairs, so a referring expression ("the red circle") names exactly one object and
+every box is known. Sizes default to 56 px (a multiple of 28 with 56*56 = Qwen's ``min_pixels``),
+so the processor does not resize and the model's frame is the image's.
+
+Tasks: ``rec`` (one expression -> one box, VLM-R1 REC prompt), ``detection`` (label list -> all
+boxes of those labels, VLM-R1 OVD prompt, with one absent hard-negative label) and ``preference``
+(R1-Reward's judge prompt over a right and a wrong description; target ``"1"`` or ``"2"``), and
+Curr-ReFT's first two stages: ``judge`` (is there a <shape>? yes/no) and ``choice`` (which shape is
+<colour>? A/B), in Curr-ReFT's stage-3 template with ``<answer>``-wrapped references.
+"""
+
+from __future__ import annotations
+
+import random
+
+from PIL import Image, ImageDraw
+
+from domains.perception.prompts import (
+    CURR_REFT_USER,
+    VLM_R1_OVD_PROBLEM,
+    VLM_R1_OVD_USER,
+    VLM_R1_REC_USER,
+    format_r1_reward_question,
+)
+from zoo.data import Sample
+
+COLOURS = {"red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220), "yellow": (230, 200, 40)}
+SHAPES = ("square", "circle")
+TASKS = ("rec", "detection", "preference", "judge", "choice")
+
+
+def draw_scene(rng: random.Random, size: int, n_objects: int) -> tuple[Image.Image, list[dict]]:
+    """A canvas with ``n_objects`` non-overlapping shapes; returns the image and ``[{label, bbox}]``."""
+    image = Image.new("RGB", (size, size), (128, 128, 128))
+    draw = ImageDraw.Draw(image)
+    kinds = rng.sample([(c, s) for c in COLOURS for s in SHAPES], n_objects)
+    objects: list[dict] = []
+    side = max(8, size // 4)
+    for colour, shape in kinds:
+        for _ in range(50):  # rejection-sample a free spot
+            x, y = rng.randrange(0, size - side + 1), rng.randrange(0, size - side + 1)
+            box = [x, y, x + side, y + side]
+            if all(box[2] <= o["bbox"][0] or o["bbox"][2] <= box[0] or box[3] <= o["bbox"][1] or o["bbox"][3] <= box[1]
+                   for o in objects):  # fmt: skip
+                break
+        (draw.rectangle if shape == "square" else draw.ellipse)([box[0], box[1], box[2] - 1, box[3] - 1],
+                                                               fill=COLOURS[colour])
+        objects.append({"label": f"{colour} {shape}", "bbox": [float(v) for v in box]})
+    return image, objects
+
+
+def synthetic_samples(n: int = 16, seed: int = 0, task: str = "rec", size: int = 56, template: bool = True,
+                      ) -> list[Sample]:  # fmt: skip
+    """``n`` samples of ``task`` (see module docstring), reproducible from ``seed``."""
+    if task not in TASKS:
+        raise ValueError(f"unknown synthetic perception task {task!r}; choose one of {TASKS}")
+    if size < 28:
+        raise ValueError(f"size must be at least 28 px (one Qwen patch pair), got {size}")
+    rng = random.Random(seed)
+    return [_sample(rng, f"synthetic-{task}-{seed}-{i}", task, size, template) for i in range(n)]
+
+
+def _sample(rng: random.Random, sid: str, task: str, size: int, template: bool) -> Sample:
+    image, objects = draw_scene(rng, size, n_objects=2 if task != "detection" else 3)
+    meta = {"task": task}
+    if task == "rec":
+        obj = rng.choice(objects)
+        question = f"the {obj['label']}"
+        prompt = VLM_R1_REC_USER.replace("{question}", question) if template else question
+        return Sample(sid, (image,), prompt, {"bbox": obj["bbox"], "image_size": [size, size]}, meta)
+    if task == "detection":
+        present = sorted({o["label"] for o in objects})
+        absent = next(f"{c} {s}" for c in COLOURS for s in SHAPES if f"{c} {s}" not in present)
+        question = VLM_R1_OVD_PROBLEM.format(labels=", ".join([*present, absent]))
+        prompt = VLM_R1_OVD_USER.replace("{question}", question) if template else question
+        return Sample(sid, (image,), prompt, {"objects": objects, "image_size": [size, size], "neg_labels": [absent]},
+                      meta)  # fmt: skip
+    if task in ("judge", "choice"):
+        return _curriculum_sample(rng, sid, task, objects, image, template)
+    right = f"The image shows a {objects[0]['label']} and a {objects[1]['label']}."
+    wrong_label = next(f"{c} {s}" for c in COLOURS for s in SHAPES if f"{c} {s}" not in {o["label"] for o in objects})
+    wrong = f"The image shows a {wrong_label} only."
+    first_is_right = rng.random() < 0.5
+    responses = (right, wrong) if first_is_right else (wrong, right)
+    prompt = format_r1_reward_question("Describe the shapes in the image.", *responses)
+    return Sample(sid, (image,), prompt, {"answer": "1" if first_is_right else "2"}, meta)
+
+
+def _curriculum_sample(rng: random.Random, sid: str, stage: str, objects: list[dict], image: Image.Image,
+                       template: bool) -> Sample:  # fmt: skip
+    """A Curr-ReFT stage-1 (yes/no) or stage-2 (A/B) question about the drawn shapes."""
+    present = {o["label"] for o in objects}
+    if stage == "judge":
+        label = rng.choice(sorted(present)) if rng.random() < 0.5 else \
+            next(f"{c} {s}" for c in COLOURS for s in SHAPES if f"{c} {s}" not in present)  # fmt: skip
+        question, answer = f"Is there a {label} in the image? Answer yes or no.", "yes" if label in present else "no"
+    else:
+        obj = rng.choice(objects)
+        colour, shape = obj["label"].split()
+        options = [shape, next(s for s in SHAPES if s != shape)]
+        rng.shuffle(options)
+        question = f"Which shape is {colour}? A. {options[0]} B. {options[1]}"
+        answer = "AB"[options.index(shape)]
+    prompt = CURR_REFT_USER.replace("{question}", question) if template else question
+    target = {"answer": f"<answer>{answer}</answer>", "stage": stage, "task": "classify"}
+    return Sample(sid, (image,), prompt, target, {"task": stage})

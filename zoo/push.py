@@ -1,0 +1,167 @@
+"""Publish a model folder to the Hugging Face Hub the way the ecosystem expects it.
+
+What goes up is decided here and shown before anything is sent (``--dry-run``): the safetensors
+weights, the config / generation / processor / tokenizer files at the top of the folder, the
+rendered and validated model card as ``README.md`` (:func:`zoo.cards.write_card`) and
+``training.json`` when the checkpoint has one. Pickled weights (``.bin``, ``.pt``...) are refused:
+loading them runs code (the zoo only loads safetensors, and so should the people who download).
+Sub-folders (an SFT warm start, optimiser states) stay behind. The upload itself is
+``huggingface_hub``'s ``create_repo`` + ``upload_folder``; the commit it makes is recorded in
+``model_cards/<name>/hub_revisions.json`` so an entry can pin it (``ModelEntry.revision``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from zoo.hub import CHECKPOINTS_DIR, hub_offline, is_repo_id
+from zoo.registry import ModelEntry, info
+
+#: Files a transformers model folder needs besides its weights (config, generation, processor, tokenizer).
+MODEL_FILES = frozenset({
+    "config.json", "generation_config.json", "processor_config.json", "preprocessor_config.json",
+    "video_preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+    "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json",
+    "model.safetensors.index.json", "training.json",
+})  # fmt: skip
+#: Weight formats that unpickle (and so can run code) when loaded.
+PICKLE_WEIGHTS = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+
+
+class PushError(ValueError):
+    """The folder cannot be published as it is; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class PushPlan:
+    """Everything one push would send.
+
+    Attributes:
+        name: the registry entry whose card is published.
+        repo_id: the target Hub repository (``org/name``).
+        source: the local model folder.
+        files: paths, relative to ``source``, uploaded as they are.
+        card: the rendered ``README.md``.
+        card_assets: files the card renderer wrote beside it (a training-curve figure), as (name, bytes).
+        private: create the repository private.
+        skipped: what in ``source`` is left behind, with why.
+    """
+
+    name: str
+    repo_id: str
+    source: Path
+    files: tuple[str, ...]
+    card: str
+    private: bool
+    card_assets: tuple[tuple[str, bytes], ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The files (with sizes) and the card, as ``zoo push --dry-run`` prints them."""
+        visibility = "private" if self.private else "public"
+        lines = [f"would push {self.name} from {self.source} to https://huggingface.co/{self.repo_id} ({visibility}):"]
+        for rel in self.files:
+            lines.append(f"  {rel}  ({(self.source / rel).stat().st_size:,} bytes)")
+        lines.append(f"  README.md  ({len(self.card.encode()):,} bytes, rendered model card)")
+        lines += [f"  {asset}  ({len(data):,} bytes, written by the card renderer)" for asset, data in self.card_assets]
+        lines += [f"left behind: {s}" for s in self.skipped]
+        return "\n".join(lines + ["", "--- README.md ---", self.card])
+
+
+def source_folder(entry: ModelEntry, source: str | None) -> Path:
+    """The folder to publish: ``source`` when given, else the checkpoint this repository ships."""
+    if source is not None:
+        folder = Path(source)
+        if not folder.is_dir():
+            raise PushError(f"--source {source!r} is not a directory")
+        return folder
+    shipped = CHECKPOINTS_DIR / entry.name
+    if shipped.is_dir():
+        return shipped
+    raise PushError(
+        f"{entry.name} has no folder in {CHECKPOINTS_DIR}: `zoo push` publishes weights you have locally. "
+        f"Pass --source DIR (e.g. a training run's final/ folder) to publish it under {entry.name}'s card."
+    )
+
+
+def select_files(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(files to upload, things left behind); raises :class:`PushError` on pickled or missing weights."""
+    pickled = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in PICKLE_WEIGHTS)
+    if pickled:
+        raise PushError(
+            f"{folder} holds pickled weights {pickled}: refusing to publish them. Convert with "
+            "`model.save_pretrained(folder, safe_serialization=True)` and remove the pickles, then push again."
+        )
+    keep, skipped = [], []
+    for path in sorted(folder.iterdir()):
+        if path.is_dir():
+            skipped.append(f"{path.name}/ (sub-folder: not part of the published model)")
+        elif path.suffix == ".safetensors" or path.name in MODEL_FILES:
+            keep.append(path.name)
+        elif path.name != "README.md":  # the card is rendered afresh
+            skipped.append(f"{path.name} (not a weights, config, processor or tokenizer file)")
+    if not any(name.endswith(".safetensors") for name in keep):
+        raise PushError(f"{folder} has no *.safetensors weights; save the model with safe_serialization=True")
+    if "config.json" not in keep:
+        raise PushError(f"{folder} has no config.json; save the model with save_pretrained() before pushing")
+    return tuple(keep), tuple(skipped)
+
+
+def plan_push(name: str, repo_id: str, *, private: bool = False, source: str | None = None) -> PushPlan:
+    """Work out the push of ``name`` to ``repo_id`` without touching the network."""
+    if not is_repo_id(repo_id):
+        raise PushError(f"--repo-id must look like 'org/name', got {repo_id!r}")
+    entry = info(name)
+    if entry.gated:
+        raise PushError(f"{entry.name} is gated by its authors ({entry.license}): re-publishing it would bypass "
+                        "their access terms. Push only models you trained and may redistribute.")  # fmt: skip
+    folder = source_folder(entry, source)
+    files, skipped = select_files(folder)
+    from zoo.cards import write_card
+
+    with tempfile.TemporaryDirectory() as tmp:
+        card_path = write_card(entry.name, out_dir=Path(tmp))
+        assets = tuple((p.name, p.read_bytes()) for p in sorted(card_path.parent.iterdir())
+                       if p.is_file() and p.name != "README.md")  # fmt: skip
+        card = card_path.read_text()
+    clash = sorted({a for a, _ in assets} & set(files))
+    if clash:
+        raise PushError(f"the card renderer wrote {clash}, which the model folder also has; rename one of them")
+    return PushPlan(entry.name, repo_id, folder, files, card, private, assets, skipped)
+
+
+def push(plan: PushPlan, record_dir: Path = Path("model_cards")) -> dict[str, str]:
+    """Create the repository (if needed), upload the planned files in one commit, record the revision."""
+    if hub_offline():
+        raise PushError("HF_HUB_OFFLINE is set: nothing can be uploaded. Use --dry-run to see the push.")
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    repo = api.create_repo(plan.repo_id, repo_type="model", private=plan.private, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp)
+        for rel in plan.files:
+            shutil.copy2(plan.source / rel, staged / rel)
+        (staged / "README.md").write_text(plan.card)
+        for asset, data in plan.card_assets:
+            (staged / asset).write_bytes(data)
+        commit = api.upload_folder(repo_id=plan.repo_id, folder_path=str(staged), repo_type="model",
+                                   commit_message=f"zoo push {plan.name}")  # fmt: skip
+    record = {
+        "name": plan.name, "repo_id": plan.repo_id, "revision": commit.oid, "commit_url": commit.commit_url,
+        "repo_url": str(repo), "files": [*plan.files, "README.md", *(a for a, _ in plan.card_assets)],
+        "pushed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }  # fmt: skip
+    _append_record(Path(record_dir) / plan.name / "hub_revisions.json", record)
+    return record
+
+
+def _append_record(path: Path, record: dict[str, str]) -> None:
+    history = json.loads(path.read_text()) if path.is_file() else []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([*history, record], indent=1) + "\n")
