@@ -1,11 +1,12 @@
 """CAD code reward in the style of CAD-RL (arXiv 2508.10118): does the code execute, and how close is its solid?
 
 CAD-RL names three rewards (executability, geometric accuracy, external evaluation) without
-public formulas (research/domain-code-diffusion.md §A2). The zoo's version, every weight its own:
+public formulas. The zoo's version, every weight its own:
 ``score = 0.1 * executes + 0.9 * IoU``, with IoU the exact volume IoU of the answer's solid and
 the reference's (OCC booleans, in the sandbox: :mod:`rewards.rendering.cad`) and the normalised
 Chamfer distance logged as a component. No code block scores 0; code that raises or builds no
-valid solid scores 0 (``executes`` = 0); a timeout, crash or dead worker is ``None`` (masked).
+valid solid, times out or crashes scores 0 (``executes`` = 0: the job's own failure is the answer's,
+:mod:`rewards.base`); only a failure outside the job (a lost worker) is ``None`` (masked).
 """
 
 from __future__ import annotations

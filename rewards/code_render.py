@@ -1,12 +1,13 @@
 """Rewards for model-written picture code: render it in the sandbox, compare with the reference image.
 
 * :class:`RenderedCodeReward`: the MSRL group's released reward (DocTron-hub/VinciCoder
-  ``examples/reward_function/vincicoder.py``, research/domain-code-diffusion.md §A1b):
+  ``examples/reward_function/vincicoder.py``):
   ``0.9 * visual + 0.1 * format``, ``format`` = 1 when a fenced block of the language is found,
   ``visual`` = ``(cos(CLS_gen, CLS_ref) + 1) / 2`` of DINOv2 averaged over InternVL-style tiles,
   the generated image resized (bicubic) to the reference's size first. Failure semantics are the
-  zoo's contract: well-formed code whose render fails scores ``visual = 0`` (VinciCoder too);
-  a render the sandbox could not judge (timeout, crash, dead worker) is ``score=None`` (masked).
+  zoo's contract: well-formed code whose render fails, times out or crashes scores ``visual = 0``
+  (VinciCoder too: the job's own failure is the answer's, :mod:`rewards.base`); only a failure
+  outside the job (a lost worker, a pool that cannot start) is ``score=None`` (masked).
 * :class:`DinoEncoder`: DINOv2 (transformers ``Dinov2Model``) from a local/cached checkpoint, or
   built from a tiny config with a seed for offline tests.
 """

@@ -1,8 +1,7 @@
 """RLRF's SVG reward (Rendering-Aware RL for Vector Graphics, arXiv 2505.20793), as the zoo reads it.
 
 The paper's code is unreleased. Terms follow the paper's description and the third-party
-reimplementation darknoon/prefix-rl ``env/svg/svg_rlrf_reward.py`` (research/domain-code-diffusion.md
-§A3); everything marked "zoo" is this project's choice:
+reimplementation darknoon/prefix-rl ``env/svg/svg_rlrf_reward.py``; everything marked "zoo" is this project's choice:
 
 * image term: both renders z-normalised per image (a constant image becomes all zeros), then
   ``L2 = ||x - y|| / sqrt(numel)``; for z-normalised images ``L2**2 = 2 - 2*corr``, so ``L2`` is in
@@ -18,9 +17,10 @@ reimplementation darknoon/prefix-rl ``env/svg/svg_rlrf_reward.py`` (research/dom
 A failed render scores ``FAILURE = -1``, strictly below any rendered answer (the lowest rendered
 score is ``0.1 * -1 = -0.1``), so a blank canvas always beats broken code; StarVector's own
 rasteriser returns a white image on failure, which would make broken code as good as blank.
-A render past its time limit is a failure too by default (``timeout_is_failure``): a well-formed
-SVG renders in milliseconds, so a timeout says the document is pathological (huge radii, deep
-nesting), not that the machine is slow. Crashes and dead workers stay ``None`` (masked).
+A render the job itself broke (past its time limit, crashed, over a limit) is the answer's failure
+too, by the sandbox's rule (:mod:`rewards.base`): a well-formed SVG renders in milliseconds, so a
+timeout says the document is pathological (huge radii, deep nesting). Only failures outside the
+job (a lost worker, a pool that cannot start) are ``None`` (masked).
 """
 
 from __future__ import annotations
@@ -76,9 +76,8 @@ class RlrfSvgReward:
 
     def __init__(self, kind: str = "svg", encoder: DinoEncoder | Mapping | None = None,
                  weights: Mapping[str, float] | None = None, size: tuple[int, int] = (224, 224),
-                 timeout: float = 10.0, timeout_is_failure: bool = True, name: str = "rlrf-svg") -> None:
+                 timeout: float = 10.0, name: str = "rlrf-svg") -> None:
         self.kind, self.size, self.timeout, self.name = kind, tuple(size), timeout, name
-        self.timeout_is_failure = timeout_is_failure
         self.encoder = encoder if isinstance(encoder, DinoEncoder) or encoder is None else DinoEncoder(**encoder)
         self.weights = {**WEIGHTS, **(weights or {})}
         if self.encoder is None:
@@ -89,8 +88,7 @@ class RlrfSvgReward:
 
     def with_options(self, **kwargs: Any) -> RlrfSvgReward:
         settings = {"kind": self.kind, "encoder": self.encoder, "weights": self.weights, "size": self.size,
-                    "timeout": self.timeout, "timeout_is_failure": self.timeout_is_failure, "name": self.name,
-                    **kwargs}
+                    "timeout": self.timeout, "name": self.name, **kwargs}
         return type(self)(**settings)
 
     def score_images(self, rendered: np.ndarray, reference: np.ndarray, pred_len: int, ref_len: int) -> RewardResult:
@@ -126,8 +124,6 @@ class RlrfSvgReward:
             result = rendered.get(i)
             if result is None:
                 out.append(RewardResult(FAILURE, failed, "no <svg> element in the answer"))
-            elif result.status == "timeout" and self.timeout_is_failure:
-                out.append(RewardResult(FAILURE, failed, f"render failed: {result.error}"))
             elif result.infra_failure:
                 out.append(RewardResult(None, dict.fromkeys(self.component_names, math.nan),
                                         f"{result.status}: {result.error}"))

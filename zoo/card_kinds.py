@@ -46,8 +46,14 @@ class CardKind:
     tags: tuple[str, ...] = field(default=())
 
 
+def load_line(entry: ModelEntry) -> str:
+    """``pipe = zoo.load(...)``, with the remote-code opt-in spelled out when the entry needs it."""
+    opt_in = ", trust_remote_code=True)  # runs the repository's own code: read it first" if entry.trust_remote_code else ")"
+    return f'pipe = zoo.load("{entry.name}"{opt_in}'
+
+
 def _vlm_usage(entry: ModelEntry) -> str:
-    lines = ["import zoo", "", f'pipe = zoo.load("{entry.name}")', 'pred = pipe("image.png", "your question")',
+    lines = ["import zoo", "", load_line(entry), 'pred = pipe("image.png", "your question")',
              "print(pred.to_dict())"]  # fmt: skip
     lines += [f'pred = pipe("image.png", "your question", system="{v}")  # published prompt variant "{v}"'
               for v in entry.spec.variants if entry.spec.variants[v] != entry.spec.system]  # fmt: skip
@@ -74,7 +80,7 @@ def _clip_usage(entry: ModelEntry) -> str:
     return "\n".join([
         "import zoo",
         "",
-        f'pipe = zoo.load("{entry.name}")',
+        load_line(entry),
         'probs = pipe("image.png", ["tumor", "normal tissue"])  # zero-shot: {label: probability}',
         'probs = pipe("image.png", ["tumor", "normal tissue"], template=["An H&E image of {}.", "a photomicrograph of {}"])',
         'scores = pipe.embed_images(["image.png"]) @ pipe.embed_texts(["a caption"]).T  # retrieval',
@@ -98,7 +104,7 @@ def _clip_how(entry: ModelEntry) -> str:
 
 
 def _diffusion_usage(entry: ModelEntry) -> str:
-    return "\n".join(["import zoo", "", f'pipe = zoo.load("{entry.name}")', 'out = pipe("a prompt", seed=0)',
+    return "\n".join(["import zoo", "", load_line(entry), 'out = pipe("a prompt", seed=0)',
                       'out.images[0].save("out.png")'])  # fmt: skip
 
 
@@ -111,7 +117,7 @@ def _diffusion_how(entry: ModelEntry) -> str:
 
 
 def _policy_usage(entry: ModelEntry) -> str:
-    return "\n".join(["import zoo", "", f'pipe = zoo.load("{entry.name}")', "pipe.reset()  # new episode",
+    return "\n".join(["import zoo", "", load_line(entry), "pipe.reset()  # new episode",
                       "action = pipe.act(observation)  # one observation in, the next action out",
                       "chunk = pipe(observation).first()  # or the whole batch's first actions"])  # fmt: skip
 
@@ -150,6 +156,14 @@ CARD_KINDS: dict[type, CardKind] = {
 
 UNRELEASED = CardKind("not released (recipe, rewards and evaluation only)", None, None, None, None,
                       _unreleased_usage, _unreleased_how)  # fmt: skip
+
+
+def register_card_kind(spec_class: type, kind: CardKind) -> CardKind:
+    """Give a domain's own spec class (a VLM with its own pipeline, say) its card presentation."""
+    if CARD_KINDS.get(spec_class, kind) != kind:
+        raise ValueError(f"{spec_class.__name__} already has a different card kind")
+    CARD_KINDS[spec_class] = kind
+    return kind
 
 
 def card_kind(entry: ModelEntry) -> CardKind:

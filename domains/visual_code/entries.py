@@ -1,4 +1,4 @@
-"""Chart, SVG and CAD code models (facts: research/domain-code-diffusion.md §A).
+"""Chart, SVG and CAD code models: MSRL, StarVector, and the CAD-RL / RLRF / Visual Programmability styles.
 
 MSRL and StarVector publish weights; CAD-RL, RLRF and Visual Programmability do not, so their
 rows carry ``released=False`` and point at the zoo's recipe, reward, data and evaluation "in
@@ -18,6 +18,7 @@ from domains.visual_code.prompts import (
     parse_python_block,
     parse_svg,
 )
+from zoo.card_kinds import CardKind, load_line, register_card_kind
 from zoo.kinds import VLMSpec
 from zoo.registry import ModelEntry, register
 
@@ -27,6 +28,8 @@ _MSRL_SPEC = VLMSpec(
     user=MSRL_PROMPT + "{question}", min_pixels=MSRL_MIN_PIXELS, max_pixels=MSRL_MAX_PIXELS, coord_frame="none",
     max_new_tokens=4096, parser=parse_python_block,
 )
+_NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this project's sources (the Hub's commit "
+           "list could not be read here); pass zoo.load(name, revision=SHA)")
 _MSRL_NOTE = ("Authors' sampling: temperature 0.1, top_p 1. Render the code with rewards.render('matplotlib', ...) "
               "(a sandboxed worker): it is model-written Python.")
 for name, repo, base, task in (
@@ -38,6 +41,9 @@ for name, repo, base, task in (
     register(ModelEntry(
         name=name, repo_id=repo, spec=_MSRL_SPEC, architecture="qwen2_5_vl", base_model=base, domain="visual_code",
         task=task, license="apache-2.0", paper="2508.13587", notes=_MSRL_NOTE,
+        license_source="the authors' repository DocTron-hub/MSRL (Apache-2.0); the Hub card's licence field was "
+        "not read by this project (UNVERIFIED)",
+        revision_note=_NO_PIN, rl_methods=("grpo",) if name == "msrl" else (),
     ))
 
 
@@ -50,6 +56,25 @@ class StarVectorSpec(VLMSpec):
     """
 
     pipeline: ClassVar[str] = "domains.visual_code.starvector:load_starvector_pipeline"
+
+
+def _starvector_usage(entry: ModelEntry) -> str:
+    return "\n".join(["import zoo", "", load_line(entry),
+                      'pred = pipe("drawing.png")  # image in, SVG out: StarVector takes no text prompt',
+                      "print(pred.code or pred.parse_error)"])  # fmt: skip
+
+
+def _starvector_how(entry: ModelEntry) -> str:
+    return ("StarVector encodes the image and writes SVG with its repository's own `generate_im2svg` (custom code, "
+            "hence the opt-in). `pred.code` is the first complete `<svg>` element; `pred.parse_error` says why "
+            "when the answer has none. Model-written SVG is untrusted: render it in the sandbox "
+            "(`rewards.render('svg', ...)`).")
+
+
+register_card_kind(StarVectorSpec, CardKind(
+    "image-to-SVG model (runs its repository's code)", "transformers", "image-to-text",
+    "domains.visual_code.starvector:StarVectorPipeline", "zoo.outputs:Prediction", _starvector_usage, _starvector_how,
+))  # fmt: skip
 
 
 _STARVECTOR_NOTE = (
@@ -67,6 +92,9 @@ for size, base in (("1b", "StarCoder-based 1B code LLM + image encoder and adapt
         spec=StarVectorSpec(user="{question}", coord_frame="none", max_new_tokens=4000, parser=parse_svg),
         architecture="starvector", base_model=base, domain="visual_code", task="image to SVG code (im2svg)",
         license="apache-2.0", paper="2312.11556", trust_remote_code=True, notes=_STARVECTOR_NOTE,
+        license_source="the authors' repository joanrod/star-vector (Apache-2.0); the Hub card's licence field was "
+        "not read by this project (UNVERIFIED)",
+        revision_note=_NO_PIN + "; with remote code, read the code at the commit you pin",
     ))
 
 # --- systems without public weights: the zoo's recipes, rewards, data and evaluation ----------
@@ -89,4 +117,6 @@ for name, paper, task, note, parser in _UNRELEASED:
     register(ModelEntry(
         name=name, repo_id=None, spec=VLMSpec(coord_frame="none", parser=parser), architecture="unknown",
         base_model="unknown (UNVERIFIED)", domain="visual_code", task=task, paper=paper, released=False, notes=note,
+        license_source="no weights are published, so there is no weights licence to read",
+        revision_note="no public weights to pin",
     ))

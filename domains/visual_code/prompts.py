@@ -1,6 +1,6 @@
 """The authors' prompts and output parsers for chart, SVG and CAD code models.
 
-* MSRL (DocTron-hub/MSRL ``README.md``, research/domain-code-diffusion.md §A1): one user turn
+* MSRL (DocTron-hub/MSRL ``README.md``): one user turn
   ``[image, text]`` with the prompt below; the answer is one fenced ```` ```python ```` block of
   matplotlib code.
 * VinciCoder, the MSRL group's released reward code (DocTron-hub/VinciCoder

@@ -3,8 +3,8 @@
 Usage follows joanrod/star-vector ``README.md``: ``AutoModelForCausalLM.from_pretrained(repo,
 trust_remote_code=True)``, the image through ``model.model.processor``, then
 ``model.generate_im2svg({"image": pixel_values}, max_length=...)``. The weights cannot be built
-from a config offline (its ``__init__`` downloads the StarCoder tokenizer and the image encoder:
-research/feasibility-visual-code.md §5), so this module is exercised only with the real download.
+from a config offline (its ``__init__`` downloads the StarCoder tokenizer and the image encoder),
+so this module is exercised only with the real download.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ CadQuery, not build123d: the two cannot share an environment (cadquery 2.8 needs
 ``cadquery-ocp<8``, build123d 0.13 ``cadquery-ocp-novtk>=8``); build123d executes a part faster
 (28-32 ms against 68-112 ms) but imports slower (4.0-4.7 s against 3.0-3.2 s), and the public
 text-to-CAD data the zoo reads (ExeCAD, CAD-RL's target format, and cadrille's) are CadQuery
-scripts (measurements: research/feasibility-visual-code.md §1).
+scripts.
 
 Source: the code itself, or JSON ``{"code": ..., "reference": ...}`` (:func:`cad_source`) when the
 geometry is compared with a reference part. The code must leave its part in ``result`` (a

@@ -1,7 +1,6 @@
 """The ``svg-skia`` render kind: skia-python's SVG module, about 5x cairosvg's speed at 224 px.
 
-Measured in ``bench/svg_renderers.py`` (research/feasibility-visual-code.md §2 found 10.6 ms for
-skia against 58 ms for cairosvg and 120 ms for resvg-py on a 200-element SVG at 224 px).
+Measured in ``bench/svg_renderers.py`` (skia against cairosvg and resvg-py on a 200-element SVG at 224 px).
 Safety, on top of the sandbox's walls: skia loads no external resource of any kind and returns
 no DOM for a document with a DTD entity (same note, §2). The source is still screened here so a
 refusal is a named ``invalid`` result, not a silent blank: any ``<!DOCTYPE``/``<!ENTITY`` and

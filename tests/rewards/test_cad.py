@@ -1,6 +1,5 @@
 """CadQuery kinds and the CAD-RL-style reward: hand-checked IoU, Chamfer, failures, hostile code."""
 
-import math
 
 import numpy as np
 import pytest
@@ -51,7 +50,8 @@ def test_reward_values_and_failures(pool, monkeypatch):
     assert same.score == pytest.approx(1.0) and same.components["chamfer"] == pytest.approx(0.0)
     assert near.score == pytest.approx(0.1 + 0.9 * 0.8)
     assert missing.score == 0.0 and broken.score == 0.0 and broken.components["executes"] == 0.0
-    assert slow.score is None and slow.error.startswith("timeout") and math.isnan(slow.components["iou"])
+    # A job that runs past its limit is the answer's failure, not a masked sample (rewards.base).
+    assert slow.score == 0.0 and slow.components["executes"] == 0.0 and "wall-clock limit" in slow.error
 
 
 HOSTILE = {

@@ -53,12 +53,10 @@ def test_perfect_blank_and_failed_answers():
     assert np.array_equal(to_array(image)[:, :16], np.zeros((32, 16, 3), np.uint8))
 
 
-def test_a_render_timeout_is_a_failure_by_default_and_masked_on_request():
+def test_a_render_timeout_is_the_answers_failure():
     from PIL import Image
 
     sample = RewardSample(target={"image": Image.new("RGB", (32, 32), "white"), "code": SVG})
     busy = SVG.replace("</svg>", '<circle cx="16" cy="16" r="1e30" fill="red"/>' * 2000 + "</svg>")
     (failed,) = RlrfSvgReward("svg-skia", encoder=None, size=(32, 32), timeout=0.001)([busy], [sample])
     assert failed.score == FAILURE and failed.error.startswith("render failed: render exceeded")
-    masked = RlrfSvgReward("svg-skia", encoder=None, size=(32, 32), timeout=0.001, timeout_is_failure=False)
-    assert masked([busy], [sample])[0].score is None

@@ -64,8 +64,9 @@ def test_every_registered_card_renders_and_validates(name, tmp_path):
 
 
 def test_every_kind_has_its_own_card_template():
-    assert set(CARD_KINDS) == set(SPECS.values())
-    assert len({k.library_name for k in CARD_KINDS.values()}) == len(CARD_KINDS)
+    assert set(SPECS.values()) <= set(CARD_KINDS)  # domains may add rows for their own spec classes
+    built_in = [CARD_KINDS[spec] for spec in SPECS.values()]
+    assert len({k.library_name for k in built_in}) == len(built_in)
 
 
 def test_an_unknown_kind_fails_loudly_instead_of_reusing_a_template(monkeypatch):
