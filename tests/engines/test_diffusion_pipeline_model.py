@@ -51,7 +51,7 @@ def test_pipeline_directory_loads_with_its_own_text_encoder(sd_pipeline_dir: Pat
     model = load_model(str(sd_pipeline_dir))
     assert isinstance(model.encoder, PipelinePromptEncoder) and model.kind == "eps"
     embeds, pooled = model.encoder(["a red square", "a blue circle"])
-    assert embeds.shape == (2, 16, 32) and not torch.equal(embeds[0], embeds[1])
+    assert embeds.shape == (2, 16, 32) and pooled.shape == (2, 32) and not torch.equal(embeds[0], embeds[1])
     assert model.latent_shape == (4, 8, 8)
 
 
