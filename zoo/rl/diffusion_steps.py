@@ -61,7 +61,9 @@ def _per_sample(value: torch.Tensor | float, like: torch.Tensor) -> torch.Tensor
 
 
 def _draw(mean: torch.Tensor, std: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+    """``mean + std * eps``; eps is drawn on the generator's device and moved (diffusers' ``randn_tensor`` rule)."""
+    device = generator.device if generator is not None else mean.device
+    noise = torch.randn(mean.shape, generator=generator, device=device, dtype=mean.dtype).to(mean.device)
     return mean + std * noise
 
 
