@@ -23,7 +23,11 @@ def tiny_clip_tokenizer(folder: Path):
     from transformers import CLIPTokenizer
 
     letters = list(string.ascii_lowercase)
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1, **{t: i + 2 for i, t in enumerate(letters + [c + "</w>" for c in letters])}}
+    vocab = {
+        "<|startoftext|>": 0,
+        "<|endoftext|>": 1,
+        **{t: i + 2 for i, t in enumerate(letters + [c + "</w>" for c in letters])},
+    }
     (folder / "vocab.json").write_text(json.dumps(vocab))
     (folder / "merges.txt").write_text("#version: 0.2\n")
     return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
