@@ -110,6 +110,40 @@ def flow_sde_step(
     return StepOutput(prev_sample, gaussian_log_prob(prev_sample, mean, std), mean, std_dev_t)
 
 
+def flow_cps_step(
+    model_output: torch.Tensor,
+    sample: torch.Tensor,
+    sigma: torch.Tensor | float,
+    sigma_prev: torch.Tensor | float,
+    *,
+    noise_level: float = 0.8,
+    prev_sample: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> StepOutput:
+    """Flow-CPS, the coefficient-preserving variant of the flow SDE step that Adv-GRPO samples with.
+
+    With ``x0_hat = x - sigma v`` and ``x1_hat = x + (1 - sigma) v`` (predicted data and noise)::
+
+        std  = sigma_prev * sin(a pi / 2)
+        mean = (1 - sigma_prev) x0_hat + sqrt(sigma_prev^2 - std^2) x1_hat
+        x_prev ~ N(mean, std^2)
+
+    The noise and the kept ``x1_hat`` share ``sigma_prev`` in variance, so the next latent has the
+    marginal scale of the schedule. Its ``log_prob`` is the authors' simplified one,
+    ``-mean_chw((x_prev - mean)^2)``: every constant *and the 1/(2 std^2) factor* dropped, so it is
+    not a normalised density (ratios of it are what the clipped loss uses).
+    Reference: showlab/Adv-GRPO ``adv_grpo/diffusers_patch/sd3_sde_with_logprob.py::sde_step_with_logprob_new``.
+    """
+    model_output, sample = model_output.float(), sample.float()
+    sigma, sigma_prev = _per_sample(sigma, sample), _per_sample(sigma_prev, sample)
+    std = sigma_prev * math.sin(noise_level * math.pi / 2)
+    x0_hat, x1_hat = sample - sigma * model_output, sample + model_output * (1 - sigma)
+    mean = x0_hat * (1 - sigma_prev) + x1_hat * torch.sqrt(sigma_prev**2 - std**2)
+    prev_sample = _draw(mean, std, generator) if prev_sample is None else prev_sample.float()
+    log_prob = -((prev_sample.detach() - mean) ** 2)
+    return StepOutput(prev_sample, log_prob.mean(dim=tuple(range(1, log_prob.ndim))), mean, std)
+
+
 def flow_sde_step_scheduler(
     scheduler: Any,
     model_output: torch.Tensor,

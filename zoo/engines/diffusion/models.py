@@ -167,13 +167,17 @@ class PipelinePromptEncoder:
     def __call__(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         device = self.pipe._execution_device
         if "prompt_3" in self.pipe.encode_prompt.__code__.co_varnames:
-            embeds, _, pooled, _ = self.pipe.encode_prompt(prompts, None, None, device=device, do_classifier_free_guidance=False)
+            embeds, _, pooled, _ = self.pipe.encode_prompt(
+                prompts, None, None, device=device, do_classifier_free_guidance=False
+            )
             return embeds, pooled
         embeds, _ = self.pipe.encode_prompt(prompts, device, 1, False)
         return embeds, embeds.mean(1)
 
 
-def load_pipeline(directory: str | Path, resolution: int | None = None, dtype: torch.dtype = torch.float32) -> DiffusionModel:
+def load_pipeline(
+    directory: str | Path, resolution: int | None = None, dtype: torch.dtype = torch.float32
+) -> DiffusionModel:
     """A diffusers text-to-image pipeline directory (``model_index.json``; SD3-style transformer or UNet).
 
     The text encoders and VAE are frozen and kept in ``dtype``; ``resolution`` (pixels) sets the
