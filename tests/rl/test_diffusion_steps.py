@@ -151,3 +151,10 @@ def test_lcm_step_draws_what_diffusers_lcm_scheduler_draws(index: int) -> None:
     torch.testing.assert_close(rescored.log_prob, out.log_prob)
     noise = (expected - out.prev_sample_mean) / out.std_dev_t
     torch.testing.assert_close(out.log_prob, (-0.5 * noise**2 - out.std_dev_t.log() - 0.9189385).mean((1, 2, 3)))
+
+
+def test_ddim_returns_the_next_latent_in_the_input_dtype() -> None:
+    case = GOLDEN["ddim"][0]
+    out = ddim_step_with_logprob(_ddim(case), t(case["model_output"]).bfloat16(), torch.tensor(case["timestep"]),
+                                 t(case["sample"]).bfloat16(), eta=1.0, prev_sample=t(case["prev_sample_in"]))  # fmt: skip
+    assert out.prev_sample.dtype == torch.bfloat16 and out.log_prob.dtype == torch.float32

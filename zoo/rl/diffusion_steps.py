@@ -233,6 +233,7 @@ def ddim_step_with_logprob(
     config = scheduler.config
     if scheduler.num_inference_steps is None:
         raise ValueError("the DDIM scheduler has no timesteps yet; call scheduler.set_timesteps(T) first")
+    dtype = sample.dtype  # the authors return the next latent in the input's dtype (log-prob in float32)
     model_output, sample = model_output.float(), sample.float()
     t = torch.as_tensor(timestep, device="cpu").long().reshape(-1)
     t_prev = (t - config.num_train_timesteps // scheduler.num_inference_steps).clamp(0, config.num_train_timesteps - 1)
@@ -246,7 +247,7 @@ def ddim_step_with_logprob(
     std = eta * variance**0.5
     mean = a_prev**0.5 * x0_hat + (1 - a_prev - std**2) ** 0.5 * eps_hat
     prev_sample = _draw(mean, std, generator) if prev_sample is None else prev_sample.float()
-    return StepOutput(prev_sample, gaussian_log_prob(prev_sample, mean, std), mean, std)
+    return StepOutput(prev_sample.to(dtype), gaussian_log_prob(prev_sample, mean, std), mean, std)
 
 
 def _ddim_predictions(
