@@ -182,3 +182,9 @@ def test_flow_grpo_raises_held_out_brightness_and_lr0_does_not(tmp_path: Path) -
     control = held_out(train(load_recipe(SMOKE, (*settings, "training.lr=0")), tmp_path / "control"))
     assert learned[-1] - learned[0] > 0.004
     assert control[0] == control[-1] == learned[0]
+
+
+def test_a_fresh_run_into_an_old_directory_starts_a_fresh_log(tmp_path: Path) -> None:
+    for _ in range(2):
+        train(recipe("training.steps=1", "training.eval_every=1"), tmp_path)
+    assert [r["step"] for r in csv.DictReader((tmp_path / "metrics.csv").open())] == ["0", "1"]
