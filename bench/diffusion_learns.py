@@ -14,7 +14,13 @@ Per seed and method:
    A control run with ``training.lr=0`` from the same start shows what the evaluation moves by itself
    (nothing: same weights, same noise).
 
-    OMP_NUM_THREADS=1 python bench/diffusion_learns.py --methods flow_grpo ddpo --seeds 0 1
+What it shows and what it does not: the reward rises on prompts never trained on, with a
+control that stays put. With this cheap reward and the CPU settings (full weights, lr 1e-3,
+clip 1e-2, no KL) the images drift into a reward-hacking mode within ~20 rounds (large,
+saturated blobs of one colour whatever the prompt), as Flow-GRPO's issues report for high
+learning rates; ``algorithm.beta`` (KL on the step means) is the lever against it.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=. python bench/diffusion_learns.py --methods flow_grpo ddpo --seeds 0 1
 """
 
 from __future__ import annotations

@@ -168,3 +168,23 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
     assert run.reward is run.extra["discriminator"] and discriminator.training
     with pytest.raises(RecipeError, match="reference_images"):
         recipe("algorithm.method=adv_grpo")
+
+
+@pytest.mark.slow
+def test_flow_grpo_raises_held_out_brightness_and_lr0_does_not(tmp_path: Path) -> None:
+    """The smoke recipe for 30 rounds (seed 0): measured +0.0095 held-out brightness; lr=0 leaves it unchanged."""
+
+    def held_out(run_dir: Path) -> list[float]:
+        return [float(r["eval/reward"]) for r in csv.DictReader((run_dir / "metrics.csv").open()) if r["eval/reward"]]
+
+    settings = ("training.steps=30", "training.eval_every=30", "training.save_steps=30")
+    learned = held_out(train(load_recipe(SMOKE, settings), tmp_path / "rl"))
+    control = held_out(train(load_recipe(SMOKE, (*settings, "training.lr=0")), tmp_path / "control"))
+    assert learned[-1] - learned[0] > 0.004
+    assert control[0] == control[-1] == learned[0]
+
+
+def test_a_fresh_run_into_an_old_directory_starts_a_fresh_log(tmp_path: Path) -> None:
+    for _ in range(2):
+        train(recipe("training.steps=1", "training.eval_every=1"), tmp_path)
+    assert [r["step"] for r in csv.DictReader((tmp_path / "metrics.csv").open())] == ["0", "1"]

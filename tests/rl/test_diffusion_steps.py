@@ -4,7 +4,8 @@ The goldens were produced by running the authors' functions unchanged
 (``golden/make_diffusion_golden.py`` names repo, commit and file of each):
 yifan123/flow_grpo @ ac4c86e ``flow_grpo/diffusers_patch/sd3_sde_with_logprob.py::sde_step_with_logprob``,
 kvablack/ddpo-pytorch @ 1958463 ``ddpo_pytorch/diffusers_patch/ddim_with_logprob.py::ddim_step_with_logprob``,
-XueZeyue/DanceGRPO @ 15cc71d ``fastvideo/train_grpo_flux.py::flux_step``.
+XueZeyue/DanceGRPO @ 15cc71d ``fastvideo/train_grpo_flux.py::flux_step``,
+showlab/Adv-GRPO @ 8287f90 ``adv_grpo/diffusers_patch/sd3_sde_with_logprob.py::sde_step_with_logprob_new``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from tests.rl._golden import load, t
 from zoo.rl.diffusion_steps import (
     dance_sde_step,
     ddim_step_with_logprob,
+    flow_cps_step,
     flow_sde_step,
     flow_sde_step_scheduler,
     lcm_step_with_logprob,
@@ -40,6 +42,19 @@ def test_flow_sde_step_matches_flow_grpo(case: dict) -> None:
     given = None if case["prev_sample_in"] is None else t(case["prev_sample_in"])
     out = flow_sde_step_scheduler(scheduler, t(case["model_output"]), t(case["timestep"]), t(case["sample"]),
                                   noise_level=case["noise_level"], prev_sample=given, generator=generator)  # fmt: skip
+    close(out.prev_sample, case["prev_sample"])
+    close(out.log_prob, case["log_prob"])
+    close(out.prev_sample_mean, case["prev_sample_mean"])
+    close(out.std_dev_t, case["std_dev_t"])
+
+
+@pytest.mark.parametrize("case", GOLDEN["flow_cps"], ids=lambda c: f"idx{c['indices']}-a{c['noise_level']}")
+def test_flow_cps_step_matches_adv_grpo(case: dict) -> None:
+    sigmas, idx = t(case["sigmas"]), torch.tensor(case["indices"])
+    generator = torch.Generator().manual_seed(case["draw_seed"]) if case["draw_seed"] is not None else None
+    given = None if case["prev_sample_in"] is None else t(case["prev_sample_in"])
+    out = flow_cps_step(t(case["model_output"]), t(case["sample"]), sigmas[idx], sigmas[idx + 1],
+                        noise_level=case["noise_level"], prev_sample=given, generator=generator)  # fmt: skip
     close(out.prev_sample, case["prev_sample"])
     close(out.log_prob, case["log_prob"])
     close(out.prev_sample_mean, case["prev_sample_mean"])
@@ -136,3 +151,10 @@ def test_lcm_step_draws_what_diffusers_lcm_scheduler_draws(index: int) -> None:
     torch.testing.assert_close(rescored.log_prob, out.log_prob)
     noise = (expected - out.prev_sample_mean) / out.std_dev_t
     torch.testing.assert_close(out.log_prob, (-0.5 * noise**2 - out.std_dev_t.log() - 0.9189385).mean((1, 2, 3)))
+
+
+def test_ddim_returns_the_next_latent_in_the_input_dtype() -> None:
+    case = GOLDEN["ddim"][0]
+    out = ddim_step_with_logprob(_ddim(case), t(case["model_output"]).bfloat16(), torch.tensor(case["timestep"]),
+                                 t(case["sample"]).bfloat16(), eta=1.0, prev_sample=t(case["prev_sample_in"]))  # fmt: skip
+    assert out.prev_sample.dtype == torch.bfloat16 and out.log_prob.dtype == torch.float32

@@ -61,7 +61,9 @@ def _per_sample(value: torch.Tensor | float, like: torch.Tensor) -> torch.Tensor
 
 
 def _draw(mean: torch.Tensor, std: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+    """``mean + std * eps``; eps is drawn on the generator's device and moved (diffusers' ``randn_tensor`` rule)."""
+    device = generator.device if generator is not None else mean.device
+    noise = torch.randn(mean.shape, generator=generator, device=device, dtype=mean.dtype).to(mean.device)
     return mean + std * noise
 
 
@@ -106,6 +108,40 @@ def flow_sde_step(
     std = std_dev_t * torch.sqrt(-dt)
     prev_sample = _draw(mean, std, generator) if prev_sample is None else prev_sample.float()
     return StepOutput(prev_sample, gaussian_log_prob(prev_sample, mean, std), mean, std_dev_t)
+
+
+def flow_cps_step(
+    model_output: torch.Tensor,
+    sample: torch.Tensor,
+    sigma: torch.Tensor | float,
+    sigma_prev: torch.Tensor | float,
+    *,
+    noise_level: float = 0.8,
+    prev_sample: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> StepOutput:
+    """Flow-CPS, the coefficient-preserving variant of the flow SDE step that Adv-GRPO samples with.
+
+    With ``x0_hat = x - sigma v`` and ``x1_hat = x + (1 - sigma) v`` (predicted data and noise)::
+
+        std  = sigma_prev * sin(a pi / 2)
+        mean = (1 - sigma_prev) x0_hat + sqrt(sigma_prev^2 - std^2) x1_hat
+        x_prev ~ N(mean, std^2)
+
+    The noise and the kept ``x1_hat`` share ``sigma_prev`` in variance, so the next latent has the
+    marginal scale of the schedule. Its ``log_prob`` is the authors' simplified one,
+    ``-mean_chw((x_prev - mean)^2)``: every constant *and the 1/(2 std^2) factor* dropped, so it is
+    not a normalised density (ratios of it are what the clipped loss uses).
+    Reference: showlab/Adv-GRPO ``adv_grpo/diffusers_patch/sd3_sde_with_logprob.py::sde_step_with_logprob_new``.
+    """
+    model_output, sample = model_output.float(), sample.float()
+    sigma, sigma_prev = _per_sample(sigma, sample), _per_sample(sigma_prev, sample)
+    std = sigma_prev * math.sin(noise_level * math.pi / 2)
+    x0_hat, x1_hat = sample - sigma * model_output, sample + model_output * (1 - sigma)
+    mean = x0_hat * (1 - sigma_prev) + x1_hat * torch.sqrt(sigma_prev**2 - std**2)
+    prev_sample = _draw(mean, std, generator) if prev_sample is None else prev_sample.float()
+    log_prob = -((prev_sample.detach() - mean) ** 2)
+    return StepOutput(prev_sample, log_prob.mean(dim=tuple(range(1, log_prob.ndim))), mean, std)
 
 
 def flow_sde_step_scheduler(
@@ -197,6 +233,7 @@ def ddim_step_with_logprob(
     config = scheduler.config
     if scheduler.num_inference_steps is None:
         raise ValueError("the DDIM scheduler has no timesteps yet; call scheduler.set_timesteps(T) first")
+    dtype = sample.dtype  # the authors return the next latent in the input's dtype (log-prob in float32)
     model_output, sample = model_output.float(), sample.float()
     t = torch.as_tensor(timestep, device="cpu").long().reshape(-1)
     t_prev = (t - config.num_train_timesteps // scheduler.num_inference_steps).clamp(0, config.num_train_timesteps - 1)
@@ -210,7 +247,7 @@ def ddim_step_with_logprob(
     std = eta * variance**0.5
     mean = a_prev**0.5 * x0_hat + (1 - a_prev - std**2) ** 0.5 * eps_hat
     prev_sample = _draw(mean, std, generator) if prev_sample is None else prev_sample.float()
-    return StepOutput(prev_sample, gaussian_log_prob(prev_sample, mean, std), mean, std)
+    return StepOutput(prev_sample.to(dtype), gaussian_log_prob(prev_sample, mean, std), mean, std)
 
 
 def _ddim_predictions(

@@ -11,7 +11,9 @@ The numbers come from the authors' own functions, run on fixed inputs drawn here
   ``ddpo_pytorch/diffusers_patch/ddim_with_logprob.py::ddim_step_with_logprob`` and
   ``ddpo_pytorch/stat_tracking.py::PerPromptStatTracker``;
 - DanceGRPO, XueZeyue/DanceGRPO @ 15cc71d53cc2e6e18a68ee607d5fb6ba9a99e344:
-  ``fastvideo/train_grpo_flux.py::flux_step`` and ``sd3_time_shift``.
+  ``fastvideo/train_grpo_flux.py::flux_step`` and ``sd3_time_shift``;
+- Adv-GRPO, showlab/Adv-GRPO @ 8287f9085a59c4fc48f8e80dbf0528fcf734766e:
+  ``adv_grpo/diffusers_patch/sd3_sde_with_logprob.py::sde_step_with_logprob_new`` (Flow-CPS).
 
 The authors' modules import training stacks that are not installed here, so each function's
 source is cut out of its file with ``ast`` and executed unchanged in a namespace holding the
@@ -21,6 +23,7 @@ Run from the repository root with the project venv (diffusers 0.42.1, torch 2.14
     git clone https://github.com/yifan123/flow_grpo /tmp/scratch/flow_grpo        # and check out the
     git clone https://github.com/kvablack/ddpo-pytorch /tmp/scratch/ddpo-pytorch  # commits above
     git clone https://github.com/XueZeyue/DanceGRPO /tmp/scratch/DanceGRPO
+    git clone https://github.com/showlab/Adv-GRPO /tmp/scratch/Adv-GRPO
     .venv/bin/python tests/rl/golden/make_diffusion_golden.py /tmp/scratch
 
 Deterministic: rerunning writes an identical file.
@@ -47,6 +50,7 @@ SOURCES = {
     "flow_grpo": ("yifan123/flow_grpo", "ac4c86e8cae021841f1fde853d340e0db67690dd"),
     "ddpo-pytorch": ("kvablack/ddpo-pytorch", "1958463f020112c9a7bc85768d296daacc2e1b4b"),
     "DanceGRPO": ("XueZeyue/DanceGRPO", "15cc71d53cc2e6e18a68ee607d5fb6ba9a99e344"),
+    "Adv-GRPO": ("showlab/Adv-GRPO", "8287f9085a59c4fc48f8e80dbf0528fcf734766e"),
 }
 OUT = Path(__file__).with_name("diffusion.json")
 SHAPE = (3, 2, 3, 3)  # (B, C, H, W): small enough to store, batched, non-square channel count
@@ -104,6 +108,28 @@ def flow_cases(root: Path) -> list[dict[str, Any]]:
             "shift": shift, "steps": steps, "indices": indices, "noise_level": noise_level, "draw_seed": 7 if draw else None,
             "timestep": as_list(timestep), "sigmas": as_list(scheduler.sigmas), "model_output": as_list(model_output),
             "sample": as_list(sample), "prev_sample_in": None if draw else as_list(given), "prev_sample": as_list(prev),
+            "log_prob": as_list(log_prob), "prev_sample_mean": as_list(mean), "std_dev_t": as_list(std),
+        })  # fmt: skip
+    return cases
+
+
+def cps_cases(root: Path) -> list[dict[str, Any]]:
+    fn = authors(root, "Adv-GRPO", "adv_grpo/diffusers_patch/sd3_sde_with_logprob.py",
+                 "sde_step_with_logprob_new")["sde_step_with_logprob_new"]  # fmt: skip
+    cases = []
+    for indices, noise_level, draw in [([0, 0, 0], 0.8, False), ([9, 9, 9], 0.8, False), ([0, 4, 8], 0.5, False),
+                                       ([2, 5, 7], 0.8, True)]:  # fmt: skip
+        scheduler = FlowMatchEulerDiscreteScheduler(shift=3.0)
+        scheduler.set_timesteps(10)
+        timestep = scheduler.timesteps[indices]
+        model_output, sample, given = tensor(41), tensor(42), tensor(43)
+        generator = torch.Generator().manual_seed(47) if draw else None
+        prev, log_prob, mean, std = fn(scheduler, model_output, timestep, sample, noise_level=noise_level,
+                                       prev_sample=None if draw else given, generator=generator)  # fmt: skip
+        cases.append({
+            "indices": indices, "noise_level": noise_level, "draw_seed": 47 if draw else None,
+            "sigmas": as_list(scheduler.sigmas), "model_output": as_list(model_output), "sample": as_list(sample),
+            "prev_sample_in": None if draw else as_list(given), "prev_sample": as_list(prev),
             "log_prob": as_list(log_prob), "prev_sample_mean": as_list(mean), "std_dev_t": as_list(std),
         })  # fmt: skip
     return cases
@@ -228,7 +254,7 @@ def main() -> None:
     golden = {
         "sources": {k: {"repo": r, "commit": c} for k, (r, c) in SOURCES.items()}
         | {"versions": {"torch": torch.__version__, "diffusers": version("diffusers"), "numpy": np.__version__}},
-        "flow_sde": flow_cases(root), "ddim": ddim_cases(root), "dance_sde": dance_cases(root),
+        "flow_sde": flow_cases(root), "flow_cps": cps_cases(root), "ddim": ddim_cases(root), "dance_sde": dance_cases(root),
         "trackers": tracker_cases(root), "loss": loss_cases(),
     }  # fmt: skip
     OUT.write_text(json.dumps(golden, indent=None, allow_nan=True) + "\n")

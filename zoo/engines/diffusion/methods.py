@@ -12,13 +12,13 @@ dance_grpo     flow    dance_sde_step    0.3    1e-4  5       0.6       random T
 ddpo           ddim    ddim_step (eta)   1.0    1e-4  5       1.0       random      per prompt, buffer 16
 rlcm           lcm     lcm_step          -      1e-4  10      1.0       random      per prompt, buffer 32
 tree_grpo      flow    flow_sde_step     0.7    1e-4  5       1.0       branch      tree node values
-adv_grpo       flow    flow_sde_step     0.8    1e-5  5       0.99      first T'    per prompt, batch std
+adv_grpo       flow    flow_cps_step     0.8    1e-5  5       0.99      first T'    per prompt, batch std
 =============  ======  ================  =====  ====  ======  ========  ==========  =====================
 
 Sources: flow_grpo ``config/grpo.py`` and ``config/base.py``; DanceGRPO
 ``scripts/finetune/finetune_flux_grpo_8gpus.sh``; ddpo-pytorch ``config/base.py``; RLCM
-(Owen-Oertell/rlcm ``lcm_rl_pytorch/conf/config.yaml``); Adv-GRPO ``config/grpo.py`` (its CPS step
-variant is not reproduced: it uses Flow-GRPO's SDE step here). TreeGRPO (arXiv 2512.08153) has no
+(Owen-Oertell/rlcm ``lcm_rl_pytorch/conf/config.yaml``); Adv-GRPO ``config/grpo.py`` (its
+``dino_cotrain_sd3_patch_fast`` preset, without the fast SDE window). TreeGRPO (arXiv 2512.08153) has no
 public code; :mod:`zoo.engines.diffusion.tree` documents the advantage used.
 """
 
@@ -49,7 +49,8 @@ class Method:
     Attributes:
         name: the recipe's ``algorithm.method``.
         family: the sampler it needs: ``flow`` (flow-matching transformer), ``ddim`` or ``lcm`` (UNet).
-        step: the policy step's name in :mod:`zoo.engines.diffusion.sampling` (``flow``, ``dance``, ``ddim``, ``lcm``).
+        step: the policy step's name in :mod:`zoo.engines.diffusion.sampling` (``flow``, ``cps``, ``dance``,
+            ``ddim``, ``lcm``).
         defaults: paper values for the recipe fields left ``null``.
         tracker: ``() -> PerPromptStatTracker`` (per-prompt advantages), or ``None`` for per-group GRPO.
         clear_tracker: forget the tracker's history every round (Flow-GRPO) or keep a buffer (DDPO).
@@ -142,7 +143,7 @@ for _method in (
            paper="2404.03673"),
     Method("tree_grpo", "flow", "flow", {**_FLOW, "timestep_fraction": 1.0, "init_same_noise": True}, None,
            rollout="tree", paper="2512.08153", extra_checks=(_tree_shape,)),
-    Method("adv_grpo", "flow", "flow", {**_FLOW, "noise_level": 0.8, "clip_range": 1e-5},
+    Method("adv_grpo", "flow", "cps", {**_FLOW, "noise_level": 0.8, "clip_range": 1e-5},
            lambda: PerPromptStatTracker(global_std=True, eps=1e-4), adversarial=True, paper="2511.20256",
            extra_checks=(_reference_images,)),
 ):  # fmt: skip

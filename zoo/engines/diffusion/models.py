@@ -65,7 +65,7 @@ class DiffusionModel:
     denoiser: torch.nn.Module
     vae: torch.nn.Module
     scheduler: Any
-    encoder: HashedPromptEncoder
+    encoder: HashedPromptEncoder | PipelinePromptEncoder
     kind: str
     latent_shape: tuple[int, int, int]
     config: dict[str, Any]
@@ -153,17 +153,69 @@ def save_tiny(model: DiffusionModel, directory: str | Path) -> Path:
     return directory
 
 
-def load_model(name: str, tiny: dict[str, Any] | None = None) -> DiffusionModel:
-    """``tiny:*`` -> :func:`build_tiny`; a directory from :func:`save_tiny` -> that model with its weights."""
+class PipelinePromptEncoder:
+    """A diffusers pipeline's own text encoders: ``encode_prompt`` without classifier-free guidance.
+
+    SD3-style pipelines return ``(embeds, pooled)``; UNet pipelines have no pooled embedding, so the
+    token mean stands in (the UNet never reads it).
+    """
+
+    def __init__(self, pipe: Any) -> None:
+        self.pipe = pipe
+
+    @torch.no_grad()
+    def __call__(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        device = self.pipe._execution_device
+        if "prompt_3" in self.pipe.encode_prompt.__code__.co_varnames:
+            embeds, _, pooled, _ = self.pipe.encode_prompt(
+                prompts, None, None, device=device, do_classifier_free_guidance=False
+            )
+            return embeds, pooled
+        embeds, _ = self.pipe.encode_prompt(prompts, device, 1, False)
+        return embeds, embeds.mean(1)
+
+
+def load_pipeline(
+    directory: str | Path, resolution: int | None = None, dtype: torch.dtype = torch.float32
+) -> DiffusionModel:
+    """A diffusers text-to-image pipeline directory (``model_index.json``; SD3-style transformer or UNet).
+
+    The text encoders and VAE are frozen and kept in ``dtype``; ``resolution`` (pixels) sets the
+    latent size, by default the denoiser's ``sample_size``.
+    """
+    from diffusers import DiffusionPipeline
+
+    pipe = DiffusionPipeline.from_pretrained(str(directory), dtype=dtype, use_safetensors=True)
+    pipe.set_progress_bar_config(disable=True)
+    denoiser = getattr(pipe, "transformer", None) or getattr(pipe, "unet", None)
+    if denoiser is None or getattr(pipe, "vae", None) is None or not hasattr(pipe, "encode_prompt"):
+        raise ValueError(f"{directory} holds a {type(pipe).__name__}; the diffusion engine needs a text-to-image "
+                         "pipeline with a transformer or UNet, a VAE and encode_prompt (SD3, SD 1.x/2.x, LCM)")  # fmt: skip
+    for part in ("text_encoder", "text_encoder_2", "text_encoder_3", "vae"):
+        if getattr(pipe, part, None) is not None:
+            getattr(pipe, part).requires_grad_(False)
+    denoiser.float()  # trained weights and log-probs in float32
+    size = resolution // pipe.vae_scale_factor if resolution else denoiser.config.sample_size
+    kind = "flow" if getattr(pipe, "transformer", None) is not None else "eps"
+    config = {"name": str(directory), "pipeline": type(pipe).__name__}
+    return DiffusionModel(denoiser, pipe.vae, pipe.scheduler, PipelinePromptEncoder(pipe), kind,
+                          (denoiser.config.in_channels, size, size), config)  # fmt: skip
+
+
+def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | None = None) -> DiffusionModel:
+    """``tiny:*`` -> :func:`build_tiny`; a :func:`save_tiny` directory -> that model; a diffusers pipeline
+    directory -> :func:`load_pipeline`."""
     from safetensors.torch import load_file
 
     if name.startswith("tiny:"):
         return build_tiny(name, **(tiny or {}))
     directory = Path(name)
+    if (directory / "model_index.json").is_file():
+        return load_pipeline(directory, resolution)
     if not (directory / TINY_CONFIG).is_file():
         raise FileNotFoundError(
-            f"model.name={name!r} is neither tiny:sd3 / tiny:unet / tiny:lcm nor a directory written by "
-            f"zoo.engines.diffusion.models.save_tiny (no {TINY_CONFIG} there)"
+            f"model.name={name!r} is not tiny:sd3 / tiny:unet / tiny:lcm, a diffusers pipeline directory "
+            f"(model_index.json) or a directory written by zoo.engines.diffusion.models.save_tiny ({TINY_CONFIG})"
         )
     config = json.loads((directory / TINY_CONFIG).read_text())
     scaling = config.pop("vae_scaling_factor", 1.0)

@@ -39,7 +39,7 @@ def pretrain_vae(model: DiffusionModel, images: torch.Tensor, *, steps: int, lr:
     with torch.no_grad():
         std = float(vae.encode(data[:256]).latent_dist.mean.std())
     vae.register_to_config(scaling_factor=1.0 / std)
-    return float(mse)
+    return mse.item()
 
 
 def pretrain_denoiser(model: DiffusionModel, images: torch.Tensor, prompts: list[str], *, steps: int, lr: float = 1e-3,
@@ -66,6 +66,6 @@ def pretrain_denoiser(model: DiffusionModel, images: torch.Tensor, prompts: list
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     denoiser.eval()
     return sum(losses[-50:]) / len(losses[-50:])

@@ -25,9 +25,12 @@ class DiffusionModelConfig:
     """The denoiser, its VAE, scheduler and prompt encoder."""
 
     name: str = "tiny:sd3"
-    """``tiny:sd3`` (SD3 transformer, flow matching), ``tiny:unet`` (UNet, DDIM) or ``tiny:lcm`` (UNet,
-    LCM scheduler): tiny random models built from configs with a hashed bag-of-words prompt encoder,
-    for CPU runs; or a directory written by :func:`zoo.engines.diffusion.models.save_tiny`."""
+    """A diffusers text-to-image pipeline directory (``model_index.json``: SD3/SD3.5, SD 1.x/2.x, LCM), or
+    ``tiny:sd3`` (SD3 transformer, flow matching), ``tiny:unet`` (UNet, DDIM), ``tiny:lcm`` (UNet, LCM
+    scheduler): tiny random models built from configs with a hashed bag-of-words prompt encoder, for CPU
+    runs; or a tiny model saved by :func:`zoo.engines.diffusion.models.save_tiny`."""
+    resolution: int | None = None
+    """Image size in pixels for a pipeline directory (``null``: the denoiser's ``sample_size``)."""
     tiny: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the tiny builder (``sample_size``, ``seed``, ...)."""
     dtype: str = "float32"

@@ -17,6 +17,7 @@ from zoo.rl.diffusion_steps import (
     StepOutput,
     dance_sde_step,
     ddim_step_with_logprob,
+    flow_cps_step,
     flow_sde_step,
     lcm_step_with_logprob,
 )
@@ -30,7 +31,7 @@ class Sampler:
     """
 
     def __init__(self, model: DiffusionModel, step: str, num_steps: int) -> None:
-        if step not in ("flow", "dance", "ddim", "lcm"):
+        if step not in ("flow", "cps", "dance", "ddim", "lcm"):
             raise ValueError(f"unknown policy step {step!r}")
         self.model, self.step_name, self.num_steps = model, step, num_steps
         scheduler = model.scheduler
@@ -54,6 +55,9 @@ class Sampler:
         if self.step_name == "flow":
             return flow_sde_step(model_output, latents, self.sigmas[index], self.sigmas[index + 1],
                                  sigma_max=float(self.sigmas[1]), noise_level=noise_level, **kwargs)  # fmt: skip
+        if self.step_name == "cps":
+            return flow_cps_step(model_output, latents, self.sigmas[index], self.sigmas[index + 1],
+                                 noise_level=noise_level, **kwargs)  # fmt: skip
         if self.step_name == "dance":
             return dance_sde_step(
                 model_output, latents, noise_level, self.sigmas[index], self.sigmas[index + 1], **kwargs

@@ -210,8 +210,10 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     if tr.num_threads is not None and accelerator.device.type == "cpu":
         torch.set_num_threads(tr.num_threads)
     torch.manual_seed(tr.seed)
-    model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny})
+    model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny}, recipe.model.resolution)
     _check_family(method, model)
+    if getattr(model.encoder, "pipe", None) is not None:  # a pipeline's text encoders run on the device
+        model.encoder.pipe.to(accelerator.device)
     model.vae.requires_grad_(False)
     model.vae.to(accelerator.device, dtype=getattr(torch, recipe.model.dtype))
     reference_model = None
