@@ -20,7 +20,7 @@ clip 1e-2, no KL) the images drift into a reward-hacking mode within ~20 rounds 
 saturated blobs of one colour whatever the prompt), as Flow-GRPO's issues report for high
 learning rates; ``algorithm.beta`` (KL on the step means) is the lever against it.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python bench/diffusion_learns.py --methods flow_grpo ddpo --seeds 0 1
+    OMP_NUM_THREADS=1 python bench/diffusion_learns.py --methods flow_grpo ddpo --seeds 0 1
 """
 
 from __future__ import annotations

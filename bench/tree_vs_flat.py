@@ -14,7 +14,7 @@ printed ratio is flat's evaluations to reach a held-out reward target over tree'
 target; the target is ``--target-fraction`` of the smaller of the two runs' final gains, so both
 runs reach it. TreeGRPO's paper reports 2.4x faster training.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python bench/tree_vs_flat.py --seeds 0
+    OMP_NUM_THREADS=1 python bench/tree_vs_flat.py --seeds 0
 """
 
 from __future__ import annotations
