@@ -115,3 +115,33 @@ def load_dataset(name: str, **kwargs: Any) -> Iterable[Sample]:
     discover()  # domains register their loaders from their descriptors
     module, _, func = DATASETS.get(name).partition(":")
     return getattr(importlib.import_module(module), func)(**kwargs)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """A JSON list (``.json``) or JSON-lines (``.jsonl``) annotation file as a list of objects.
+
+    Every published benchmark format the loaders read is one of the two; errors name the file and
+    say what was expected, so a wrong download is a sentence, not a traceback.
+    """
+    import json
+
+    if not path.is_file():
+        raise FileNotFoundError(f"annotation file {str(path)!r} does not exist")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix == ".jsonl":
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            records = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{str(path)!r} is not valid JSON ({err}); expected the published annotation file") from err
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"{str(path)!r} must hold a list of JSON objects (one per sample)")
+    return records
+
+
+def record_field(record: dict[str, Any], key: str, where: str) -> Any:
+    """``record[key]``, or a ``ValueError`` naming the record (``where``) and the fields it has."""
+    if key not in record:
+        raise ValueError(f"{where}: missing field {key!r} (fields present: {sorted(record)})")
+    return record[key]

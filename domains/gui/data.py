@@ -27,7 +27,6 @@ Sources: SeeClick ``pretrain/screenspot_test.py`` (reads ``img_filename``, ``bbo
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import math
 from collections.abc import Iterable
@@ -36,7 +35,7 @@ from typing import Any
 
 from PIL import Image
 
-from zoo.data import Sample, path_under
+from zoo.data import Sample, path_under, read_records, record_field
 
 logger = logging.getLogger(__name__)
 
@@ -45,29 +44,6 @@ _SCREENSPOT_IMAGE_DIRS = ("images", "screenspot_imgs", "screenspotv2_image", "sc
 
 
 # --- small file helpers ----------------------------------------------------------------------
-
-
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    """A JSON list or JSON-lines file as a list of dicts, with the file named in any error."""
-    if not path.is_file():
-        raise FileNotFoundError(f"annotation file {str(path)!r} does not exist")
-    text = path.read_text(encoding="utf-8")
-    try:
-        if path.suffix == ".jsonl":
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            records = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{str(path)!r} is not valid JSON ({err}); expected the published annotation file") from err
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise ValueError(f"{str(path)!r} must hold a list of JSON objects (one per sample)")
-    return records
-
-
-def _field(record: dict[str, Any], key: str, where: str) -> Any:
-    if key not in record:
-        raise ValueError(f"{where}: missing field {key!r} (fields present: {sorted(record)})")
-    return record[key]
 
 
 def _box(value: Any, convention: str, where: str) -> list[float]:
@@ -173,15 +149,15 @@ def load_screenspot(
     root = path if path.is_dir() else path.parent
     samples: list[Sample] = []
     for platform, file in _screenspot_files(path, split, version):
-        records = _read_records(file)
+        records = read_records(file)
         if not records:
             continue
-        first = str(_field(records[0], "img_filename", f"{file.name}[0]"))
+        first = str(record_field(records[0], "img_filename", f"{file.name}[0]"))
         images = Path(image_dir) if image_dir is not None else _find_image_dir(root, first, _SCREENSPOT_IMAGE_DIRS)
         for i, rec in enumerate(records):
             where = f"{file.name}[{i}]"
-            image = path_under(images, _field(rec, "img_filename", where), where)
-            element_type = str(_field(rec, "data_type", where))
+            image = path_under(images, record_field(rec, "img_filename", where), where)
+            element_type = str(record_field(rec, "data_type", where))
             meta = {
                 "platform": platform,
                 "element_type": element_type,
@@ -193,8 +169,8 @@ def load_screenspot(
                 _grounding_sample(
                     f"{file.stem}-{i}",
                     image,
-                    str(_field(rec, "instruction", where)),
-                    _box(_field(rec, "bbox", where), "xywh", where),
+                    str(record_field(rec, "instruction", where)),
+                    _box(record_field(rec, "bbox", where), "xywh", where),
                     _image_size(image, where),
                     meta,
                 )
@@ -234,14 +210,14 @@ def load_screenspot_pro(
     key = "instruction" if language == "en" else "instruction_cn"
     samples = []
     for file in files:
-        for i, rec in enumerate(_read_records(file)):
+        for i, rec in enumerate(read_records(file)):
             where = f"{file.name}[{i}]"
-            size = _field(rec, "img_size", where)
+            size = record_field(rec, "img_size", where)
             if not isinstance(size, (list, tuple)) or len(size) != 2 or min(_finite(size, f"{where}: img_size")) <= 0:
                 raise ValueError(f"{where}: img_size must be [width, height], positive, got {size!r}")
-            ui_type = str(_field(rec, "ui_type", where))
+            ui_type = str(record_field(rec, "ui_type", where))
             meta = {
-                "platform": _field(rec, "platform", where),
+                "platform": record_field(rec, "platform", where),
                 "element_type": ui_type,
                 "ui_type": ui_type,
                 "application": rec.get("application"),
@@ -251,9 +227,9 @@ def load_screenspot_pro(
             samples.append(
                 _grounding_sample(
                     str(rec.get("id", f"{file.stem}-{i}")),
-                    path_under(images, _field(rec, "img_filename", where), where),
-                    str(_field(rec, key, where)),
-                    _box(_field(rec, "bbox", where), "xyxy", where),
+                    path_under(images, record_field(rec, "img_filename", where), where),
+                    str(record_field(rec, key, where)),
+                    _box(record_field(rec, "bbox", where), "xyxy", where),
                     list(size),
                     meta,
                 )
@@ -277,17 +253,17 @@ def load_gui_g1_json(
     path = Path(path)
     root = Path(image_root) if image_root is not None else path.parent
     samples = []
-    for i, rec in enumerate(_limit(_read_records(path), limit)):
+    for i, rec in enumerate(_limit(read_records(path), limit)):
         where = f"{path.name}[{i}]"
-        image = path_under(root, _field(rec, "image", where), where)
+        image = path_under(root, record_field(rec, "image", where), where)
         meta = {"platform": rec.get("platform", "unknown"), "element_type": rec.get("ui_type", "unknown")}
         meta["rate"] = _finite([rec.get("rate", 1.0)], f"{where}: rate")[0]
         samples.append(
             _grounding_sample(
                 f"{path.stem}-{i}",
                 image,
-                str(_field(rec, "problem", where)),
-                _box(_field(rec, "solution", where), "xyxy", where),
+                str(record_field(rec, "problem", where)),
+                _box(record_field(rec, "solution", where), "xyxy", where),
                 _image_size(image, where),
                 meta,
             )
@@ -303,7 +279,7 @@ def _check_options(step: dict[str, Any], where: str) -> dict[str, Any]:
     file already has them (the evaluation file does, with a *list* of candidate boxes)."""
     if "check_options" in step:
         return copy.deepcopy(step["check_options"])
-    action = copy.deepcopy(_field(step, "action_content", where))
+    action = copy.deepcopy(record_field(step, "action_content", where))
     if not isinstance(action, dict) or "action" not in action:
         raise ValueError(f"{where}: action_content must be an object with an 'action' key, got {action!r}")
     action["annotation"] = step.get("annotation", "GOOD")
@@ -337,16 +313,16 @@ def load_ui_s1_jsonl(
     path = Path(path)
     root = Path(image_root) if image_root is not None else None
     samples = []
-    for t, line in enumerate(_read_records(path)):
-        goal = str(_field(line, "goal", f"{path.name}[{t}]"))
-        steps = _field(line, "steps", f"{path.name}[{t}]")
+    for t, line in enumerate(read_records(path)):
+        goal = str(record_field(line, "goal", f"{path.name}[{t}]"))
+        steps = record_field(line, "steps", f"{path.name}[{t}]")
         episode = line.get("episode_id", t)
         history: list[dict[str, Any]] = []
         for s, step in enumerate(steps):
             where = f"{path.name}[{t}].steps[{s}]"
-            image = _screenshot(str(_field(step, "screenshot", where)), root)
+            image = _screenshot(str(record_field(step, "screenshot", where)), root)
             size = _image_size(image, where) if require_images or image.is_file() else None
-            action = copy.deepcopy(_field(step, "action_content", where))
+            action = copy.deepcopy(record_field(step, "action_content", where))
             samples.append(
                 Sample(
                     id=f"{episode}-{s}",

@@ -30,28 +30,7 @@ from typing import Any
 from PIL import Image
 
 from domains.perception.prompts import VISUAL_RFT_LISA_USER, VLM_R1_OVD_PROBLEM, VLM_R1_OVD_USER, VLM_R1_REC_USER
-from zoo.data import Sample
-
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    """A JSON list (``.json``) or JSON lines (``.jsonl``) file of objects, with the file named in errors."""
-    if not path.is_file():
-        raise FileNotFoundError(f"annotation file {str(path)!r} does not exist")
-    text = path.read_text(encoding="utf-8")
-    try:
-        records = [json.loads(line) for line in text.splitlines() if line.strip()] if path.suffix == ".jsonl" \
-            else json.loads(text)  # fmt: skip
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{str(path)!r} is not valid JSON ({err}); expected the published annotation file") from err
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise ValueError(f"{str(path)!r} must hold a list of JSON objects (one per sample)")
-    return records
-
-
-def _field(record: dict[str, Any], key: str, where: str) -> Any:
-    if key not in record:
-        raise ValueError(f"{where}: missing field {key!r} (fields present: {sorted(record)})")
-    return record[key]
+from zoo.data import Sample, read_records, record_field
 
 
 def _xyxy(value: Any, where: str) -> list[float]:
@@ -85,15 +64,15 @@ def load_refcoco(path: str, image_root: str | None = None, limit: int | None = N
     file = Path(path)
     root = Path(image_root) if image_root else file.parent
     samples = []
-    for i, rec in enumerate(_limit(_records(file), limit)):
+    for i, rec in enumerate(_limit(read_records(file), limit)):
         where = f"{file.name} record {i}"
         if "conversations" in rec:
-            turns = _field(rec, "conversations", where)
+            turns = record_field(rec, "conversations", where)
             question = str(turns[0]["value"]).replace("<image>", "").strip()
             box = json.loads(re.sub(r"</?answer>", "", str(turns[1]["value"])))
         else:
-            question, box = str(_field(rec, "problem", where)), _field(rec, "solution", where)
-        image, size = _image(root, str(_field(rec, "image", where)), where)
+            question, box = str(record_field(rec, "problem", where)), record_field(rec, "solution", where)
+        image, size = _image(root, str(record_field(rec, "image", where)), where)
         prompt = VLM_R1_REC_USER.replace("{question}", question) if template else question
         samples.append(Sample(id=str(rec.get("id", f"{file.stem}-{i}")), images=(image,), prompt=prompt,
                               target={"bbox": _xyxy(box, where), "image_size": size},
@@ -125,7 +104,7 @@ def load_ovdeval(path: str, image_root: str | None = None, limit: int | None = N
         where = f"{file.name} image {img.get('id')}"
         labels = [*img.get("text", []), *img.get("neg_text", [])]
         question = VLM_R1_OVD_PROBLEM.format(labels=", ".join(labels))
-        image, size = _image(root, str(_field(img, "file_name", where)), where)
+        image, size = _image(root, str(record_field(img, "file_name", where)), where)
         samples.append(Sample(
             id=f"{file.stem}-{img['id']}", images=(image,),
             prompt=VLM_R1_OVD_USER.replace("{question}", question) if template else question,
@@ -144,9 +123,9 @@ def load_lisa(path: str, image_root: str | None = None, limit: int | None = None
     file = Path(path)
     root = Path(image_root) if image_root else file.parent
     samples = []
-    for i, rec in enumerate(_limit(_records(file), limit)):
+    for i, rec in enumerate(_limit(read_records(file), limit)):
         where = f"{file.name} record {i}"
-        turns = {t.get("from"): str(t.get("value", "")) for t in _field(rec, "conversations", where)}
+        turns = {t.get("from"): str(t.get("value", "")) for t in record_field(rec, "conversations", where)}
         user, answer = turns.get("user", ""), turns.get("assistant", "")
         found = re.search(r"<img>(.*?)</img>", user)
         corners = re.findall(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)", answer)
