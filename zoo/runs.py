@@ -88,3 +88,12 @@ def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False
             if remove_incomplete:
                 shutil.rmtree(path)
     return best
+
+
+def prune_checkpoints(output_dir: str | Path, keep: int | None) -> None:
+    """Delete the oldest complete checkpoints so that at most ``keep`` remain (``None`` keeps all)."""
+    if keep is None:
+        return
+    complete = sorted((checkpoint_step(p), p) for p in Path(output_dir).glob("checkpoint-*") if is_complete(p))
+    for _, old in complete[: max(0, len(complete) - keep)]:
+        shutil.rmtree(old, ignore_errors=True)

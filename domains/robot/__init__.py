@@ -6,5 +6,6 @@ DOMAIN = Domain(
     name="robot",
     summary="residual RL on frozen BC policies (ResiP PPO, ResFiT TD3) on a CPU FetchPush stand-in",
     entries="domains.robot.entries",
+    algorithms="domains.robot.algorithms",
     environments={"fetch-push": "domains.robot.envs:make_fetch_push"},
 )

@@ -50,3 +50,35 @@ RESFIT = register(
                "non-commercial."),
     )
 )
+
+# This repository's own CPU checkpoints (python -m domains.robot.release base|residual).
+FETCH_PUSH_BC_TINY = register(
+    ModelEntry(
+        name="fetch-push-bc-tiny",
+        repo_id=None,
+        architecture="mlp",
+        base_model="none (behaviour cloning from scripted demonstrations)",
+        domain="robot",
+        task="FetchPush-v4 (28-D state -> 4-D end-effector action), 4-step action chunks",
+        spec=PolicySpec(observation_dim=28, action_dim=4, action_chunk=4),
+        license="apache-2.0",
+        notes="A deliberately imperfect BC base (open-loop 4-step chunks, 82 demonstrations) for residual RL; "
+        "its success rate is in training.json. Card: model_cards/fetch-push-bc-tiny/README.md.",
+    )
+)
+
+FETCH_PUSH_RESIP_TINY = register(
+    ModelEntry(
+        name="fetch-push-resip-tiny",
+        repo_id=None,
+        architecture="residual-mlp",
+        base_model="fetch-push-bc-tiny (frozen) + ResiP residual trained with PPO",
+        domain="robot",
+        task="FetchPush-v4 (28-D state -> 4-D end-effector action), per-step residual over a chunked base",
+        spec=PolicySpec(observation_dim=28, action_dim=4, action_chunk=1),
+        license="apache-2.0",
+        paper="2407.16677",
+        notes="Use pipe.act(obs) per step (with pipe.reset() per episode) to keep the base's chunk queue, as in "
+        "training. Card: model_cards/fetch-push-resip-tiny/README.md.",
+    )
+)

@@ -11,11 +11,12 @@ Built in:
 
 * ``vlm-trl`` — GRPO-family RL of a VLM on one machine, TRL's ``GRPOTrainer`` with zoo's maths;
 * ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster;
-* ``vlm-sft`` — the supervised warm start (and equal-time control arm) of a VLM, a plain torch loop.
+* ``vlm-sft`` — the supervised warm start (and equal-time control arm) of a VLM, a plain torch loop;
+* ``policy`` — RL of a control policy with gymnasium + stable-baselines3 (residual RL on a frozen
+  base); the methods are registered by domains (:mod:`zoo.engines.policy.methods`).
 
-The seats for ``diffusion`` (diffusers + accelerate: Flow-GRPO family) and ``policy``
-(gymnasium + stable-baselines3: residual RL) are filled by registering an :class:`Engine`
-with the same two parts; a third-party package can register its own the same way. Modules are
+The seat for ``diffusion`` (diffusers + accelerate: Flow-GRPO family) is filled by registering an
+:class:`Engine` with the same two parts; a third-party package can register its own the same way. Modules are
 named by import strings so that listing engines imports no trainer.
 """
 
@@ -86,4 +87,8 @@ register_engine(Engine(
 register_engine(Engine(
     "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",
     recipe="zoo.engines.vlm.sft_engine:SFTRecipe", train="zoo.engines.vlm.sft_engine:train", aliases=("sft",),
+))  # fmt: skip
+register_engine(Engine(
+    "policy", "RL of a control policy (gymnasium + stable-baselines3): residual PPO/TD3 on a frozen base",
+    recipe="zoo.engines.policy.recipe:PolicyRecipe", train="zoo.engines.policy.engine:train",
 ))  # fmt: skip

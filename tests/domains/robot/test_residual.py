@@ -29,7 +29,7 @@ def test_zero_residual_executes_the_base_with_its_chunk_queue(base_dir):
         expected = pipe.act(obs)
         np.testing.assert_allclose(env.base.denormalize_action(env.combined(np.zeros(4))), expected, atol=1e-5)
         obs, *_ = plain.step(expected)
-        robs, _, _, _, info = env.step(np.zeros(4, np.float32))
+        robs, *_ = env.step(np.zeros(4, np.float32))
         np.testing.assert_allclose(robs[:28], np.clip(env.base.normalize_obs(obs), -3, 3), atol=1e-4)
 
 
