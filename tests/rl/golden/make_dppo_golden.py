@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -46,7 +47,7 @@ def main(dppo: Path) -> None:
     from model.diffusion.diffusion_ppo import PPODiffusion
     from model.diffusion.diffusion_vpg import VPGDiffusion
 
-    commit = subprocess.run(["git", "-C", str(dppo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", str(dppo), "rev-parse", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
     out = {"sources": {"repo": "irom-princeton/dppo", "commit": commit or "cc7234ad7ff39a8f32de3af903606723a16f0648",
                        "files": ["model/diffusion/diffusion_vpg.py::get_logprobs_subsample",
                                  "model/diffusion/diffusion_ppo.py::loss"], "torch": torch.__version__},
@@ -60,9 +61,9 @@ def main(dppo: Path) -> None:
             gamma_denoising=case["gamma_denoise"], clip_vloss_coef=None, **CLIP,
             p_mean_var=lambda x_prev, t, cond, index, use_base_policy, x=x: (x["mean"], x["logvar"],
                                                                            torch.ones_like(x["mean"])),
-            critic=lambda obs: torch.zeros(case["B"]),
+            critic=lambda obs, n=case["B"]: torch.zeros(n),
         )  # fmt: skip
-        model.get_logprobs_subsample = lambda *a, **k: VPGDiffusion.get_logprobs_subsample(model, *a, **k)
+        model.get_logprobs_subsample = partial(VPGDiffusion.get_logprobs_subsample, model)
         obs = {"state": torch.zeros(case["B"], 1, 1)}
         new = VPGDiffusion.get_logprobs_subsample(model, obs, torch.zeros_like(x["mean"]), x["x_next"],
                                                   x["denoising_index"])  # fmt: skip
