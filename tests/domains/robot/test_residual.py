@@ -81,9 +81,11 @@ def test_resfit_td3_stores_combined_actions_warms_the_critic_and_never_changes_t
     offline = offline_buffer(demos, env.envs[0])
     np.testing.assert_allclose(offline.actions[: offline.size(), 0], np.clip(demos["actions"], -1, 1), atol=1e-6)
     model = resfit_td3(env, hidden=(32, 32), learning_starts=10, batch_size=16, critic_warmup=10_000,
-                       offline_buffer=offline, seed=0)
+                       offline_buffer=offline, actor_lr_ratio=0.01, seed=0)
     actor0 = _weights(model.actor)
     model.learn(40)
+    assert model.actor.optimizer.param_groups[0]["lr"] == pytest.approx(1e-6)  # 1e-4 x 0.01, as in ResFiT
+    assert model.critic.optimizer.param_groups[0]["lr"] == pytest.approx(1e-4)
     assert all(torch.equal(actor0[k], v) for k, v in model.actor.state_dict().items()), "actor moved in warm-up"
     stored = model.replay_buffer.actions[: model.replay_buffer.size(), 0]
     observations = model.replay_buffer.observations[: model.replay_buffer.size(), 0]
