@@ -8,6 +8,7 @@ end of the episode.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,10 +37,11 @@ class SuccessRate:
                 "mean_return": float(np.mean(self.returns))}  # fmt: skip
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion (good at small n and near 0 or 1)."""
     if n < 1:
         raise ValueError("a success rate needs at least one episode")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
