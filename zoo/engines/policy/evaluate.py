@@ -8,9 +8,9 @@ end of the episode.
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
