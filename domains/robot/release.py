@@ -2,8 +2,8 @@
 
 ``base``: scripted FetchPush demonstrations -> a chunked BC MLP (``checkpoints/fetch-push-bc-tiny``),
 deliberately small and open-loop over 4-step chunks so that it succeeds only part of the time.
-``residual``: the ``fetch-push-resip`` recipe on that base, exported with it as
-``checkpoints/fetch-push-resip-tiny``. Each writes ``training.json`` (arguments, measured numbers).
+``residual``: a ResiP recipe (``--recipe``, default ``fetch-push-resip-shaped``) on that base,
+exported with it as ``checkpoints/fetch-push-resip-tiny``. Each writes ``training.json`` (arguments, measured numbers).
 """
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ def release_base(episodes: int = 100, chunk: int = 4, steps: int = 2000, seed: i
     return folder
 
 
-def release_residual(overrides: list[str]) -> Path:
-    """Train the ``fetch-push-resip`` recipe and ship its ``final/`` policy with the run's record."""
+def release_residual(recipe: str, overrides: list[str], run_dir: Path | None = None) -> Path:
+    """Train ``recipe`` (or take the finished run in ``run_dir``) and ship its ``final/`` policy with its record."""
     from zoo.train import run
 
     start = time.time()
-    out = run(str(RECIPES / "fetch-push-resip.yaml"), overrides, output_dir=f"runs/{RESIDUAL_NAME}")
+    out = run_dir or run(str(RECIPES / f"{recipe}.yaml"), overrides, output_dir=f"runs/{recipe}")
     target = CHECKPOINTS_DIR / RESIDUAL_NAME
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(out / "final", target)
@@ -61,7 +61,10 @@ def release_residual(overrides: list[str]) -> Path:
         shutil.copy(out / name, target / name)
     info = {"entry": RESIDUAL_NAME, "script": "python -m domains.robot.release residual",
             "recipe": (out / "recipe.yaml").read_text(), "overrides": overrides,
-            "eval": json.loads((out / "eval.json").read_text()), "wall_seconds": round(time.time() - start, 1)}  # fmt: skip
+            "cpu_minutes_training": float((out / "metrics.csv").read_text().splitlines()[-1].split(",")[1]),
+            "eval": json.loads((out / "eval.json").read_text())}  # fmt: skip
+    if run_dir is None:
+        info["wall_seconds"] = round(time.time() - start, 1)
     (target / "training.json").write_text(json.dumps(info, indent=2))
     return target
 
@@ -69,9 +72,14 @@ def release_residual(overrides: list[str]) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stage", choices=("base", "residual"))
-    parser.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override (residual)")
+    parser.add_argument("--recipe", default="fetch-push-resip-shaped", help="residual: recipe name in recipes/")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="residual: recipe override")
+    parser.add_argument("--run-dir", type=Path, default=None, help="residual: ship this finished run instead")
     args = parser.parse_args()
-    print(release_base() if args.stage == "base" else release_residual(args.overrides))
+    if args.stage == "base":
+        print(release_base())
+    else:
+        print(release_residual(args.recipe, args.overrides, args.run_dir))
 
 
 if __name__ == "__main__":
