@@ -49,29 +49,28 @@ class ResidualPolicy(nn.Module):
         self.residual = mlp(residual)
         self.register_buffer("low", torch.as_tensor(extra.get("action_low", [-1.0] * config.action_dim)))
         self.register_buffer("high", torch.as_tensor(extra.get("action_high", [1.0] * config.action_dim)))
+        # the base's action statistics (normalization.json, not the weights file): set by the pipeline
+        self.register_buffer("action_mean", torch.zeros(config.action_dim), persistent=False)
+        self.register_buffer("action_std", torch.ones(config.action_dim), persistent=False)
         self.chunk, self.action_dim = config.action_chunk, config.action_dim
 
     def plan(self, obs_n: torch.Tensor) -> torch.Tensor:
         """``(B, chunk, A)`` normalised base actions."""
         return self.base(obs_n).reshape(len(obs_n), self.chunk, self.action_dim)
 
-    def correct(self, obs_n: torch.Tensor, base_n: torch.Tensor, action_mean: torch.Tensor,
-                action_std: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def correct(self, obs_n: torch.Tensor, base_n: torch.Tensor) -> torch.Tensor:
         """The corrected normalised action for normalised observations and base actions ``(B, A)``."""
         features = obs_n.clamp(-self.obs_clamp, self.obs_clamp)
         if self.combine == "resip":
             return base_n + self.scale * self.residual(torch.cat([features, base_n], dim=1))
-        low, high = self.low.to(obs_n), self.high.to(obs_n)
+        low, high, action_mean, action_std = self.low, self.high, self.action_mean, self.action_std
         base_u = (2 * (base_n * action_std + action_mean - low) / (high - low) - 1).clamp(-1, 1)
         unit = (base_u + self.scale * torch.tanh(self.residual(torch.cat([features, base_u], dim=1)))).clamp(-1, 1)
         return (low + (unit + 1) * (high - low) / 2 - action_mean) / action_std
 
     def forward(self, obs_n: torch.Tensor) -> torch.Tensor:
         """Re-planned base (first action of a fresh chunk) plus the residual: ``(B, A)``."""
-        mean, std = self._action_stats
-        return self.correct(obs_n, self.plan(obs_n)[:, 0], mean, std)
-
-    _action_stats: tuple[torch.Tensor, torch.Tensor]
+        return self.correct(obs_n, self.plan(obs_n)[:, 0])
 
 
 class ResidualPolicyPipeline(PolicyPipeline):
@@ -79,9 +78,9 @@ class ResidualPolicyPipeline(PolicyPipeline):
 
     def __init__(self, model: ResidualPolicy, *args: Any, **kwargs: Any) -> None:
         super().__init__(model, *args, **kwargs)
-        norm = self.normalization
-        model._action_stats = (torch.as_tensor(norm.action_mean, dtype=torch.float32),
-                               torch.as_tensor(norm.action_std, dtype=torch.float32))  # fmt: skip
+        for name in ("action_mean", "action_std"):
+            buffer = getattr(model, name)
+            buffer.copy_(torch.as_tensor(getattr(self.normalization, name), dtype=buffer.dtype))
         self.config = PolicyConfig(self.config.observation_dim, self.config.action_dim, self.config.architecture,
                                    1, self.config.hidden, self.config.extra)  # fmt: skip
         self._base_queue: deque[torch.Tensor] = deque()
@@ -99,9 +98,9 @@ class ResidualPolicyPipeline(PolicyPipeline):
         if len(obs_n) != 1:
             raise ValueError(f"act() takes one observation of length {self.config.observation_dim}")
         if not self._base_queue:
-            self._base_queue.extend(self.model.plan(obs_n)[0])
-        mean, std = self.model._action_stats
-        action_n = self.model.correct(obs_n, self._base_queue.popleft()[None], mean, std)[0].numpy()
+            self._base_queue.extend(self.model.plan(obs_n.to(self.model.low))[0])
+        corrected = self.model.correct(obs_n.to(self.model.low), self._base_queue.popleft()[None])
+        action_n = corrected[0].float().cpu().numpy()
         return action_n * self.normalization.action_std + self.normalization.action_mean
 
     def reset(self) -> None:
