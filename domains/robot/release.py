@@ -2,7 +2,7 @@
 
 ``base``: scripted FetchPush demonstrations -> a chunked BC MLP (``checkpoints/fetch-push-bc-tiny``),
 deliberately small and open-loop over 4-step chunks so that it succeeds only part of the time.
-``residual``: a ResiP recipe (``--recipe``, default ``fetch-push-resip``) on that base,
+``residual``: a ResiP recipe (``--recipe``, default ``fetch-push-resip-scale0.3``) on that base,
 exported with it as ``checkpoints/fetch-push-resip-tiny``. Each writes ``training.json`` (arguments, measured numbers).
 """
 
@@ -72,7 +72,7 @@ def release_residual(recipe: str, overrides: list[str], run_dir: Path | None = N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stage", choices=("base", "residual"))
-    parser.add_argument("--recipe", default="fetch-push-resip", help="residual: recipe name in recipes/")
+    parser.add_argument("--recipe", default="fetch-push-resip-scale0.3", help="residual: recipe name in recipes/")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="residual: recipe override")
     parser.add_argument("--run-dir", type=Path, default=None, help="residual: ship this finished run instead")
     args = parser.parse_args()
