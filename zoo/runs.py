@@ -109,3 +109,12 @@ def check_sizes(folder: Path) -> None:
                 f"{folder / name} is {actual} bytes but was written as {size} bytes (truncated or modified since). "
                 f"Restore it, or move {folder} aside to resume from the checkpoint before it"
             )
+
+
+def prune_checkpoints(output_dir: str | Path, keep: int | None) -> None:
+    """Delete the oldest complete checkpoints so that at most ``keep`` remain (``None`` keeps all)."""
+    if keep is None:
+        return
+    complete = sorted((checkpoint_step(p), p) for p in Path(output_dir).glob("checkpoint-*") if is_complete(p))
+    for _, old in complete[: max(0, len(complete) - keep)]:
+        shutil.rmtree(old, ignore_errors=True)

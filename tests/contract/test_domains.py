@@ -61,8 +61,10 @@ def test_recipe_parses_and_names_registered_things(domain, path):
             spec.build()
     if hasattr(recipe, "data"):
         assert recipe.data.name in DATASETS, recipe.data.name
-    if getattr(recipe.data, "answer_format", None):
+    if getattr(getattr(recipe, "data", None), "answer_format", None):
         assert recipe.data.answer_format in ANSWER_FORMATS, recipe.data.answer_format
+    if hasattr(recipe, "env"):  # policy recipes: the environment must be one a domain registered
+        assert recipe.env.name in {name for d in DOMAINS for name in d.environments}, recipe.env.name
 
 
 @pytest.mark.parametrize(("domain", "path"), SMOKE, ids=[p.stem for _, p in SMOKE])
@@ -73,7 +75,7 @@ def test_cpu_smoke_recipe_trains_one_step(domain, path, tmp_path):
     overrides = ["training.steps=1", "training.save_steps=1"]
     if hasattr(recipe.training, "use_cpu"):
         overrides.append("training.use_cpu=true")
-    if hasattr(recipe, "algorithm") and "n" in recipe.data.kwargs:
+    if hasattr(recipe, "algorithm") and hasattr(recipe, "data") and "n" in recipe.data.kwargs:
         overrides.append(f"data.kwargs.n={recipe.algorithm.num_generations}")
     out = run(str(path), overrides, output_dir=str(tmp_path / "run"))
     assert (out / "checkpoint-1").is_dir() and (out / "metrics.csv").is_file()

@@ -12,11 +12,12 @@ Built in:
 * ``vlm-trl`` — GRPO-family RL of a VLM on one machine, TRL's ``GRPOTrainer`` with zoo's maths;
 * ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster;
 * ``vlm-sft`` — the supervised warm start (and equal-time control arm) of a VLM, a plain torch loop;
-* ``diffusion`` — Flow-GRPO, DanceGRPO, DDPO, RLCM, TreeGRPO, Adv-GRPO on diffusers + accelerate + peft.
+* ``diffusion`` — Flow-GRPO, DanceGRPO, DDPO, RLCM, TreeGRPO, Adv-GRPO on diffusers + accelerate + peft;
+* ``policy`` — RL of a control policy with gymnasium + stable-baselines3 (residual RL on a frozen
+  base); the methods are registered by domains (:mod:`zoo.engines.policy.methods`).
 
-The seat for ``policy`` (gymnasium + stable-baselines3: residual RL) is filled by registering an
-:class:`Engine` with the same two parts; a third-party package can register its own the same way. Modules are
-named by import strings so that listing engines imports no trainer.
+A third-party package adds an engine by registering an :class:`Engine` with the same two parts.
+Modules are named by import strings so that listing engines imports no trainer.
 """
 
 from __future__ import annotations
@@ -90,4 +91,8 @@ register_engine(Engine(
 register_engine(Engine(
     "diffusion", "RL of text-to-image diffusion/flow models: flow_grpo, dance_grpo, ddpo, rlcm, tree_grpo, adv_grpo",
     recipe="zoo.engines.diffusion.recipe:DiffusionRecipe", train="zoo.engines.diffusion.trainer:train",
+))  # fmt: skip
+register_engine(Engine(
+    "policy", "RL of a control policy (gymnasium + stable-baselines3): residual PPO/TD3 on a frozen base",
+    recipe="zoo.engines.policy.recipe:PolicyRecipe", train="zoo.engines.policy.engine:train",
 ))  # fmt: skip

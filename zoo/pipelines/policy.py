@@ -7,8 +7,10 @@ de-normalises actions, so a caller works in the environment's units, as lerobot'
 A chunked policy (``action_chunk > 1``) keeps its queue: :meth:`PolicyPipeline.act` returns the
 next queued action and only runs the network when the queue is empty.
 
-The built-in architecture is ``mlp`` (the behaviour-cloned base policies of the robot recipes);
-others register a builder in :data:`ARCHITECTURES`.
+The built-in architectures are ``mlp`` (the behaviour-cloned base policies of the robot recipes)
+and ``residual-mlp`` (a frozen base plus a per-step residual, :mod:`zoo.pipelines.residual_policy`);
+others register a builder in :data:`ARCHITECTURES` (and, for a stateful policy, a pipeline class
+in :data:`PIPELINES`).
 """
 
 from __future__ import annotations
@@ -192,10 +194,18 @@ def load_policy_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str
         raise FileNotFoundError(f"{resolved.path} has no {WEIGHTS_FILE}; the zoo loads safetensors only")
     model = builder(config)
     model.load_state_dict(load_file(str(weights)), strict=True)
+    pipeline = PIPELINES.get(config.architecture, PolicyPipeline)
     stats_file = resolved.path / entry.spec.normalization
     if stats_file.is_file():
         normalization = Normalization.read(stats_file, config)
     else:
         logger.warning("%s has no %s; observations and actions are used unnormalised", resolved.path, stats_file.name)
         normalization = Normalization.identity(config)
-    return PolicyPipeline(model.to(device=device, dtype=dtype), config, normalization, entry, resolved)
+    return pipeline(model.to(device=device, dtype=dtype), config, normalization, entry, resolved)
+
+
+from zoo.pipelines.residual_policy import ResidualPolicy, ResidualPolicyPipeline  # (it extends this module)
+
+ARCHITECTURES["residual-mlp"] = ResidualPolicy
+#: architecture name -> pipeline class, for architectures whose pipeline is not :class:`PolicyPipeline`.
+PIPELINES: dict[str, type[PolicyPipeline]] = {"residual-mlp": ResidualPolicyPipeline}

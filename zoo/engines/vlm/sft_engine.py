@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from zoo.engines.vlm.recipe import ModelConfig
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
-from zoo.runs import checkpoint_step, is_complete, latest_checkpoint, mark_complete
+from zoo.runs import latest_checkpoint, mark_complete, prune_checkpoints
 
 if TYPE_CHECKING:
     from zoo.data import Sample
@@ -214,14 +214,9 @@ def _save_model(model: Any, processor: Any, folder: Path) -> None:
 
 def _save_checkpoint(loop: SFTLoop, cpu_seconds: float, folder: Path, keep: int | None) -> None:
     """Weights + processor + loop state, then the completion marker; older checkpoints beyond ``keep`` go."""
-    import shutil
-
     import torch
 
     _save_model(loop.model, loop.processor, folder)
     torch.save({**loop.state_dict(), "cpu_seconds": cpu_seconds}, folder / STATE_FILE)
     mark_complete(folder, loop.step_count)
-    if keep is not None:
-        older = sorted((checkpoint_step(p), p) for p in folder.parent.glob("checkpoint-*") if p != folder and is_complete(p))
-        for _, old in older[: max(0, len(older) + 1 - keep)]:
-            shutil.rmtree(old, ignore_errors=True)
+    prune_checkpoints(folder.parent, keep)

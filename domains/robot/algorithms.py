@@ -1,0 +1,142 @@
+"""The robot domain's policy-RL methods for the ``policy`` engine: ``resip-ppo`` and ``resfit-td3``.
+
+Each wraps an environment around the frozen base (:class:`~domains.robot.residual.ResidualEnv`),
+builds the stable-baselines3 algorithm (:func:`~domains.robot.residual.resip_ppo`,
+:func:`~domains.robot.residual.resfit_td3`), saves and loads it for ``--resume``, and exports the
+trained residual together with its base as one ``residual-mlp`` policy directory for :func:`zoo.load`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+from torch import nn
+
+from domains.robot.residual import (
+    OBS_CLAMP,
+    FrozenBase,
+    ResidualEnv,
+    ResidualTD3,
+    offline_buffer,
+    resfit_td3,
+    resip_ppo,
+)
+from zoo.engines.policy.methods import register_method
+from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, save_policy
+
+MODEL_FILE = "sb3_model.zip"
+BUFFER_FILE = "replay_buffer.pkl"
+
+
+def _require_base(base: PolicyPipeline | None, method: str) -> PolicyPipeline:
+    if base is None:
+        raise ValueError(f"{method} corrects a frozen base policy: set base.model in the recipe")
+    return base
+
+
+def _linear_layers(*modules: nn.Module) -> list[nn.Linear]:
+    return [m for module in modules for m in module.modules() if isinstance(m, nn.Linear)]
+
+
+def _export(layers: list[nn.Linear], base: PolicyPipeline, env: ResidualEnv, combine: str, folder: Path) -> Path:
+    """Write base + residual as a ``residual-mlp`` directory (the residual's Linear layers in order)."""
+    import torch
+
+    from zoo.pipelines.residual_policy import ResidualPolicy
+
+    extra: dict[str, Any] = {"residual_hidden": [layer.out_features for layer in layers[:-1]], "combine": combine,
+                             "residual_scale": env.scale, "obs_clamp": OBS_CLAMP}  # fmt: skip
+    if combine == "resfit":
+        extra |= {"action_low": env._low.tolist(), "action_high": env._high.tolist()}
+    c = base.config
+    config = PolicyConfig(c.observation_dim, c.action_dim, "residual-mlp", c.action_chunk, c.hidden, extra)
+    policy = ResidualPolicy(config)
+    policy.base.load_state_dict(base.model.state_dict())
+    targets = [m for m in policy.residual if isinstance(m, nn.Linear)]
+    with torch.no_grad():
+        for target, source in zip(targets, layers, strict=True):
+            target.weight.copy_(source.weight)
+            target.bias.copy_(source.bias if source.bias is not None else torch.zeros_like(target.bias))
+    return save_policy(folder, policy, config, base.normalization)
+
+
+@dataclass(frozen=True)
+class ResipPPO:
+    """ResiP: PPO on a Gaussian residual (fixed log-std -1, zero-initialised mean) over the base."""
+
+    name: str = "resip-ppo"
+    summary: str = "ResiP: PPO residual, a = base + 0.1 N(mu, e^-1) in the normalised action space"
+    residual: bool = True
+
+    def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
+        return ResidualEnv(env, FrozenBase(_require_base(base, self.name)), "resip", recipe.algorithm.residual_scale)
+
+    def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+        a, t = recipe.algorithm, recipe.training
+        return resip_ppo(env, hidden=a.hidden, n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs,
+                         gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
+
+    def save(self, model: BaseAlgorithm, folder: Path) -> None:
+        model.save(folder / MODEL_FILE)
+
+    def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+        model = PPO.load(folder / MODEL_FILE, env=env)
+        model.policy.action_net.bias.requires_grad_(False)  # held at zero, as built
+        model.policy.log_std.requires_grad_(False)
+        return model
+
+    def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
+        layers = _linear_layers(model.policy.mlp_extractor.policy_net, model.policy.action_net)
+        return _export(layers, _require_base(base, self.name), model.get_env().envs[0], "resip", folder)
+
+
+@dataclass(frozen=True)
+class ResfitTD3:
+    """ResFiT: TD3 residual (tanh x scale), combined actions stored, 50/50 offline/online, critic warm-up."""
+
+    name: str = "resfit-td3"
+    summary: str = "ResFiT: TD3 residual, clamp(base + scale tanh(.), -1, 1), critic on combined actions"
+    residual: bool = True
+
+    def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
+        return ResidualEnv(env, FrozenBase(_require_base(base, self.name)), "resfit", recipe.algorithm.residual_scale)
+
+    def _offline(self, env: VecEnv, recipe: PolicyRecipe) -> Any:
+        if recipe.algorithm.offline_episodes < 1:
+            return None
+        from domains.robot.envs import collect_demos
+
+        return offline_buffer(collect_demos(recipe.algorithm.offline_episodes, seed=recipe.training.seed),
+                              env.envs[0])  # fmt: skip
+
+    def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+        a, t = recipe.algorithm, recipe.training
+        return resfit_td3(env, residual_scale=a.residual_scale, hidden=a.hidden, batch_size=a.batch_size,
+                          gamma=a.gamma, learning_rate=t.lr, learning_starts=a.learning_starts,
+                          critic_warmup=a.critic_warmup, offline_buffer=self._offline(env, recipe), seed=t.seed,
+                          **a.kwargs)  # fmt: skip
+
+    def save(self, model: BaseAlgorithm, folder: Path) -> None:
+        model.save(folder / MODEL_FILE, exclude=["offline_buffer"])
+        model.save_replay_buffer(folder / BUFFER_FILE)
+
+    def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+        model = ResidualTD3.load(folder / MODEL_FILE, env=env)
+        model.load_replay_buffer(folder / BUFFER_FILE)
+        model.offline_buffer = self._offline(env, recipe)
+        return model
+
+    def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
+        return _export(_linear_layers(model.actor.mu), _require_base(base, self.name), model.get_env().envs[0],
+                       "resfit", folder)  # fmt: skip
+
+
+RESIP_PPO = register_method(ResipPPO())
+RESFIT_TD3 = register_method(ResfitTD3())

@@ -1,0 +1,152 @@
+"""The ``policy`` engine's training loop: iterations of a stable-baselines3 method, zoo's run directory.
+
+Per iteration the method's algorithm collects ``n_envs * rollout_steps`` environment steps and
+updates; the loop logs ``metrics.csv`` (success rate of the episodes that ended in the iteration,
+environment steps, the algorithm's own losses) with a ``success_rate_curve.png``, writes atomic
+``checkpoint-N/`` folders that ``--resume`` continues from (algorithm state, optimiser, replay
+buffer; the environments restart their episodes), exports ``final/`` as a zoo policy directory
+and, with ``training.eval_episodes``, compares base and trained policy on the same seeded episodes
+(``eval.json``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.recipe import RecipeError
+from zoo.run_logging import MetricsLog
+from zoo.runs import checkpoint_step, latest_checkpoint, mark_complete, prune_checkpoints
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    from zoo.engines.policy.methods import PolicyMethod
+    from zoo.pipelines.policy import PolicyPipeline
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "policy_state.json"
+EVAL_FILE = "eval.json"
+
+
+def make_environment(name: str, **kwargs: Any) -> gym.Env:
+    """The environment ``name`` from the domain that registered it (``Domain.environments``)."""
+    from zoo.domains import discover
+
+    found = {env: target for domain in discover() for env, target in domain.environments.items()}
+    if name not in found:
+        raise RecipeError(f"env.name={name!r} is not a registered environment; known: {', '.join(sorted(found)) or 'none'}")
+    module, _, factory = found[name].partition(":")
+    return getattr(importlib.import_module(module), factory)(**kwargs)
+
+
+def _method(recipe: PolicyRecipe) -> PolicyMethod:
+    from zoo.domains import load_algorithms
+    from zoo.engines.policy.methods import POLICY_METHODS
+
+    load_algorithms()
+    return POLICY_METHODS.get(recipe.algorithm.method)
+
+
+def _base(recipe: PolicyRecipe) -> PolicyPipeline | None:
+    if not recipe.base.model:
+        return None
+    import zoo
+
+    return zoo.load(recipe.base.model, device="cpu", dtype="float32")
+
+
+class EpisodeOutcomes(BaseCallback):
+    """Successes of the episodes that end while the algorithm steps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.successes: list[bool] = []
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"]):
+            if done:
+                self.successes.append(bool(info.get("is_success", False)))
+        return True
+
+
+def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+    """Run ``recipe`` into ``output_dir`` (``final/`` holds the exported policy); returns ``output_dir``."""
+    if dry_run:
+        return output_dir
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    method, base = _method(recipe), _base(recipe)
+    a, tr = recipe.algorithm, recipe.training
+    torch.manual_seed(tr.seed)
+
+    def make() -> gym.Env:
+        return method.wrap(make_environment(recipe.env.name, **recipe.env.kwargs), base, recipe)
+
+    env = DummyVecEnv([make] * a.n_envs)
+    env.seed(tr.seed)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
+    if resume and checkpoint is None:
+        logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
+    model = method.load(checkpoint, env, recipe) if checkpoint else method.build(env, recipe)
+    iteration = checkpoint_step(checkpoint) if checkpoint else 0
+    log = MetricsLog(output_dir, curve="success_rate")
+    log.start(iteration)
+    outcomes = EpisodeOutcomes()
+    per_iteration = a.n_envs * a.rollout_steps
+    while iteration < tr.steps:
+        outcomes.successes.clear()
+        model.learn(per_iteration, reset_num_timesteps=False, callback=outcomes)
+        iteration += 1
+        last = iteration == tr.steps
+        if iteration % tr.logging_steps == 0 or last:
+            log.log(iteration, _metrics(model, outcomes.successes))
+        if iteration % tr.save_steps == 0 or last:
+            folder = output_dir / f"checkpoint-{iteration}"
+            folder.mkdir(exist_ok=True)
+            method.save(model, folder)
+            (folder / STATE_FILE).write_text(json.dumps({"iteration": iteration, "env_steps": model.num_timesteps}))
+            mark_complete(folder, iteration)
+            prune_checkpoints(output_dir, tr.save_total_limit)
+    log.finish()
+    final = method.export(model, base, recipe, output_dir / "final")
+    if tr.eval_episodes:
+        report = evaluate(recipe, final, episodes=tr.eval_episodes, seed=tr.eval_seed)
+        (output_dir / EVAL_FILE).write_text(json.dumps(report, indent=2))
+        logger.info("evaluation: %s", report)
+    return output_dir
+
+
+def _metrics(model: BaseAlgorithm, successes: list[bool]) -> dict[str, Any]:
+    metrics: dict[str, Any] = {"env_steps": model.num_timesteps, "episodes": len(successes),
+                               "success_rate": float(np.mean(successes)) if successes else None}  # fmt: skip
+    for key, value in model.logger.name_to_value.items():
+        if key.startswith("train/"):
+            metrics[key.removeprefix("train/")] = float(value)
+    return metrics
+
+
+def evaluate(recipe: PolicyRecipe, policy_dir: Path, *, episodes: int, seed: int) -> dict[str, Any]:
+    """Base and trained policy (deterministic, queued ``act``) on the same seeded episodes."""
+    import zoo
+    from zoo.engines.policy.evaluate import success_rate
+
+    env = make_environment(recipe.env.name, **recipe.env.kwargs)
+    report: dict[str, Any] = {"seed": seed}
+    for label, source in (("base", recipe.base.model), ("trained", str(policy_dir))):
+        if not source:
+            continue
+        pipe = zoo.load(source, device="cpu", dtype="float32")
+        report[label] = success_rate(env, pipe.act, episodes, seed, on_reset=pipe.reset).to_json()
+    return report

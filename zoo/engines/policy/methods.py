@@ -1,0 +1,52 @@
+"""What a policy-RL method contributes to the ``policy`` engine, and the table they register in.
+
+A method (ResiP's residual PPO, ResFiT's residual TD3, ...) knows how to wrap one environment
+around the frozen base, how to build the stable-baselines3 algorithm, how to load it back for
+``--resume`` and how to export the trained policy as a zoo policy directory. Domains register
+methods from their ``algorithms`` module (``Domain.algorithms``), which the engine imports first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from zoo_common.registry import Registry
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from zoo.engines.policy.recipe import PolicyRecipe
+    from zoo.pipelines.policy import PolicyPipeline
+
+
+class PolicyMethod(Protocol):
+    """The four parts of a method; see the module docstring."""
+
+    name: str
+    summary: str
+
+    def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
+        """One training environment as the learner sees it (e.g. residual observation and action)."""
+
+    def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+        """A fresh stable-baselines3 algorithm for ``env``."""
+
+    def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+        """The algorithm saved by :meth:`save` in ``folder`` (``--resume``)."""
+
+    def save(self, model: BaseAlgorithm, folder: Path) -> None:
+        """Everything :meth:`load` needs (weights, optimiser state, replay buffer)."""
+
+    def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Any:
+        """The trained policy as a directory :func:`zoo.load` reads."""
+
+
+POLICY_METHODS: Registry[PolicyMethod] = Registry("policy method")
+
+
+def register_method(method: PolicyMethod) -> PolicyMethod:
+    """Add a method (a different one under a taken name is an error)."""
+    return POLICY_METHODS.register(method.name, method)
