@@ -27,8 +27,11 @@ MODEL_FILES = frozenset({
     "config.json", "generation_config.json", "processor_config.json", "preprocessor_config.json",
     "video_preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
     "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json",
-    "model.safetensors.index.json", "training.json",
+    "model.safetensors.index.json", "training.json", "policy_config.json", "normalization.json", "model_index.json",
+    "metrics.csv",  # a shipped checkpoint's training log, next to training.json
 })  # fmt: skip
+#: The file that says how to build the model, one per kind (transformers, zoo policy, diffusers pipeline).
+CONFIG_FILES = ("config.json", "policy_config.json", "model_index.json")
 #: Weight formats that unpickle (and so can run code) when loaded.
 PICKLE_WEIGHTS = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 
@@ -101,14 +104,15 @@ def select_files(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     for path in sorted(folder.iterdir()):
         if path.is_dir():
             skipped.append(f"{path.name}/ (sub-folder: not part of the published model)")
-        elif path.suffix == ".safetensors" or path.name in MODEL_FILES:
+        elif path.suffix == ".safetensors" or path.name in MODEL_FILES or path.name.endswith("_curve.png"):
             keep.append(path.name)
         elif path.name != "README.md":  # the card is rendered afresh
-            skipped.append(f"{path.name} (not a weights, config, processor or tokenizer file)")
+            skipped.append(f"{path.name} (not a weights, config, processor, tokenizer or training-record file)")
     if not any(name.endswith(".safetensors") for name in keep):
         raise PushError(f"{folder} has no *.safetensors weights; save the model with safe_serialization=True")
-    if "config.json" not in keep:
-        raise PushError(f"{folder} has no config.json; save the model with save_pretrained() before pushing")
+    if not any(name in keep for name in CONFIG_FILES):
+        raise PushError(f"{folder} has none of {', '.join(CONFIG_FILES)}; save the model with its library's "
+                        "save_pretrained() (zoo.pipelines.policy.save_policy for a policy) before pushing")
     return tuple(keep), tuple(skipped)
 
 

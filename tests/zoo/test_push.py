@@ -71,7 +71,7 @@ def test_refuses_folders_without_safetensors_or_config(tmp_path):
         plan_push("gui-grounding-tiny", "my-org/x", source=str(folder))
     folder = _folder(tmp_path, "model.safetensors")
     (folder / "config.json").unlink()
-    with pytest.raises(PushError, match="no config.json"):
+    with pytest.raises(PushError, match="has none of config.json"):
         plan_push("gui-grounding-tiny", "my-org/x", source=str(folder))
 
 
