@@ -191,9 +191,11 @@ def _eval_options(evaluate: Any, pairs: Sequence[str]) -> dict[str, Any]:
 def cmd_domains(args: argparse.Namespace) -> int:
     from zoo.domains import discover
 
-    for domain in discover():
-        print(f"{domain.name:<10} {domain.summary}")
-        print(f"{'':<10} datasets: {', '.join(domain.datasets) or '-'}; recipes: "
+    found = discover()
+    width = max((len(d.name) for d in found), default=0)
+    for domain in found:
+        print(f"{domain.name:<{width}}  {domain.summary}")
+        print(f"{'':<{width}}  datasets: {', '.join(domain.datasets) or '-'}; recipes: "
               f"{', '.join(p.stem for p in domain.recipe_files()) or '-'}")  # fmt: skip
     return 0
 
@@ -201,10 +203,11 @@ def cmd_domains(args: argparse.Namespace) -> int:
 def cmd_engines(args: argparse.Namespace) -> int:
     from zoo.engines import ENGINES
 
+    width = max((len(name) for name in ENGINES.list()), default=0)
     for name in ENGINES.list():
         engine = ENGINES.get(name)
         aliases = f" (also {', '.join(engine.aliases)})" if engine.aliases else ""
-        print(f"{name:<10} {engine.summary}{aliases}")
+        print(f"{name:<{width}}  {engine.summary}{aliases}")
     return 0
 
 
