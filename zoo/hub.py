@@ -107,7 +107,8 @@ def resolve(entry: ModelEntry, revision: str | None = None, *, trust_remote_code
             )
         if not entry.released:
             raise ModelNotAvailableError(
-                f"{entry.name} has no public weights yet. {entry.notes} "
+                f"{entry.name} has no public weights the zoo can load (none published, or only in a format it "
+                f"will not unpickle). {entry.notes} "
                 f"The zoo ships its recipe, reward and evaluation: see domains/{entry.domain}/README.md."
             )
         raise ModelNotAvailableError(
