@@ -22,7 +22,6 @@ screenshots: expert point/box in green, predicted point in magenta) are written 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.data import Sample
+from zoo.eval_results import write_results
 
 logger = logging.getLogger(__name__)
 
@@ -150,14 +150,9 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     episodes = load_agent_data(data, path, limit)
     if not episodes:
         raise ValueError(f"--data {data} yielded no episodes (check --path and --limit)")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     rows, summary = evaluate_agent(pipe.model, pipe.processor, episodes, pipe.entry.spec.max_new_tokens)
     metrics = {"model": getattr(pipe.entry, "name", None), "data": data, **summary}
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    with (out_dir / "predictions.jsonl").open("w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+    out_dir = write_results(out_dir, metrics, rows)
     draw_strip(episodes, rows, out_dir / "predictions.png")
     logger.info("%s on %s: step exact %.3f, episode success %.3f -> %s", metrics["model"], data,
                 summary["steps"]["exact_match"], summary["episodes"]["episode_success"], out_dir)  # fmt: skip

@@ -12,7 +12,6 @@ calls :func:`run` (agent trajectories, ``android-control`` and friends: :mod:`do
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from tqdm.auto import tqdm
 from rewards import grounding
 from rewards.grounding import click_point
 from zoo.data import Sample
+from zoo.eval_results import write_results
 
 logger = logging.getLogger(__name__)
 
@@ -179,14 +179,9 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     samples = load_eval_data(data, path, limit)
     if not samples:
         raise ValueError(f"--data {data} yielded no samples (check --path and --limit)")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     rows = score_rows(samples, predict(pipe, samples))
     metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": data, **summarise(rows)}
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    with (out_dir / "predictions.jsonl").open("w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+    out_dir = write_results(out_dir, metrics, rows)
     draw_grid(samples, rows, out_dir / "predictions.png")
     logger.info("%s on %s: accuracy %.3f over %d samples -> %s", metrics["model"], data,
                 metrics["overall"]["accuracy"], len(rows), out_dir)  # fmt: skip

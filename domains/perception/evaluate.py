@@ -13,7 +13,6 @@ calls :func:`run`, which writes ``metrics.json`` and ``predictions.jsonl``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from tqdm.auto import tqdm
 
 from domains.perception.boxes import pixel_iou
 from zoo.data import Sample
+from zoo.eval_results import write_results
 
 #: Held-out seed of the synthetic REC set (the smoke recipes train on seeds 0-1).
 SYNTHETIC_SEED = 2024
@@ -79,8 +79,5 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
         predictions += pipe([s.images[0] for s in batch], [s.question for s in batch])
     rows = score_rows(samples, predictions)
     metrics = {"model": pipe.entry.name, "data": data, **summarise(rows)}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    (out / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_results(out_dir, metrics, rows)
     return metrics

@@ -17,7 +17,6 @@ ChartMimic's high-level score (a GPT-4o judge) is not computed.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from domains.visual_code.prompts import parse_python_block
 from rewards.chart_metrics import low_level_scores
 from rewards.image_similarity import ssim, to_array
 from zoo.data import Sample
+from zoo.eval_results import write_results
 
 logger = logging.getLogger(__name__)
 LOW_LEVEL = ("text", "layout", "type", "color")
@@ -126,8 +126,6 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     samples = load_eval_data(data, path, limit)
     if not samples:
         raise ValueError(f"--data {data} yielded no samples (check --path and --limit)")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     predictions = predict_codes(pipe, samples)
     rows = score_codes([code for _, code in predictions], samples)
     if not rows:
@@ -135,11 +133,8 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     texts = {s.id: text for s, (text, _) in zip(samples, predictions, strict=True)}
     metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": data,
                "skipped_references": len(samples) - len(rows), **summarise(rows)}
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    with (out_dir / "predictions.jsonl").open("w") as handle:
-        for row in rows:
-            handle.write(json.dumps({**{k: v for k, v in row.items() if k != "_images"}, "text": texts[row["id"]]})
-                         + "\n")
+    out_dir = write_results(out_dir, metrics,
+                  ({**{k: v for k, v in row.items() if k != "_images"}, "text": texts[row["id"]]} for row in rows))
     draw_grid(rows, out_dir / "grid.png")
     logger.info("%s on %s: exec %.3f, low-level %.1f over %d -> %s", metrics["model"], data, metrics["exec_rate"],
                 metrics["low_level"], len(rows), out_dir)
