@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import statistics
 import multiprocessing
 import resource
+import statistics
 import time
 from pathlib import Path
 
@@ -35,14 +35,14 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
+from domains.synthetic.rewards import ColourReward
 from rewards.adapters import to_trl
 from rewards.base import RewardResult
 from zoo.data import load_dataset
 from zoo.engines.vlm.recipe import AlgorithmConfig
-from domains.synthetic.rewards import ColourReward
+from zoo.engines.vlm.sft import freeze_vision_tower
 from zoo.engines.vlm.trainer import ZooGRPOTrainer
 from zoo.engines.vlm.trl_data import to_trl_dataset
-from zoo.engines.vlm.sft import freeze_vision_tower
 from zoo.tiny import build_tiny_vlm
 
 

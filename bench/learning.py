@@ -35,12 +35,12 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from zoo.data import load_dataset
 from domains.synthetic import data as synthetic_task
 from domains.synthetic.rewards import ColourReward
+from zoo.data import load_dataset
+from zoo.engines.vlm.policy_model import load_policy
 from zoo.engines.vlm.recipe import VLMRecipe
 from zoo.engines.vlm.sft import SFTExample, train_sft
-from zoo.engines.vlm.policy_model import load_policy
 from zoo.train import run as zoo_train
 
 RECIPE = ROOT / "domains" / "synthetic" / "recipes" / "synthetic-colour.yaml"

@@ -24,14 +24,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from transformers import TrainerCallback
+from grpo_step import StepTimer  # bench/, beside this script
 from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
@@ -42,9 +38,9 @@ from rewards.image_similarity import ssim
 from rewards.rendering import RenderPool
 from zoo.data import load_dataset
 from zoo.engines.vlm.recipe import AlgorithmConfig
+from zoo.engines.vlm.sft import freeze_vision_tower
 from zoo.engines.vlm.trainer import ZooGRPOTrainer
 from zoo.engines.vlm.trl_data import to_trl_dataset
-from zoo.sft import freeze_vision_tower
 from zoo.tiny import build_tiny_vlm
 
 SIZE = 128
@@ -99,18 +95,6 @@ class SubprocessChartReward:
                 image = Image.open(io.BytesIO(png.read_bytes())).convert("RGB").resize((SIZE, SIZE))
                 out.append(RewardResult(ssim(image, reference_image(target_of(s)["image"]).resize((SIZE, SIZE)))))
         return out
-
-
-class StepTimer(TrainerCallback):
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        self._start = 0.0
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        self._start = time.perf_counter()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.times.append(time.perf_counter() - self._start)
 
 
 def run(side: str, args, dataset, pool: RenderPool) -> list[float]:

@@ -14,13 +14,9 @@ from __future__ import annotations
 import argparse
 import io
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rewards.rendering import RenderPool
 from rewards.rendering.svg_skia import render_svg_skia

@@ -23,12 +23,9 @@ import argparse
 import csv
 import itertools
 import json
-import sys
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diffusion_learns import pretrained  # the same cached pre-trained model
 
 from zoo.train import run as zoo_train
