@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from zoo.runs import checkpoint_step, latest_checkpoint, mark_complete
+from zoo.runs import checkpoint_step, mark_complete, prune_checkpoints
 
 if TYPE_CHECKING:
     from zoo.engines.diffusion.setup import Run
@@ -55,7 +55,7 @@ def save_checkpoint(run: Run, state: RunState, output_dir: Path) -> Path | None:
         "torch_rng": torch.get_rng_state(),
     }, folder / STATE)  # fmt: skip
     mark_complete(folder, state.step)
-    _prune(Path(output_dir), run.recipe.training.save_total_limit)
+    prune_checkpoints(Path(output_dir), run.recipe.training.save_total_limit)
     return folder
 
 
@@ -85,13 +85,3 @@ def load_checkpoint(run: Run, folder: Path) -> RunState:
     torch.set_rng_state(saved["torch_rng"])
     return RunState(step=checkpoint_step(folder))
 
-
-def _prune(output_dir: Path, keep: int | None) -> None:
-    if keep is None:
-        return
-    found = sorted(
-        (int(p.name.split("-")[1]), p) for p in output_dir.glob("checkpoint-*") if p.name.split("-")[1].isdigit()
-    )
-    for _, path in found[:-keep] if len(found) > keep else []:
-        if path != latest_checkpoint(output_dir):
-            shutil.rmtree(path)

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tqdm.auto import tqdm
 
+from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
 from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
 from zoo.run_logging import MetricsLog
-from zoo.runs import checkpoint_step, is_complete, latest_checkpoint, mark_complete
+from zoo.runs import latest_checkpoint
 
 if TYPE_CHECKING:
     from zoo.engines.vlm.recipe import VLMRecipe
@@ -72,7 +73,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         model, processor = load_policy(recipe, samples, corpus=corpus)
     learner = SemiOnlineLearner(recipe, model, processor)
     if checkpoint is not None:
-        learner.load_state_dict(torch.load(checkpoint / STATE_FILE, weights_only=False))
+        learner.load_state_dict(torch.load(checkpoint / STATE_FILE, weights_only=True))
     model = learner.model
     score, match_key = _score(recipe)
     policy = VLMPolicy(model, processor, temperature=alg.temperature, top_p=alg.top_p,
@@ -102,8 +103,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     model.eval()
     if hasattr(model, "merge_and_unload"):  # LoRA: ship the merged weights, loadable like any checkpoint
         model = model.merge_and_unload()
-    model.save_pretrained(output_dir / "final", safe_serialization=True)
-    processor.save_pretrained(output_dir / "final")
+    save_model(model, processor, output_dir / "final")
     return output_dir
 
 
@@ -155,7 +155,6 @@ class SemiOnlineLearner:
 
     def __init__(self, recipe: VLMRecipe, model: torch.nn.Module, processor: Any) -> None:
         from zoo.engines.vlm.sft import freeze_vision_tower
-
         from zoo.engines.vlm.trl_engine import peft_config
 
         tr = recipe.training
@@ -249,17 +248,7 @@ class SemiOnlineLearner:
 
     def save(self, folder: Path, keep: int | None) -> None:
         """Weights, processor and loop state, then the completion marker; rotate beyond ``keep``."""
-        import shutil
-
-        self.model.save_pretrained(folder, safe_serialization=True)
-        self.processor.save_pretrained(folder)
-        torch.save(self.state_dict(), folder / STATE_FILE)
-        mark_complete(folder, self.step)
-        if keep is not None:
-            older = sorted((checkpoint_step(p), p) for p in folder.parent.glob("checkpoint-*")
-                           if p != folder and is_complete(p))  # fmt: skip
-            for _, old in older[: max(0, len(older) + 1 - keep)]:
-                shutil.rmtree(old, ignore_errors=True)
+        save_checkpoint(folder, self.model, self.processor, self.state_dict(), STATE_FILE, self.step, keep)
 
 
 def _rollout_metrics(records: list[StepRecord]) -> dict[str, float]:

@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
 from zoo.engines.vlm.recipe import ModelConfig
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
-from zoo.runs import latest_checkpoint, mark_complete, prune_checkpoints
+from zoo.runs import latest_checkpoint
 
 if TYPE_CHECKING:
     from zoo.data import Sample
-    from zoo.engines.vlm.sft import SFTExample, SFTLoop
+    from zoo.engines.vlm.sft import SFTExample
 
 logger = logging.getLogger(__name__)
 
@@ -137,13 +138,14 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         if loop.step_count % tr.logging_steps == 0 or last:
             log.log(loop.step_count, {"loss": loss, "lr": loop.schedule.get_last_lr()[0], CPU_MINUTES: used / 60})
         if loop.step_count % tr.save_steps == 0 or last:
-            _save_checkpoint(loop, used, output_dir / f"checkpoint-{loop.step_count}", tr.save_total_limit)
+            save_checkpoint(output_dir / f"checkpoint-{loop.step_count}", model, processor,
+                            {**loop.state_dict(), "cpu_seconds": used}, STATE_FILE, loop.step_count, tr.save_total_limit)
     bar.close()
     if budget is not None and used >= budget:
         logger.info("stopped at step %d: training.max_minutes=%.2f reached", loop.step_count, tr.max_minutes)
     log.finish()
     model.eval()
-    _save_model(model, processor, output_dir / "final")
+    save_model(model, processor, output_dir / "final")
     return output_dir
 
 
@@ -204,19 +206,3 @@ class ExampleStream:
 
         kwargs = self.data.corpus_kwargs or self.data.kwargs
         return [f"{s.question} {self.answer(s)}" for s in load_dataset(self.data.name, **kwargs)]
-
-
-def _save_model(model: Any, processor: Any, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder, safe_serialization=True)
-    processor.save_pretrained(folder)
-
-
-def _save_checkpoint(loop: SFTLoop, cpu_seconds: float, folder: Path, keep: int | None) -> None:
-    """Weights + processor + loop state, then the completion marker; older checkpoints beyond ``keep`` go."""
-    import torch
-
-    _save_model(loop.model, loop.processor, folder)
-    torch.save({**loop.state_dict(), "cpu_seconds": cpu_seconds}, folder / STATE_FILE)
-    mark_complete(folder, loop.step_count)
-    prune_checkpoints(folder.parent, keep)
