@@ -16,5 +16,5 @@ DOMAIN = Domain(
         "curriculum": "domains.perception.data:load_curriculum",
     },
     evaluate="domains.perception.evaluate:run",
-    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec"),
+    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval"),
 )

@@ -17,6 +17,9 @@ label is not a ground-truth label (or that is malformed) is dropped before the m
 in ``odLength``'s ``gt / pred`` length factor; no predictions and no ground truth is 1.0, and so is the
 answer ``None`` on an image without objects.
 
+OVDEval's scores keep pycocotools' own reading, as its ``eval.py`` does: a ground-truth annotation
+whose ``id`` is 0 can never be matched (COCOeval stores the matched id, and 0 means "no match").
+
 Frames: targets are in original pixels (the loaders' convention); predictions are mapped there from
 the model's input frame (``resized_size`` or ``smart_resize``, as the REC reward). IoU is unchanged by
 scaling each axis, so the mAP equals upstream's, which compares both in the model's frame.
