@@ -95,7 +95,7 @@ def vlm_r1_map(predicted: list[Any], truth: list[dict[str, Any]], score_type: in
             box = obj["bbox_2d"]
             detections.append({"image_id": 0, "category_id": cats[obj["label"]], "bbox": _xywh(box), "score": 1.0,
                                "area": (box[2] - box[0]) * (box[3] - box[1])})  # fmt: skip
-        except Exception:  # noqa: BLE001 (upstream's bare except: any unreadable prediction is skipped)
+        except Exception:  # noqa: BLE001, S112 (upstream's bare except: an unreadable prediction is skipped)
             continue
     if not detections:
         return 0.0

@@ -43,9 +43,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from domains.perception.boxes import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, area_iou, model_input_size, pixel_iou, target_size
-from domains.perception.ovd import AP, AP50, VlmR1OvdReward
+from domains.perception.boxes import (
+    QWEN_MAX_PIXELS,
+    QWEN_MIN_PIXELS,
+    area_iou,
+    model_input_size,
+    pixel_iou,
+    target_size,
+)
 from domains.perception.curr_reft import CurrReftChoice, CurrReftFormat, CurrReftJudge, CurrReftStage
+from domains.perception.ovd import AP, AP50, VlmR1OvdReward
 from domains.perception.scs import ScsReward
 from domains.perception.text import clean_text, fuzzy_accuracy, last_answer, math_verify_equal
 from domains.perception.vision_r1 import VisionR1Format, VisionR1Precision, VisionR1Recall

@@ -16,12 +16,12 @@ from typing import Any
 import torch
 from PIL import Image
 
-from zoo_common.coords import to_original
 from zoo.hub import ResolvedModel
 from zoo.images import ImageInput, load_image
 from zoo.load import from_pretrained_checked
 from zoo.outputs import Prediction
 from zoo.registry import ModelEntry
+from zoo_common.coords import to_original
 
 logger = logging.getLogger(__name__)
 

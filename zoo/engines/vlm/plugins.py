@@ -42,7 +42,6 @@ class Rollout:
             request with the policy and the run's sampling settings, the ``prefix`` token ids placed
             after the generation prompt (the assistant turn starts with them); returns token ids.
         decode: token ids -> text, special tokens dropped (as the completions the rewards see).
-        training: ``False`` during evaluation.
     """
 
     prompts: list[Messages]
@@ -50,7 +49,6 @@ class Rollout:
     metas: list[dict[str, Any]]
     continue_generation: Callable[[list[Messages], list[list[int]]], list[list[int]]]
     decode: Callable[[Sequence[int]], str]
-    training: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,6 +84,9 @@ class RolloutPlugin:
     """Base of rollout plug-ins; both hooks do nothing unless overridden. Constructed from ``kwargs``."""
 
     name: str = ""
+
+    def check_recipe(self, recipe: Any) -> None:
+        """Raise ``ValueError`` (the recipe loader reports it) for recipe settings the plug-in cannot run with."""
 
     def before_rewards(self, rollout: Rollout) -> None:
         """Add fields to ``rollout.metas`` before the rewards are computed (default: nothing)."""

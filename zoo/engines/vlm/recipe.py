@@ -272,17 +272,16 @@ class VLMRecipe(Recipe):
             raise RecipeError(f"algorithm.plugins {names} run in the vlm-trl engine's single-turn GRPO loop; "
                               f"engine {self.engine!r} with adv_estimator={self.algorithm.adv_estimator!r} does not "
                               "call them: use engine: vlm-trl and a single-turn estimator")  # fmt: skip
+        selecting = []
         for i, spec in enumerate(self.algorithm.plugins):
             try:
                 plugin = build_plugin(spec.name, spec.kwargs)
+                plugin.check_recipe(self)
             except (UnknownNameError, TypeError, ValueError) as err:
-                raise RecipeError(f"algorithm.plugins[{i}]: {err}") from None
-            check = getattr(plugin, "check_recipe", None)
-            if check is not None:
-                try:
-                    check(self)
-                except ValueError as err:
-                    raise RecipeError(f"algorithm.plugins[{i}] ({spec.name}): {err}") from None
+                raise RecipeError(f"algorithm.plugins[{i}] ({spec.name}): {err}") from None
+            selecting += [spec.name] if plugin.selects_rows else []
+        if len(selecting) > 1:
+            raise RecipeError(f"algorithm.plugins: {selecting} each choose the rows to train; keep one of them")
 
     def _validate_multi_turn(self, needs: tuple[str, ...]) -> None:
         from zoo.engines import ENGINES

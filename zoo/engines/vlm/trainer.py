@@ -133,8 +133,7 @@ class ZooGRPOTrainer(GRPOTrainer):
         metas = [json.loads(x.get(META_COLUMN) or "{}") for x in inputs]
         rollout = Rollout(prompts=list(prompts), completion_ids=[list(c) for c in completion_ids_list], metas=metas,
                           continue_generation=self.continue_generation,
-                          decode=functools.partial(self.processing_class.decode, skip_special_tokens=True),
-                          training=self.model.training)  # fmt: skip
+                          decode=functools.partial(self.processing_class.decode, skip_special_tokens=True))  # fmt: skip
         for plugin in plugins:
             plugin.before_rewards(rollout)
         for i, meta in enumerate(metas):
