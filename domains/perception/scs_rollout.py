@@ -39,7 +39,8 @@ class ScsResampling(RolloutPlugin):
 
     For every rollout, the first ``int(len(tokens) * cut_keep_rate)`` completion tokens are kept and
     the policy continues them ``n_cuts`` times, each from the same prompt with a freshly noised
-    image; the continuations' texts (the resampled tails, not the kept prefix: upstream decodes only
+    image, with the run's sampling settings and its whole ``max_completion_length`` budget (upstream
+    reuses the rollout's sampling parameters, ``max_tokens`` included); the continuations' texts (the resampled tails, not the kept prefix: upstream decodes only
     the new tokens) become ``meta["scs_resampled"]``.
 
     Args (upstream flags in brackets; defaults are ``train_ppo_ray.py``'s):

@@ -160,3 +160,16 @@ def test_one_shuffle_r1_step_changes_the_parameters(tmp_path):
     trainer.train()
     changed = [n for n, p in trainer.model.named_parameters() if p.requires_grad and not torch.equal(p, before[n])]
     assert changed
+
+
+def test_take_rows_indexes_every_per_row_value_and_keeps_scalars():
+    from zoo.engines.vlm.plugins import take_rows
+
+    batch = {"ids": torch.arange(6).reshape(3, 2), "pixels": [torch.zeros(1), torch.ones(2), torch.ones(3)],
+             "num_items_in_batch": torch.tensor(7), "flag": None}  # fmt: skip
+    out = take_rows(batch, [2, 0, 2])
+    assert out["ids"].tolist() == [[4, 5], [0, 1], [4, 5]]
+    assert [p.numel() for p in out["pixels"]] == [3, 1, 3]
+    assert out["num_items_in_batch"].item() == 7 and out["flag"] is None
+    with pytest.raises(ValueError, match="expected 3"):
+        take_rows({**batch, "bad": [1, 2]}, [0])
