@@ -136,10 +136,10 @@ def _omnigen2_how(entry: ModelEntry) -> str:
 
 
 def _judge_usage(entry: ModelEntry) -> str:
-    return "\n".join(["import rewards", "from rewards.base import RewardSample", "",
-                      f'editscore = rewards.get("editscore")  # loads {entry.name} on first use',
-                      'sample = RewardSample(target={"instruction": "make the sky pink", "image": "source.png"})',
-                      'result = editscore(["edited.png"], [sample])[0]  # result.score = O / 10 in [0, 1]'])  # fmt: skip
+    return "\n".join(["import zoo", "", load_line(entry),
+                      'answers = pipe.ask([["source.png", "edited.png"]], [question])  # raw JSON answers, batched',
+                      "# the 'editscore' reward asks both questions and combines the scores as the authors do:",
+                      '# rewards.get("editscore")(["edited.png"], [{"instruction": "...", "image": "source.png"}])'])
 
 
 def _judge_how(entry: ModelEntry) -> str:
