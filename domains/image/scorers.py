@@ -112,7 +112,7 @@ class PickScore(ClipTextImageReward):
         super().__init__(model_repo, processor_repo, **kwargs)
 
     def from_cosine(self, cosine: float) -> float:
-        return float(self.model.logit_scale.exp()) * cosine / 26
+        return float(self.model.logit_scale.detach().exp()) * cosine / 26
 
 
 class ClipScore(ClipTextImageReward):
