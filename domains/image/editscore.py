@@ -153,13 +153,13 @@ _NUMBER = re.compile(r"[-+]?\d*\.?\d+")
 
 def _rebuild(text: str) -> dict[str, Any]:
     """Last resort: the reasoning between its key and ``"score"``, and every number after ``"score"``."""
-    match = re.search(r'["\']reasoning["\']\s*:\s*["\']?(.*?)["\']?\s*,\s*["\']score["\']', text, re.DOTALL | re.I)
-    score_key = re.search(r'["\']score["\']\s*:', text, re.I)
+    match = re.search(r'["\']reasoning["\']\s*:\s*["\']?(.*?)["\']?\s*,\s*["\']score["\']', text, re.DOTALL | re.IGNORECASE)
+    score_key = re.search(r'["\']score["\']\s*:', text, re.IGNORECASE)
     if match:
         reasoning = match.group(1).strip().replace('\\"', '"')
     else:
         reasoning = text[: score_key.start()].strip() if score_key else text
-    area = re.search(r'["\']score["\']\s*:\s*(.*)', text, re.DOTALL | re.I)
+    area = re.search(r'["\']score["\']\s*:\s*(.*)', text, re.DOTALL | re.IGNORECASE)
     return {"reasoning": reasoning, "score": [float(n) for n in _NUMBER.findall(area.group(1) if area else text)]}
 
 

@@ -41,8 +41,8 @@ register(ModelEntry(
 ))  # fmt: skip
 
 # --- Flow-GRPO (yifan123/flow_grpo, MIT): PEFT LoRA r32/alpha64 on the SD3.5-M transformer ---------------------
-_SD35_EVAL = dict(num_inference_steps=40, guidance_scale=4.5, height=512, width=512,
-                  base_entry="stable-diffusion-3.5-medium", base_repo="stabilityai/stable-diffusion-3.5-medium")
+_SD35_EVAL = {"num_inference_steps": 40, "guidance_scale": 4.5, "height": 512, "width": 512,
+              "base_entry": "stable-diffusion-3.5-medium", "base_repo": "stabilityai/stable-diffusion-3.5-medium"}
 _LAYOUT = ("The repository layout (a PEFT adapter, as scripts/train_sd3.py saves it with save_pretrained) is read "
            "from the authors' code, not from the Hub listing (UNVERIFIED).")
 for task, repo, reward in (("geneval", "jieliu/SD3.5M-FlowGRPO-GenEval", "GenEval (object composition)"),

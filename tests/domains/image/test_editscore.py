@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from domains.image.editscore import pass_scores, parse_judge_output, pq_prompt, reduce_passes, sc_prompt, score_answers
+from domains.image.editscore import parse_judge_output, pass_scores, pq_prompt, reduce_passes, sc_prompt, score_answers
 from domains.image.editscore_reward import EditScoreReward
 
 GOLDEN = json.loads((Path(__file__).parent / "editscore_golden.json").read_text())

@@ -39,11 +39,10 @@ def test_reward_with_an_engine_that_reads_and_one_that_fails():
 
 
 def _tiny_clip(tmp_path):
+    import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
     from tests.domains.image.conftest import tiny_clip_tokenizer
-
-    import torch
 
     torch.manual_seed(0)
     config = CLIPConfig(text_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4,
