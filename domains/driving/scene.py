@@ -182,23 +182,28 @@ class EgoStates:
 
 
 def ego_states(waypoints: np.ndarray, ego_speed: float) -> EgoStates:
-    """Interpolate the agent's 8 rear-axle poses (0.5 s apart) from the current pose to 0.1 s.
+    """Roll the agent's 8 rear-axle poses (0.5 s apart) out from the current pose at 0.1 s.
 
-    NAVSIM interpolates the same way (``InterpolatedTrajectory`` of the poses) but then tracks the
-    result with an LQR controller and a kinematic bicycle model (``PDMSimulator``) before scoring;
-    this scorer scores the interpolated poses directly, with velocity and acceleration from
-    finite differences (the current velocity is the scene's ego speed along heading 0).
+    NAVSIM interpolates the poses (``InterpolatedTrajectory``) and tracks them with an LQR
+    controller on a kinematic bicycle model (``PDMSimulator``), which smooths the corners between
+    poses. Here a cubic spline through the poses stands in for that tracker (the zoo's choice):
+    it starts at the scene's ego speed along heading 0, so velocity and acceleration are the
+    spline's derivatives instead of impulses at every pose.
     """
+    from scipy.interpolate import CubicSpline
+
     waypoints = np.asarray(waypoints, dtype=float).reshape(NUM_WAYPOINTS, 3)
     poses = np.vstack([[0.0, 0.0, 0.0], waypoints])
     poses[:, 2] = np.unwrap(poses[:, 2])
     knots = np.arange(NUM_WAYPOINTS + 1) * WAYPOINT_DT
     times = np.arange(int(round(HORIZON / DT)) + 1) * DT
-    rear = np.stack([np.interp(times, knots, poses[:, i]) for i in range(3)], axis=1)
-    center = rear[:, :2] + REAR_AXLE_TO_CENTER * np.stack([np.cos(rear[:, 2]), np.sin(rear[:, 2])], axis=1)
-    velocity = np.gradient(rear[:, :2], DT, axis=0)
-    velocity[0] = [ego_speed, 0.0]
-    accel = np.gradient(velocity, DT, axis=0)
-    c, s = np.cos(rear[:, 2]), np.sin(rear[:, 2])
+    x = CubicSpline(knots, poses[:, 0], bc_type=((1, ego_speed), (2, 0.0)))
+    y = CubicSpline(knots, poses[:, 1], bc_type=((1, 0.0), (2, 0.0)))
+    heading = np.interp(times, knots, poses[:, 2])
+    rear = np.stack([x(times), y(times), heading], axis=1)
+    center = rear[:, :2] + REAR_AXLE_TO_CENTER * np.stack([np.cos(heading), np.sin(heading)], axis=1)
+    velocity = np.stack([x(times, 1), y(times, 1)], axis=1)
+    accel = np.stack([x(times, 2), y(times, 2)], axis=1)
+    c, s = np.cos(heading), np.sin(heading)
     accel_local = np.stack([c * accel[:, 0] + s * accel[:, 1], -s * accel[:, 0] + c * accel[:, 1]], axis=1)
     return EgoStates(rear, center, velocity, accel_local)
