@@ -15,7 +15,9 @@ EVAL_SEED = 7_000_000
 AUTOTRUST_TYPES = ("multi-choice", "yes-or-no", "open-ended")
 
 
-def synthetic_driving(n: int = 64, seed: int = 0, size: int = 112, kinds: tuple[str, ...] | None = None) -> list[Sample]:
+def synthetic_driving(
+    n: int = 64, seed: int = 0, size: int = 112, kinds: tuple[str, ...] | None = None
+) -> list[Sample]:
     """``n`` seeded scenes (seeds ``seed .. seed + n - 1``): the bird's-eye image, the instruction, and
     the target the reward needs (``scene``, ``reference`` = expert poses, ``waypoints`` = SFT answer)."""
     from domains.driving.synthetic import KINDS, make_scene, render

@@ -83,10 +83,13 @@ def score_rows(samples: list[Sample], plans: list[dict[str, Any]]) -> list[dict[
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Means over scenes (NAVSIM reports the mean score; sub-metrics as fractions), per kind too."""
+
     def means(part: list[dict[str, Any]]) -> dict[str, float]:
         keys = ("pdms", "epdms", *SUB_METRICS)
         return {k: float(np.mean([r[k] for r in part])) for k in keys} | {
-            "parse_failure_rate": float(np.mean([r["trajectory"] is None for r in part])), "n": len(part)}
+            "parse_failure_rate": float(np.mean([r["trajectory"] is None for r in part])),
+            "n": len(part),
+        }
 
     kinds = sorted({r["kind"] for r in rows if r["kind"]})
     return {"overall": means(rows), "by_kind": {k: means([r for r in rows if r["kind"] == k]) for k in kinds}}
@@ -141,7 +144,9 @@ def run_autotrust(pipe: Any, path: str | None, out_dir: str | Path, limit: int |
         items.append({"question": sample.question, "answer": sample.target["answer"],
                       "question_type": sample.target["question_type"], "prediction": answer.text.strip()})  # fmt: skip
     metrics, rows = closed_end_metrics(items)
-    rows = [{"id": s.id, "prediction": i["prediction"][:300], **r} for s, i, r in zip(samples, items, rows, strict=True)]
+    rows = [
+        {"id": s.id, "prediction": i["prediction"][:300], **r} for s, i, r in zip(samples, items, rows, strict=True)
+    ]
     metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": "autotrust", "path": str(path),
                **metrics}  # fmt: skip
     write_results(out_dir, metrics, rows)

@@ -125,7 +125,9 @@ def driving_direction_compliance(states: EgoStates, areas: Areas) -> float:
 
 
 def traffic_light_compliance(scene: Scene, states: EgoStates) -> float:
-    hit = any(convex_intersects(states.corners(t), light) for t in range(len(states.center)) for light in scene.red_lights)
+    hit = any(
+        convex_intersects(states.corners(t), light) for t in range(len(states.center)) for light in scene.red_lights
+    )
     return 0.0 if hit else 1.0
 
 
@@ -154,7 +156,9 @@ def time_to_collision(scene: Scene, states: EgoStates, areas: Areas, ignored: se
                     continue
                 centroid = tuple(poly.mean(axis=0))
                 straddling = areas.multiple_lanes[t] or areas.non_drivable[t]
-                if is_ahead(states.rear_axle[t], centroid) or (straddling and not is_behind(states.rear_axle[t], centroid)):
+                if is_ahead(states.rear_axle[t], centroid) or (
+                    straddling and not is_behind(states.rear_axle[t], centroid)
+                ):
                     return 0.0
                 ignored.add(agent.id)
     return 1.0

@@ -47,7 +47,7 @@ def read_waypoints(text: str) -> list[list[float]]:
     """The 8 ``[x, y, heading]`` of ``text``, or :class:`ParseError` saying what is wrong."""
     body = text
     if "<answer>" in text:
-        match = re.search(r"<answer>(.*?)</answer>", text, re.S)
+        match = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL)
         if match is None:
             raise ParseError("<answer> is opened but never closed")
         body = match.group(1)

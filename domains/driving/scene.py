@@ -91,14 +91,20 @@ class Scene:
             return cls(lanes, agents, lights, float(data["ego_speed"]), np.asarray(data["route"], dtype=float),
                        str(data.get("command", "go straight")))  # fmt: skip
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"not a driving scene dict ({err!r}); expected keys lanes, agents, ego_speed, route") from err
+            raise ValueError(
+                f"not a driving scene dict ({err!r}); expected keys lanes, agents, ego_speed, route"
+            ) from err
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "lanes": [{"id": la.id, "centerline": la.centerline.round(3).tolist(), "width": la.width,
-                       "on_route": la.on_route} for la in self.lanes],  # fmt: skip
-            "agents": [{k: getattr(a, k) for k in ("id", "x", "y", "heading", "length", "width", "vx", "vy", "kind")}
-                       for a in self.agents],  # fmt: skip
+            "lanes": [
+                {"id": la.id, "centerline": la.centerline.round(3).tolist(), "width": la.width, "on_route": la.on_route}
+                for la in self.lanes
+            ],
+            "agents": [
+                {k: getattr(a, k) for k in ("id", "x", "y", "heading", "length", "width", "vx", "vy", "kind")}
+                for a in self.agents
+            ],
             "red_lights": [p.round(3).tolist() for p in self.red_lights],
             "ego_speed": self.ego_speed,
             "route": self.route.round(3).tolist(),
@@ -196,7 +202,7 @@ def ego_states(waypoints: np.ndarray, ego_speed: float) -> EgoStates:
     poses = np.vstack([[0.0, 0.0, 0.0], waypoints])
     poses[:, 2] = np.unwrap(poses[:, 2])
     knots = np.arange(NUM_WAYPOINTS + 1) * WAYPOINT_DT
-    times = np.arange(int(round(HORIZON / DT)) + 1) * DT
+    times = np.arange(round(HORIZON / DT) + 1) * DT
     x = CubicSpline(knots, poses[:, 0], bc_type=((1, ego_speed), (2, 0.0)))
     y = CubicSpline(knots, poses[:, 1], bc_type=((1, 0.0), (2, 0.0)))
     heading = np.interp(times, knots, poses[:, 2])

@@ -70,7 +70,7 @@ def expert_plan(speed: float, lead_gap: float | None, lead_speed: float, line: n
     """The 8 expert poses: IDM along ``line`` behind a lead ``lead_gap`` metres ahead (bumper to bumper)."""
     s, v, a, positions = 0.0, speed, 0.0, []
     desired = max(speed, 1.0)
-    for step in range(int(round(HORIZON / DT))):
+    for step in range(round(HORIZON / DT)):
         t = step * DT
         accel = IDM_A * (1 - (v / desired) ** 4)
         if lead_gap is not None:
@@ -83,7 +83,7 @@ def expert_plan(speed: float, lead_gap: float | None, lead_speed: float, line: n
         s += (v + v_next) / 2 * DT
         v = v_next
         positions.append(s)
-    every = int(round(WAYPOINT_DT / DT))
+    every = round(WAYPOINT_DT / DT)
     xy, heading = _along(line, np.array(positions[every - 1 :: every]))
     return np.column_stack([xy, heading])[:NUM_WAYPOINTS]
 

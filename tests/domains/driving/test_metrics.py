@@ -27,7 +27,8 @@ def road(*agents: Agent, speed: float = 10.0, oncoming: bool = True, lights=()) 
 def test_clean_constant_speed_drive_passes_everything():
     m = sub_metrics(road(), straight_waypoints(10.0))
     assert {k: m[k] for k in ("nc", "dac", "ddc", "tlc", "ttc", "lk", "c", "hc")} == dict.fromkeys(
-        ("nc", "dac", "ddc", "tlc", "ttc", "lk", "c", "hc"), 1.0)
+        ("nc", "dac", "ddc", "tlc", "ttc", "lk", "c", "hc"), 1.0
+    )
     assert m["progress"] == pytest.approx(40.0, abs=1e-6)  # 10 m/s for 4 s along the route
 
 

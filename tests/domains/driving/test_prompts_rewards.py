@@ -60,3 +60,10 @@ def test_reward_punishes_a_collision_course(samples):
 def test_reward_names_missing_target_fields():
     with pytest.raises(KeyError, match="scene"):
         rewards.get("driving-pdms")(["(1,0,0)"], [RewardSample({"answer": "A"})])
+
+
+@pytest.mark.parametrize("text", ["", "   ", "<answer>", "}{][", "\x00\xff" * 20, "[1, 2, 3", "a" * 10_000, "🙂" * 50,
+                                  "(nan,1,1)," * 8, "(1,2)" * 8])  # fmt: skip
+def test_parser_reports_garbage_instead_of_raising(text):
+    parsed = parse_waypoints(text)
+    assert isinstance(parsed["parse_error"], str) and "trajectory" not in parsed
