@@ -1,8 +1,8 @@
 """The one-machine GRPO engine: TRL's ``GRPOTrainer`` with zoo's advantage and loss functions.
 
-Everything that TRL does well stays TRL's: generation (HF ``generate`` on CPU, vLLM on GPU),
-the repeat sampler and batching, the optimiser and scheduler, checkpoints, the progress bar,
-TensorBoard. :class:`ZooGRPOTrainer` overrides exactly two steps:
+Everything that TRL does well stays TRL's: generation (the recipe's ``rollout.backend``, see
+:mod:`zoo.engines.vlm.rollout`), the repeat sampler and batching, the optimiser and scheduler,
+checkpoints, the progress bar, TensorBoard. :class:`ZooGRPOTrainer` overrides exactly two steps:
 
 * **advantages** — after TRL has generated and scored a batch, the advantages are recomputed
   with an estimator from :mod:`zoo.rl.advantages` (``grpo``, ``rloo``, ...), the samples whose
@@ -12,7 +12,8 @@ TensorBoard. :class:`ZooGRPOTrainer` overrides exactly two steps:
 * **loss** — :meth:`_compute_loss` computes the per-token log-probabilities with TRL's own
   helper and reduces them with :mod:`zoo.rl.losses` (clipped surrogate with clip-higher and dual
   clip, GSPO's sequence ratio, TRL's ``loss_type`` aggregations, GUI-G1's rate-weighted sum,
-  verl's KL estimators).
+  verl's KL estimators), with ``rollout.importance_sampling`` each token's policy-gradient term
+  weighted by the truncated trainer/rollout ratio (:mod:`zoo.rl.importance`).
 
 Rollout plug-ins (:mod:`zoo.engines.vlm.plugins`, ``algorithm.plugins``) hook in twice: before the
 rewards (SCS adds resampled trajectories to each sample's meta) and after the advantages (Shuffle-R1
@@ -45,11 +46,13 @@ from trl import GRPOTrainer
 from trl.trainer.utils import split_pixel_values_by_grid, split_tensor_dict, unsplit_pixel_values_by_grid
 
 from zoo.engines.vlm.plugins import Rollout, ScoredBatch, build_plugin, take_rows
-from zoo.engines.vlm.recipe import AlgorithmConfig
+from zoo.engines.vlm.recipe import AlgorithmConfig, RolloutConfig
+from zoo.engines.vlm.rollout import compiled_decode_config, recording_rollout_logps
 from zoo.engines.vlm.trl_data import META_COLUMN
 from zoo.load import from_pretrained_checked
 from zoo.rl import batching, losses
 from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
+from zoo.rl.importance import truncated_is_weights
 from zoo.rl.losses import POLICY_LOSSES
 from zoo.run_logging import MetricsLog
 from zoo.runs import COMPLETE_MARKER, CorruptCheckpointError, latest_checkpoint, mark_complete
@@ -62,11 +65,16 @@ class ZooGRPOTrainer(GRPOTrainer):
 
     Args:
         algorithm: the recipe's :class:`~zoo.engines.vlm.recipe.AlgorithmConfig` (estimator, loss, clips).
+        rollout: the recipe's :class:`~zoo.engines.vlm.recipe.RolloutConfig` (its backend is already in
+            the ``GRPOConfig``; here: compiled decode for ``static``, and the importance-sampling correction).
         *args, **kwargs: as ``trl.GRPOTrainer``.
     """
 
-    def __init__(self, *args: Any, algorithm: AlgorithmConfig, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, algorithm: AlgorithmConfig, rollout: RolloutConfig | None = None, **kwargs: Any
+    ) -> None:
         self.algorithm = algorithm
+        self.rollout = rollout or RolloutConfig()
         self._estimator = ADVANTAGE_ESTIMATORS.get(algorithm.adv_estimator)
         self._rewards_per_func: torch.Tensor | None = None
         self._plugins = [build_plugin(spec.name, spec.kwargs) for spec in algorithm.plugins]
@@ -75,6 +83,28 @@ class ZooGRPOTrainer(GRPOTrainer):
         if any(p.selects_rows for p in self._plugins) and self.accelerator.num_processes > 1:
             raise RuntimeError(f"rollout plug-ins {[p.name for p in self._plugins]} choose rows across the whole "
                                "batch and run on one process; launch without accelerate's multi-process mode")  # fmt: skip
+        if self.args.cache_implementation == "static" and (self.args.bf16 or self.args.fp16):
+            held = next(self.model.parameters()).dtype
+            wanted = torch.bfloat16 if self.args.bf16 else torch.float16
+            if held != wanted:  # the static cache takes the weights' dtype; autocast fills it with another
+                raise ValueError(f"rollout.backend=static under {wanted} mixed precision needs the policy held in "
+                                 f"{wanted} (it is {held}); set model.dtype accordingly")
+        if self.args.cache_implementation == "static" and getattr(self, "generation_config", None) is not None:
+            self.generation_config.disable_compile = False  # TRL turns compilation off; `static` is for it
+            self.generation_config.compile_config = compiled_decode_config(self.accelerator.device.type)
+
+    # --- rollouts -------------------------------------------------------------------------
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        if self.use_vllm or not self.rollout.importance_sampling:  # vLLM reports its log-probs itself
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        model = self.accelerator.unwrap_model(self.model_wrapped)
+        with recording_rollout_logps(model, self.temperature) as recorded:
+            completion_ids, _ = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        logps = recorded[-1].cpu()
+        return completion_ids, [logps[i, : len(ids)].tolist() for i, ids in enumerate(completion_ids)]
 
     # --- advantages -----------------------------------------------------------------------
 
@@ -222,10 +252,16 @@ class ZooGRPOTrainer(GRPOTrainer):
             return (logps * 0.0).sum()
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
+        advantages = inputs["advantages"]
+        if self.rollout.importance_sampling and "sampling_per_token_logps" in inputs:
+            # TIS: a positive per-token weight on the advantage scales that token's clipped surrogate
+            # (and dual clip) by exactly that weight, since each is linear in A for a fixed sign of A.
+            weights, ratio = truncated_is_weights(old, inputs["sampling_per_token_logps"], mask, self.rollout.is_cap)
+            advantages = advantages.unsqueeze(-1) * weights
+            for key, value in ratio.items():
+                self._metrics[mode][f"rollout/is_ratio_{key}"].append(value)
         agg, scale, accum_divisor = self._aggregation(inputs, mode)
-        loss, stats = self._policy_loss(
-            logps, old, inputs["advantages"], mask, agg, scale, inputs.get("zoo_sample_weight")
-        )
+        loss, stats = self._policy_loss(logps, old, advantages, mask, agg, scale, inputs.get("zoo_sample_weight"))
         if self.beta != 0.0:
             kl = losses.kl_penalty(logps, inputs["ref_per_token_logps"], self.algorithm.kl_estimator)
             loss = loss + self.beta * _reduce(kl, mask, agg, scale)
