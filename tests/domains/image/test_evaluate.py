@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -90,9 +91,9 @@ class FixedJudge:
 class EditingPipe:
     """An image editor standing in for a diffusers editing pipeline: it inverts the source image."""
 
-    _accepts = {"prompt", "image"}
+    _accepts: ClassVar[set[str]] = {"prompt", "image"}
 
-    class entry:  # noqa: N801
+    class entry:
         name = "test-editor"
 
     def __call__(self, prompt, *, image, seed=0, **kwargs):
@@ -118,7 +119,7 @@ def test_gedit_run_writes_their_layout_and_editscore_numbers(tmp_path):
 
 def test_gedit_refuses_a_text_to_image_pipeline(tmp_path):
     class TextOnly(EditingPipe):
-        _accepts = {"prompt"}
+        _accepts: ClassVar[set[str]] = {"prompt"}
 
     with pytest.raises(ValueError, match="GEdit-Bench needs an editing pipeline"):
         evaluate.run(TextOnly(), "gedit-bench", str(write_gedit(tmp_path / "g")), tmp_path / "out", reward=EditScoreReward(FixedJudge()))
@@ -136,7 +137,7 @@ def _cli(*argv):
 
 def test_cli_evaluates_an_unlisted_diffusers_pipeline_on_geneval_and_ocr(sd3_dir, tmp_path, monkeypatch):
     """``zoo eval <directory> --data geneval``: the unlisted pipeline finds the image domain by its benchmark."""
-    detector = lambda image: [Detection("dog", 0.95, (0, 0, 4, 4))]  # noqa: E731 - sees one dog in every image
+    detector = lambda image: [Detection("dog", 0.95, (0, 0, 4, 4))]
     stand_ins = {"geneval": GenEvalReward(detector, lambda image, dets, name: ["red"] * len(dets)),
                  "ocr": OcrReward(lambda pixels: "hello world")}  # fmt: skip
     monkeypatch.setattr(evaluate, "_reward", lambda name: stand_ins[name])

@@ -129,7 +129,7 @@ def test_clip_colour_classifier_crops_on_grey_and_names_a_colour(tmp_path):
 def test_geneval_reward_scores_correctness_with_a_plugged_detector():
     from domains.image.geneval_models import GenEvalReward
 
-    detector = lambda image: [_det("dog", (0, 0, 8, 8), 0.8), _det("dog", (10, 0, 18, 8), 0.6)]  # noqa: E731
+    detector = lambda image: [_det("dog", (0, 0, 8, 8), 0.8), _det("dog", (10, 0, 18, 8), 0.6)]
     reward = GenEvalReward(detector, colours=lambda image, dets, name: ["brown"] * len(dets))
     rows = [{"tag": "single_object", "include": [{"class": "dog", "count": 1}], "prompt": "a photo of a dog"},
             {"tag": "counting", "include": [{"class": "dog", "count": 2}], "exclude": [{"class": "dog", "count": 3}],
