@@ -14,6 +14,12 @@ from domains.image.scorers import to_pil
 from tests.domains.image.test_ocr_and_scorers import _tiny_clip
 
 
+@pytest.fixture(autouse=True)
+def _converted_cache(tmp_path, monkeypatch):
+    """Converted copies of the pickled files land in the test's folder, not the user's cache."""
+    monkeypatch.setattr("zoo.safe_weights.CONVERTED_CACHE", tmp_path / "converted")
+
+
 def test_aesthetic_mlp_has_their_layers_and_loads_their_pickled_file(tmp_path):
     mlp = AestheticMLP()
     linears = [m for m in mlp.layers if isinstance(m, torch.nn.Linear)]
@@ -65,7 +71,7 @@ def test_hps_loads_their_checkpoint_and_scores_the_feature_cosine(tmp_path):
         out = source(torch.stack([preprocess(to_pil(im)) for im in images]), tokenizer(prompts))
         expected = torch.diagonal(out["image_features"] @ out["text_features"].T)
     assert [r.score for r in results] == pytest.approx(expected.tolist(), abs=1e-5)
-    assert all(-1 <= r.score <= 1 for r in results) and len(set(r.score for r in results)) == 3
+    assert all(-1 <= r.score <= 1 for r in results) and len({r.score for r in results}) == 3
 
 
 def test_missing_weights_offline_is_a_named_error(monkeypatch):
