@@ -22,6 +22,7 @@ import numpy as np
 from domains.image.geneval import COCO_TO_GENEVAL, COLORS, ColourClassifier, Detection, Detector, judge, keep_objects
 from domains.image.scorers import clip_features, load_clip_model, load_clip_processor, to_pil
 from rewards.base import RewardResult, check_lengths, require, target_of
+from rewards.image_stats import as_rgb_array
 
 COLOUR_TEMPLATES = ("a photo of a {c} {name}", "a photo of a {c}-colored {name}", "a photo of a {c} object")
 BACKGROUND = (153, 153, 153)  # their bgcolor "#999"
@@ -138,6 +139,11 @@ class GenEvalReward:
             row = target_of(sample)
             tag = str(require(row, "tag", self.name))
             require(row, "include", self.name)
+            try:
+                as_rgb_array(image)
+            except (TypeError, ValueError) as err:
+                results.append(RewardResult(0.0, {"correct": 0.0}, f"{self.name}: {err}"))
+                continue
             objects = keep_objects(self.detector(image), tag)
             correct, reason = judge(image, objects, row, self.colours)
             results.append(RewardResult(float(correct), {"correct": float(correct)}, reason or None))

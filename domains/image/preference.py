@@ -25,6 +25,7 @@ from torch import nn
 
 from domains.image.scorers import ClipTextImageReward, clip_features, load_clip_model, load_clip_processor, to_pil
 from rewards.base import RewardResult, check_lengths
+from rewards.image_stats import as_rgb_array
 
 
 def hub_file(repo_id: str, filename: str) -> Path:
@@ -111,8 +112,20 @@ class AestheticScore:
         return torch.cat(out)
 
     def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
+        """Scores of the readable images; an unreadable one is ``None`` with the reason (models load only if needed)."""
         check_lengths(predictions, samples, self.name)
-        return [RewardResult(float(s)) for s in self.scores(list(predictions))]
+        results: list[RewardResult | None] = [None] * len(predictions)
+        usable = []
+        for i, image in enumerate(predictions):
+            try:
+                as_rgb_array(image)
+                usable.append(i)
+            except (TypeError, ValueError) as err:
+                results[i] = RewardResult(None, {}, f"{self.name}: {err}")
+        if usable:
+            for i, score in zip(usable, self.scores([predictions[i] for i in usable]).tolist()):
+                results[i] = RewardResult(float(score))
+        return results  # type: ignore[return-value]
 
     def __getstate__(self) -> dict[str, Any]:
         return {**vars(self), "model": None, "processor": None, "mlp": None}

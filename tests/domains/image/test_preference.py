@@ -80,3 +80,8 @@ def test_missing_weights_offline_is_a_named_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailableError, match="hf download xswu/no-such-repo"):
         hub_file("xswu/no-such-repo", "HPS_v2.1_compressed.pt")
+
+
+def test_unreadable_images_are_not_scored_and_load_nothing():
+    results = AestheticScore(clip_repo="nowhere/never-loaded")(["garbage", None], [{}, {}])
+    assert [r.score for r in results] == [None, None] and all("aesthetic" in r.error for r in results)
