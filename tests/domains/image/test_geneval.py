@@ -138,3 +138,49 @@ def test_geneval_reward_scores_correctness_with_a_plugged_detector():
     results = reward([np.zeros((20, 20, 3))] * 3, rows)
     assert [r.score for r in results] == [1.0, 0.0, 1.0]  # counting keeps only > 0.9: none
     assert results[1].error == "expected dog>=2, found 0"
+
+
+def _tiny_mask2former():
+    """A random transformers Mask2Former (tiny Swin backbone) whose label names are COCO's, renames included."""
+    import torch
+    from transformers import (
+        Mask2FormerConfig,
+        Mask2FormerForUniversalSegmentation,
+        Mask2FormerImageProcessor,
+        SwinConfig,
+    )
+
+    torch.manual_seed(0)
+    backbone = SwinConfig(embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_size=4, image_size=64,
+                          out_features=["stage1", "stage2", "stage3", "stage4"])  # fmt: skip
+    labels = {0: "dog", 1: "mouse", 2: "cup"}
+    config = Mask2FormerConfig(backbone_config=backbone, hidden_dim=32, num_queries=5, encoder_layers=1, decoder_layers=2,
+                               mask_feature_size=32, feature_size=32, dim_feedforward=64, num_attention_heads=2,
+                               encoder_feedforward_dim=64, num_labels=3, id2label=labels,
+                               label2id={v: k for k, v in labels.items()})  # fmt: skip
+    return Mask2FormerForUniversalSegmentation(config).eval(), Mask2FormerImageProcessor(size={"height": 64, "width": 64})
+
+
+def test_mask2former_detector_gives_geneval_names_boxes_from_masks_and_feeds_the_reward(tmp_path):
+    from domains.image.geneval_models import ClipColourClassifier, GenEvalReward, Mask2FormerDetector
+    from tests.domains.image.test_ocr_and_scorers import _tiny_clip
+
+    model, processor = _tiny_mask2former()
+    image = np.random.default_rng(0).random((48, 40, 3))
+    detections = Mask2FormerDetector(model=model, processor=processor, min_score=0.0)(image)
+    assert detections and {d.label for d in detections} <= {"dog", "computer mouse", "cup"}
+    for det in detections:
+        ys, xs = np.nonzero(det.mask)
+        assert det.mask.shape == (48, 40) and det.box == (xs.min(), ys.min(), xs.max(), ys.max())
+    high = max(d.score for d in detections)
+    assert Mask2FormerDetector(model=model, processor=processor, min_score=high + 1e-3)(image) == []
+
+    clip, clip_processor = _tiny_clip(tmp_path)
+    reward = GenEvalReward(Mask2FormerDetector(model=model, processor=processor, min_score=0.0),
+                           ClipColourClassifier(model=clip, processor=clip_processor))  # fmt: skip
+    rows = [{"tag": "single_object", "include": [{"class": "cup", "count": 1}], "prompt": "a photo of a cup"},
+            {"tag": "colors", "include": [{"class": "cup", "count": 1, "color": "red"}], "prompt": "a photo of a red cup"}]  # fmt: skip
+    results = reward([image, image], rows)
+    kept = geneval.keep_objects(detections, "single_object")
+    assert results[0].score == float("cup" in kept)  # the same rule on the same detections
+    assert all(r.score in (0.0, 1.0) and set(r.components) == {"correct"} for r in results)
