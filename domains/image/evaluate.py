@@ -132,8 +132,7 @@ def run_gedit(pipe: Any, samples: Sequence[Sample], out_dir: Path, *, reward: An
               sampling: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
     from zoo.images import load_image
 
-    accepts = getattr(pipe, "_accepts", {"image"})
-    if "image" not in accepts:
+    if "image" not in getattr(pipe, "call_parameters", {"image"}):  # a zoo pipeline says; another is trusted
         raise ValueError(f"{getattr(pipe, 'entry', pipe)} takes no input image: GEdit-Bench needs an editing pipeline "
                          "(FluxKontextPipeline, QwenImageEditPipeline, ...)")  # fmt: skip
     sources, edited = [], []

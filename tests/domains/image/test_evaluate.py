@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import zoo
 from domains.image import evaluate, gedit
 from domains.image.editscore_reward import EditScoreReward
 from domains.image.geneval import Detection
@@ -91,7 +92,7 @@ class FixedJudge:
 class EditingPipe:
     """An image editor standing in for a diffusers editing pipeline: it inverts the source image."""
 
-    _accepts: ClassVar[set[str]] = {"prompt", "image"}
+    call_parameters: ClassVar[frozenset[str]] = frozenset({"prompt", "image"})
 
     class entry:
         name = "test-editor"
@@ -119,7 +120,7 @@ def test_gedit_run_writes_their_layout_and_editscore_numbers(tmp_path):
 
 def test_gedit_refuses_a_text_to_image_pipeline(tmp_path):
     class TextOnly(EditingPipe):
-        _accepts: ClassVar[set[str]] = {"prompt"}
+        call_parameters: ClassVar[frozenset[str]] = frozenset({"prompt"})
 
     with pytest.raises(ValueError, match="GEdit-Bench needs an editing pipeline"):
         evaluate.run(TextOnly(), "gedit-bench", str(write_gedit(tmp_path / "g")), tmp_path / "out", reward=EditScoreReward(FixedJudge()))
@@ -152,6 +153,7 @@ def test_cli_evaluates_an_unlisted_diffusers_pipeline_on_geneval_and_ocr(sd3_dir
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["tag/single_object"] == 1.0 and metrics["tag/colors"] == 0.0 and metrics["overall"] == 0.5
     assert metrics["images"] == 4 and metrics["model"] == "pipeline"
+    assert "image" not in zoo.load(str(sd3_dir), device="cpu").call_parameters  # SD3 is text-to-image: GEdit-Bench refuses it
     assert json.loads((out / "images/00001/metadata.jsonl").read_text())["prompt"] == "a photo of a blue dog"
     assert Image.open(out / "images/00001/samples/0001.png").size == (16, 16)
     assert (out / "grid.png").is_file()
