@@ -154,10 +154,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
     domain = domains.DOMAINS.get(pipe.entry.domain) if pipe.entry.domain in domains.DOMAINS else None
+    if domain is None:  # an unlisted model: the domain whose evaluation declares the benchmark
+        domain = next((d for d in domains.discover() if args.data in d.benchmarks and d.evaluate), None)
     if domain is None or domain.evaluate is None:
         raise ValueError(
-            f"no evaluation for domain {pipe.entry.domain!r}; for a local model directory pass "
-            "--entry NAME (the registered model whose prompt, parser and domain it follows)"
+            f"no evaluation for domain {pipe.entry.domain!r} and no domain declares the benchmark {args.data!r}; "
+            "for a local model directory pass --entry NAME (the registered model whose prompt, parser and domain "
+            "it follows)"
         )
     module, _, func = domain.evaluate.partition(":")
     evaluate = getattr(importlib.import_module(module), func)
@@ -291,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a model on a benchmark", description="Evaluate a model on a benchmark.")
     p.add_argument("name", help="model name/alias or a local model directory")
     p.add_argument("--data", required=True, help="benchmark: screenspot, screenspot-v2, screenspot-pro, synthetic, synthetic-tiny, "
-        "pathmmu, u2bench-{cla,seg,measurement,report}[:id], synthetic-pathology-mcq ...")
+        "pathmmu, u2bench-{cla,seg,measurement,report}[:id], synthetic-pathology-mcq, geneval, ocr, gedit-bench ...")
     p.add_argument("--path", help="benchmark files (annotation file or folder); synthetic data needs none")
     p.add_argument("--entry", help="for a local directory: the registered model whose prompt and parser it uses")
     p.add_argument("--limit", type=int, help="evaluate only the first N samples")

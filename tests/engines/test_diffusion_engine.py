@@ -158,14 +158,17 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
 
     if "test-reference-squares" not in DATASETS:
         register_dataset("test-reference-squares", f"{__name__}:reference_squares")
+    from tests.engines.test_adversarial_dino import tiny_dinov2
+
+    backbone = tiny_dinov2(tmp_path / "dino")
     run = build_run(recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
-                           "algorithm.discriminator_lr=1e-2"), tmp_path)  # fmt: skip
-    discriminator = run.extra["discriminator"].discriminator
+                           "algorithm.discriminator_lr=1e-2", f"algorithm.discriminator_backbone={backbone}"), tmp_path)  # fmt: skip
+    head = run.extra["discriminator"].discriminator.head
     first = train_round(run)
     for _ in range(3):
         last = train_round(run)
     assert last["disc/real"] - last["disc/fake"] > first["disc/real"] - first["disc/fake"]
-    assert run.reward is run.extra["discriminator"] and discriminator.training
+    assert run.reward is run.extra["discriminator"] and head.training
     with pytest.raises(RecipeError, match="reference_images"):
         recipe("algorithm.method=adv_grpo")
 

@@ -39,6 +39,11 @@ class DiffusionPipeline:
         self.source = resolved.source
         self._accepts = set(inspect.signature(pipe.__call__).parameters)
 
+    @property
+    def call_parameters(self) -> frozenset[str]:
+        """What the diffusers pipeline's ``__call__`` takes (``image`` marks an editing pipeline)."""
+        return frozenset(self._accepts - {"self", "kwargs"})
+
     def __repr__(self) -> str:
         return f"DiffusionPipeline({self.entry.name!r}, {type(self.pipe).__name__}, revision={self.revision!r})"
 

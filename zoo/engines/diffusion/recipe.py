@@ -80,7 +80,9 @@ class DiffusionAlgorithmConfig:
     branch_factor: int = 2
     """TreeGRPO: children per split; ``group_size`` must equal ``branch_factor ** len(branch_steps)``."""
     discriminator_lr: float = 1e-4
-    """Adv-GRPO: learning rate of the image discriminator whose score is the reward."""
+    """Adv-GRPO: learning rate of the discriminator head whose score is the reward."""
+    discriminator_backbone: str = "facebook/dinov2-base"
+    """Adv-GRPO: the frozen DINOv2 under the discriminator head (Hub id or directory; a tiny one for CPU tests)."""
     reference_images: DataConfig = field(default_factory=DataConfig)
     """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives."""
 
