@@ -8,7 +8,8 @@ multi-lane road with IDM/MOBIL traffic. :class:`HighwayRoute` turns it into a ro
   ``route_lanes`` (default: all). Route completion (RC) is the share driven, in percent; reaching
   100 % ends the episode as a truncation with ``info["is_success"] = True``.
 * **Action** (CaRL's nuPlan order): ``[acceleration, steering]`` in [-1, 1], mapped to
-  ``±max_acceleration`` m/s² and ``±max_steering`` rad of a kinematic bicycle model.
+  ``±max_acceleration`` m/s² and ``±max_steering`` rad of a kinematic bicycle model; no reverse
+  driving (speed kept in [0, 40] m/s, as CaRL's nuPlan action builder forbids reversing).
 * **Observation**: the kinematics of the ego and of the 4 nearest vehicles, as highway-env's
   ``Kinematics`` observation lays them out (rows of presence, x, y, vx, vy, cos h, sin h; the
   others relative to the ego; scaled to about [-1, 1]), flattened to 35 values. Computed here in
@@ -56,7 +57,7 @@ def _highway_config(lanes: int, vehicles: int, density: float, duration: float, 
     return {
         "observation": {"type": "AttributesObservation", "attributes": []},  # see observe(): same layout, numpy
         "action": {"type": "ContinuousAction", "acceleration_range": (-max_acceleration, max_acceleration),
-                   "steering_range": (-max_steering, max_steering)},  # fmt: skip
+                   "steering_range": (-max_steering, max_steering), "speed_range": (0.0, 40.0)},  # fmt: skip
         "lanes_count": lanes, "vehicles_count": vehicles, "vehicles_density": density, "duration": duration,
         "policy_frequency": policy_frequency, "simulation_frequency": simulation_frequency,
         "offroad_terminal": False,  # CaRL's off-road test (corners) ends the episode instead

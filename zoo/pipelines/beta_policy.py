@@ -9,11 +9,14 @@ Beta-PPO driving policy (CaRL, arXiv 2504.17838) acts at evaluation.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from zoo.pipelines.policy import PolicyConfig
+if TYPE_CHECKING:  # zoo.pipelines.policy imports this module to register the architecture
+    from zoo.pipelines.policy import PolicyConfig
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 
