@@ -32,7 +32,9 @@ def export_beta_policy(model: PPO, folder: Path) -> Path:
     from zoo.pipelines.beta_policy import BetaMLP
 
     trunk = [m for m in model.policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)]
-    activations = {type(m).__name__.lower() for m in model.policy.mlp_extractor.policy_net if not isinstance(m, nn.Linear)}
+    activations = {
+        type(m).__name__.lower() for m in model.policy.mlp_extractor.policy_net if not isinstance(m, nn.Linear)
+    }
     if len(activations) > 1:
         raise ValueError(f"the actor mixes activations {sorted(activations)}; beta-mlp takes one")
     obs_dim, action_dim = model.observation_space.shape[0], model.action_space.shape[0]

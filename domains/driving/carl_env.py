@@ -56,12 +56,20 @@ def _highway_config(lanes: int, vehicles: int, density: float, duration: float, 
                     simulation_frequency: int, max_acceleration: float, max_steering: float) -> dict[str, Any]:  # fmt: skip
     return {
         "observation": {"type": "AttributesObservation", "attributes": []},  # see observe(): same layout, numpy
-        "action": {"type": "ContinuousAction", "acceleration_range": (-max_acceleration, max_acceleration),
-                   "steering_range": (-max_steering, max_steering), "speed_range": (0.0, 40.0)},  # fmt: skip
-        "lanes_count": lanes, "vehicles_count": vehicles, "vehicles_density": density, "duration": duration,
-        "policy_frequency": policy_frequency, "simulation_frequency": simulation_frequency,
+        "action": {
+            "type": "ContinuousAction",
+            "acceleration_range": (-max_acceleration, max_acceleration),
+            "steering_range": (-max_steering, max_steering),
+            "speed_range": (0.0, 40.0),
+        },
+        "lanes_count": lanes,
+        "vehicles_count": vehicles,
+        "vehicles_density": density,
+        "duration": duration,
+        "policy_frequency": policy_frequency,
+        "simulation_frequency": simulation_frequency,
         "offroad_terminal": False,  # CaRL's off-road test (corners) ends the episode instead
-    }  # fmt: skip
+    }
 
 
 class HighwayRoute(gym.Wrapper):
@@ -82,7 +90,7 @@ class HighwayRoute(gym.Wrapper):
         self._history: deque[tuple[float, float]] = deque(maxlen=4)  # (speed, heading) at policy steps
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
+        _, info = self.env.reset(**kwargs)
         base = self.env.unwrapped
         lanes = base.config["lanes_count"]
         if self.route_lanes is not None and not set(self.route_lanes) <= set(range(lanes)):
@@ -227,5 +235,7 @@ def make_highway_carl(*, reward: dict[str, Any] | None = None, **kwargs: Any) ->
     try:
         config = CarlRewardConfig(**(reward or {}))
     except TypeError as err:
-        raise ValueError(f"env.kwargs.reward: {err}; fields: {', '.join(CarlRewardConfig.__dataclass_fields__)}") from err
+        raise ValueError(
+            f"env.kwargs.reward: {err}; fields: {', '.join(CarlRewardConfig.__dataclass_fields__)}"
+        ) from err
     return CarlReward(make_highway_route(**kwargs), config)

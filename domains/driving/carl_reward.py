@@ -164,8 +164,9 @@ def carl_step(m: DrivingMeasurement, state: PenaltyState, config: CarlRewardConf
         "speeding": speeding_factor(m.speed, m.speed_limit, config.overspeed_tolerance),
         "ttc": ttc,
         "comfort": comfort_share(m.kinematics) if config.use_comfort else 1.0,
-        "lane_distance": lane_distance_factor(m.center_distance, m.border_distance, config.lane_distance_threshold,
-                                              config.lane_distance_max_penalty),  # fmt: skip
+        "lane_distance": lane_distance_factor(
+            m.center_distance, m.border_distance, config.lane_distance_threshold, config.lane_distance_max_penalty
+        ),
         "off_route": 1.0 if m.on_route else 0.0,
     }
     reason = next((name for name in HARD_CONSTRAINTS if getattr(m, name)), None)

@@ -9,6 +9,7 @@ Beta-PPO driving policy (CaRL, arXiv 2504.17838) acts at evaluation.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import torch
@@ -46,7 +47,7 @@ class BetaMLP(nn.Module):
         self.min_concentration = float(config.extra.get("min_concentration", 1.0))
         sizes = [config.observation_dim, *config.hidden]
         layers: list[nn.Module] = []
-        for a, b in zip(sizes[:-1], sizes[1:]):
+        for a, b in pairwise(sizes):
             layers += [nn.Linear(a, b), ACTIVATIONS[name]()]
         self.trunk = nn.Sequential(*layers)
         self.head = nn.Linear(sizes[-1], 2 * config.action_dim)

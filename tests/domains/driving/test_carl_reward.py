@@ -166,4 +166,3 @@ def test_wrapper_names_a_missing_measurement():
     env.reset()
     with pytest.raises(TypeError, match="info\\['driving'\\]"):
         env.step(np.zeros(1))
-
