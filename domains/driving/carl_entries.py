@@ -34,3 +34,24 @@ CARL = register(
         "copying the code. Out of scope: any real vehicle.",
     )
 )
+
+# This repository's own CPU checkpoint (bench/driving_carl.py, then python -m domains.driving.carl_release).
+CARL_HIGHWAY_TINY = register(
+    ModelEntry(
+        name="carl-highway-tiny",
+        repo_id=None,
+        architecture="beta-mlp",
+        base_model="none (Beta-PPO from scratch on CaRL's reward)",
+        domain="driving",
+        task="highway-env route driving (35-D kinematics of ego + 4 nearest vehicles -> [acceleration, steering])",
+        spec=PolicySpec(observation_dim=35, action_dim=2),
+        license="apache-2.0",
+        license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
+        revision_note="shipped in this repository (checkpoints/carl-highway-tiny), not on the Hub",
+        rl_methods=("ppo",),
+        paper="2504.17838",
+        notes="Acts with the Beta distribution's mean, as CaRL evaluates; observations from "
+        "domains/driving/carl_env.py (make_highway_carl). A simulator toy: out of scope for any real vehicle. "
+        "Card: model_cards/carl-highway-tiny/README.md.",
+    )
+)
