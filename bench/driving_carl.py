@@ -40,7 +40,7 @@ def untrained_policy(recipe, folder: Path) -> Path:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     torch.manual_seed(recipe.training.seed)
-    env = DummyVecEnv([lambda: make_environment(recipe.env.name, **recipe.env.kwargs)])
+    env = DummyVecEnv([lambda: make_environment(recipe.env.name, **recipe.env.kwargs)] * recipe.algorithm.n_envs)
     return export_beta_policy(CARL_PPO.build(env, recipe), folder)
 
 
