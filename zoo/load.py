@@ -129,8 +129,8 @@ def infer_kind(path: Path) -> str:
 
 def check_architecture(path: Path, entry: ModelEntry) -> None:
     """Refuse a VLM directory whose ``config.json`` is not ``entry.architecture`` (or has no weights)."""
-    if entry.kind != "vlm":
-        return  # other kinds validate their own file layout in their loader
+    if entry.kind != "vlm" or getattr(entry.spec, "validates_own_files", False):
+        return  # other kinds, and specs whose loader checks its own layout (a LoRA on a base), validate there
     config_file = path / "config.json"
     if not config_file.is_file():
         raise WrongArchitectureError(f"{path} has no config.json: it is not a Hugging Face model directory")

@@ -342,7 +342,10 @@ def _rebind(fd: int, target: str) -> None:
 
 
 def _remount_read_only(walls: Walls) -> None:
-    """Bind-remount every visible mount read-only, keeping the flags the kernel locks."""
+    """Bind-remount every visible mount read-only, keeping the flags the kernel locks.
+
+    A mount whose path no longer exists lies under a tmpfs cover made earlier (e.g. binds the
+    caller made inside a directory this view hides): unreachable by path, it is skipped."""
     failures = 0
     with open("/proc/self/mountinfo") as fh:
         entries = [line.split() for line in fh]
@@ -355,6 +358,8 @@ def _remount_read_only(walls: Walls) -> None:
             flags |= _MOUNT_FLAG_NAMES.get(opt, 0)
         try:
             _mount(None, target, None, flags, None)
+        except FileNotFoundError:
+            continue  # shadowed: a cover made above hides its path, so no job can reach this mount
         except OSError:
             failures += 1
     walls.read_only_mounts = failures == 0

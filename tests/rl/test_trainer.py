@@ -110,10 +110,10 @@ def test_lora_trains_adapters_only(tmp_path):
 def test_unscorable_samples_are_masked_not_zeroed(tmp_path):
     trainer = build_trainer(recipe_for(tmp_path, reward="test-fails-sometimes"), tmp_path)
     out = trainer._generate_and_score_completions(first_batch(trainer))
-    failed = torch.isnan(trainer._rewards_per_func[:, 0])
+    failed = torch.isnan(trainer._rewards_per_func[:, 0]).cpu()  # on the trainer's device (CUDA on a GPU machine)
     assert torch.equal(failed, torch.arange(8) % 3 == 0)
-    assert torch.equal(out["zoo_row_mask"].bool(), ~failed)
-    assert torch.all(out["advantages"][failed] == 0)
+    assert torch.equal(out["zoo_row_mask"].bool().cpu(), ~failed)
+    assert torch.all(out["advantages"].cpu()[failed] == 0)
     assert out["num_items_in_batch"] == (out["completion_mask"] * out["zoo_row_mask"][:, None]).sum()
     assert math.isclose(trainer._metrics["train"]["rewards/frac_failed"][-1], failed.float().mean().item())
 
@@ -147,7 +147,7 @@ def test_gui_g1_loss_weights_by_meta_rate(tmp_path):
     trainer = build_trainer(recipe_for(tmp_path, "algorithm.loss_type=gui_g1", "algorithm.normalize_std=false"),
                             tmp_path)
     inputs = trainer._prepare_inputs(first_batch(trainer))
-    assert torch.equal(inputs["zoo_sample_weight"], torch.ones(8))  # synthetic-colour samples carry rate 1.0
+    assert torch.equal(inputs["zoo_sample_weight"].cpu(), torch.ones(8))  # synthetic-colour samples carry rate 1.0
     base = grads_of(trainer.model, trainer._compute_loss(trainer.model, inputs))
     doubled = grads_of(trainer.model, trainer._compute_loss(trainer.model, {**inputs, "zoo_sample_weight": inputs["zoo_sample_weight"] * 2}))
     assert any(g.abs().sum() > 0 for g in base.values())

@@ -5,7 +5,7 @@ then it runs the OS-wall, job-isolation and (a subset of the) hostile-input suit
 that is nobody from its first line, so CI exercises the non-root path, not only the root one.
 
 The helper first gives itself a private mount namespace where closed (0700) ancestors of the
-Python installation and the checkout (``/root`` holding ``~/.pyenv``) are covered so the
+Python installation and the checkout (``/root`` holding ``~/.pyenv``, a ``mktemp -d`` clone) are covered so the
 unprivileged uid can run Python, as it could on a normal user's machine; nothing else changes.
 """
 
@@ -17,22 +17,15 @@ import os
 import shutil
 import subprocess
 import sys
-import stat
 import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-# A checkout inside a root-only (0700) directory, as `mktemp -d` makes, cannot be opened to the dropped
-# uid without mounts its own user namespace may not remount read-only; that is the test's limit, not the
-# sandbox's (a real unprivileged user owns their checkout).
-CHECKOUT_CLOSED = any(not os.stat(p).st_mode & stat.S_IXOTH for p in (REPO, *REPO.parents) if p != Path("/root"))
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/proc/self/ns/user"),
                        reason="drops from root to an unprivileged uid (as non-root the whole suite is that path)"),
-    pytest.mark.skipif(CHECKOUT_CLOSED, reason="the checkout sits in a root-only (0700) directory the dropped uid "
-                       "cannot enter; clone it under a world-traversable directory to run these"),
 ]
 
 DROP_TO_NOBODY = r"""
@@ -45,6 +38,9 @@ oslevel._mount(None, "/", None, oslevel.MS_REC | oslevel.MS_PRIVATE, None)
 keep = oslevel._outermost(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.getcwd()))
 for ancestor in oslevel._closed_ancestors(keep):
     oslevel._cover_keeping(walls, ancestor, keep, 0, "mode=0755")
+for path in keep:  # a kept directory closed itself (a checkout cloned into a 0700 mktemp dir): keep its entries
+    if not os.stat(path).st_mode & 0o001:
+        oslevel._cover_keeping(walls, path, [os.path.join(path, e) for e in os.listdir(path)], 0, "mode=0755")
 home = os.environ.pop("ZOO_TEST_HOME")  # made by the test (root), handed to nobody below
 os.makedirs(f"{home}/.cache/huggingface")
 with open(f"{home}/.cache/huggingface/token", "w") as fh:

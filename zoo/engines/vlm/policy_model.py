@@ -30,6 +30,9 @@ def load_policy(
     from zoo.load import from_pretrained_checked
 
     name = recipe.model.name
+    dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if recipe.model.dtype not in dtype:
+        raise RecipeError(f"model.dtype={recipe.model.dtype!r}; choose one of {list(dtype)}")
     if name.startswith("tiny:"):
         from zoo.tiny import DEFAULT_CORPUS, build_tiny_vlm
 
@@ -40,10 +43,10 @@ def load_policy(
         arch = name.split(":", 1)[1]
         if arch not in ("qwen2_5_vl", "qwen3_vl"):
             raise RecipeError(f"model.name={name!r}: tiny models are tiny:qwen2_5_vl or tiny:qwen3_vl")
-        return build_tiny_vlm(arch, **kwargs)
-    dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if recipe.model.dtype not in dtype:
-        raise RecipeError(f"model.dtype={recipe.model.dtype!r}; choose one of {list(dtype)}")
+        model, processor = build_tiny_vlm(arch, **kwargs)
+        # Held in the recipe's dtype like a loaded checkpoint: bf16 mixed precision over fp32 weights
+        # breaks the static KV cache (allocated in the weights' dtype, filled under autocast).
+        return (model if dtype[recipe.model.dtype] == "auto" else model.to(dtype[recipe.model.dtype])), processor
     source, revision = policy_source(recipe)
     trust = recipe.model.trust_remote_code
     # safetensors only, as zoo.load: a pickled checkpoint can run code when it is read

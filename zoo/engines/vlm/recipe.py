@@ -35,6 +35,16 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class PluginSpec:
+    """One rollout plug-in (:data:`zoo.engines.vlm.plugins.ROLLOUT_PLUGINS`) and its arguments."""
+
+    name: str = ""
+    """Registered plug-in name (``shuffle-r1``, ``scs``)."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the plug-in's class (its docstring lists them)."""
+
+
+@dataclass(frozen=True)
 class AlgorithmConfig:
     """The GRPO-family algorithm: advantage estimator, surrogate loss and sampling."""
 
@@ -69,6 +79,10 @@ class AlgorithmConfig:
     """Optimisation passes over each generated batch (PPO epochs, mu in the GRPO paper)."""
     dynamic_sampling: bool = False
     """Drop groups whose rewards are all equal from the loss (DAPO); they carry no signal."""
+    plugins: tuple[PluginSpec, ...] = ()
+    """Rollout plug-ins, in call order (:mod:`zoo.engines.vlm.plugins`): a paper's change to what is
+    scored or trained (``scs`` resamples trajectory tails for a consistency reward; ``shuffle-r1``
+    keeps contrasting pairs and re-orders them by advantage). ``vlm-trl`` engine, one process."""
 
     @property
     def loss(self) -> LossType:
@@ -164,6 +178,29 @@ class MultiTurnConfig:
 
 
 @dataclass(frozen=True)
+class RolloutConfig:
+    """How the ``vlm-trl`` engine generates its rollouts (:mod:`zoo.engines.vlm.rollout`).
+
+    Every backend takes the algorithm's sampling settings (temperature, top-p,
+    ``max_completion_length``, stop at EOS) and hands the same structures to the advantage and loss code.
+    """
+
+    backend: Literal["auto", "hf", "static", "vllm"] = "hf"
+    """``hf``: transformers ``generate`` with a dynamic KV cache. ``static``: a static KV cache and a
+    compiled decode step (``torch.compile`` on CUDA; on CPU the static cache alone). ``vllm``: TRL's
+    colocated vLLM (CUDA, ``pip install vllm``), weights synced every step. ``auto``: ``vllm`` when it is
+    installed and a GPU is visible, else ``static`` on a GPU, else ``hf``."""
+    importance_sampling: bool = False
+    """Truncated importance sampling (TIS): weight each token's policy-gradient term by
+    ``min(π_trainer / π_rollout, is_cap)`` (:func:`zoo.rl.importance.truncated_is_weights`); logs the
+    ratio's mean and max. Worth it when the rollout is not the trainer's own forward (``vllm``)."""
+    is_cap: float = 2.0
+    """The TIS cap C (the TIS paper's value; TRL's default for vLLM is 3)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """GPU memory share vLLM may take in colocate mode (TRL's default)."""
+
+
+@dataclass(frozen=True)
 class VerlConfig:
     """Cluster settings used by the ``vlm-verl`` engine (ignored by ``vlm-trl``)."""
 
@@ -195,6 +232,8 @@ class VLMRecipe(Recipe):
     """Cluster settings for ``--engine vlm-verl``."""
     multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
     """Semi-online rollout settings, used by multi-turn estimators (``ui-s1``)."""
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Rollout backend of the ``vlm-trl`` engine and the importance-sampling correction."""
 
     @property
     def is_multi_turn(self) -> bool:
@@ -226,6 +265,26 @@ class VLMRecipe(Recipe):
         if alg.dual_clip is not None and alg.dual_clip <= 1:
             raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {alg.dual_clip}")
         self._validate_tables()
+        self._validate_rollout()
+
+    def _validate_rollout(self) -> None:
+        from zoo.engines import ENGINES
+        from zoo.engines.vlm.rollout import check_backend
+
+        ro = self.rollout
+        if not ro.is_cap > 0:
+            raise RecipeError(f"rollout.is_cap={ro.is_cap}: the importance-sampling cap must be > 0")
+        if ro.importance_sampling and self.algorithm.loss.sequence_level:
+            raise RecipeError(
+                f"rollout.importance_sampling weights tokens; loss_type={self.algorithm.loss_type!r} is sequence-level"
+            )
+        if ro.backend in ("static", "vllm") and (ENGINES.get(self.engine).name != "vlm-trl" or self.is_multi_turn):
+            where = "the semi-online loop" if self.is_multi_turn else f"engine {self.engine!r}"
+            raise RecipeError(
+                f"rollout.backend={ro.backend!r}: {where} generates its own way (hf; verl: verl.rollout); "
+                "use backend: hf or auto"
+            )
+        check_backend(ro.backend)
 
     def _validate_tables(self) -> None:
         from zoo.domains import load_algorithms
@@ -244,6 +303,30 @@ class VLMRecipe(Recipe):
         needs = getattr(estimator, "rollout_fields", ())
         if needs:
             self._validate_multi_turn(needs)
+        self._validate_plugins(bool(needs))
+
+    def _validate_plugins(self, multi_turn: bool) -> None:
+        from zoo.engines import ENGINES
+        from zoo.engines.vlm.plugins import build_plugin
+        from zoo_common.registry import UnknownNameError
+
+        if not self.algorithm.plugins:
+            return
+        names = [spec.name for spec in self.algorithm.plugins]
+        if ENGINES.get(self.engine).name != "vlm-trl" or multi_turn:
+            raise RecipeError(f"algorithm.plugins {names} run in the vlm-trl engine's single-turn GRPO loop; "
+                              f"engine {self.engine!r} with adv_estimator={self.algorithm.adv_estimator!r} does not "
+                              "call them: use engine: vlm-trl and a single-turn estimator")  # fmt: skip
+        selecting = []
+        for i, spec in enumerate(self.algorithm.plugins):
+            try:
+                plugin = build_plugin(spec.name, spec.kwargs)
+                plugin.check_recipe(self)
+            except (UnknownNameError, TypeError, ValueError) as err:
+                raise RecipeError(f"algorithm.plugins[{i}] ({spec.name}): {err}") from None
+            selecting += [spec.name] if plugin.selects_rows else []
+        if len(selecting) > 1:
+            raise RecipeError(f"algorithm.plugins: {selecting} each choose the rows to train; keep one of them")
 
     def _validate_multi_turn(self, needs: tuple[str, ...]) -> None:
         from zoo.engines import ENGINES

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rewards.adapters import to_trl
+from zoo.engines.vlm import rollout
 from zoo.engines.vlm.policy_model import load_policy
 from zoo.engines.vlm.recipe import VLMRecipe
 from zoo.runs import checkpoint_step, latest_checkpoint
@@ -86,6 +87,7 @@ def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | No
         peft_config=peft_config(recipe),
         callbacks=[MetricsCallback(output_dir), *(callbacks or [])],
         algorithm=recipe.algorithm,
+        rollout=recipe.rollout,
     )
 
 
@@ -133,6 +135,7 @@ def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
         log_completions=False,
         dataloader_num_workers=0,
         shuffle_dataset=tr.shuffle,
+        **rollout.grpo_config_kwargs(recipe.rollout),
     )
 
 

@@ -1,0 +1,232 @@
+"""PDM sub-metrics from simple geometry on a synthetic :class:`~.scene.Scene`, and the scores.
+
+Each function mirrors one ``PDMScorer._calculate_*`` of ``autonomousvision/navsim`` (HEAD
+0a380a90, ``navsim/planning/simulation/planner/pdm_planner/scoring/pdm_scorer.py``), with the
+same thresholds. **Caveat**: NAVSIM evaluates them on nuPlan maps (lane, lane-connector,
+roadblock, intersection and carpark polygons), logged or reactive agent tracks and an LQR-tracked
+bicycle-model rollout. Here lanes are centreline + width, agents move at constant velocity, there
+are no intersections (so nothing is exempted from DDC/LK/TTC for being in one), the trajectory is
+scored as interpolated, and history comfort is padded with a constant-speed past instead of the
+logged one. The numbers are PDMS-*style*: the aggregation is NAVSIM's, the geometry is not nuPlan's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from domains.driving import comfort, pdms
+from domains.driving.scene import (
+    DT,
+    NUM_WAYPOINTS,
+    REAR_AXLE_TO_CENTER,
+    WAYPOINT_DT,
+    EgoStates,
+    Scene,
+    convex_intersects,
+    ego_states,
+    in_lane,
+    project,
+)
+
+AGENT_TYPES = ("vehicle", "pedestrian", "bicycle")  # nuPlan AGENT_TYPES: an at-fault hit scores NC 0, else 0.5
+EGO_STOPPED_SPEED = 5e-2  # [m/s] get_collision_type's stopped_speed_threshold
+TRACK_STOPPED_SPEED = 5e-2  # [m/s] is_track_stopped, as NAVSIM's scorer utils call it
+TTC_STOPPED_SPEED = 5e-3  # [m/s] PDMScorerConfig.stopped_speed_threshold
+TTC_OFFSETS = (0, 3, 6, 9)  # steps of 0.1 s: np.arange(0, int(1.0 * 10), 3)
+DDC_HORIZON = 1.0  # [s]
+DDC_COMPLIANCE, DDC_VIOLATION = 2.0, 6.0  # [m]
+LK_DEVIATION, LK_WINDOW = 0.5, 2.0  # [m], [s]
+HISTORY_STEPS = 20  # 2 s of constant-speed past for history comfort (NAVSIM pads with the logged past)
+
+
+@dataclass(frozen=True)
+class Areas:
+    """Per step: ego in several lanes at once, off the drivable area, centre outside on-route lanes."""
+
+    multiple_lanes: np.ndarray
+    non_drivable: np.ndarray
+    oncoming: np.ndarray
+
+
+def ego_areas(scene: Scene, states: EgoStates) -> Areas:
+    """``_calculate_ego_area``: corner-in-lane counts decide "multiple lanes" and "non-drivable"."""
+    n = len(states.center)
+    multiple, off, oncoming = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    for t in range(n):
+        corners = states.corners(t)
+        hits = np.array([[in_lane(lane, c) for c in corners] for lane in scene.lanes])  # (lanes, 4)
+        multiple[t] = (hits.sum(axis=1) > 0).sum() > 1 and not (hits.sum(axis=1) == 4).any()
+        off[t] = hits.any(axis=0).sum() < 4
+        oncoming[t] = not any(in_lane(lane, states.center[t]) for lane in scene.lanes if lane.on_route)
+    return Areas(multiple, off, oncoming)
+
+
+def _angle_to(pose: np.ndarray, point: tuple[float, float]) -> float:
+    vector = np.asarray(point) - pose[:2]
+    norm = np.linalg.norm(vector)
+    if norm < 1e-9:
+        return 0.0
+    return float(np.arccos(np.clip(vector @ [np.cos(pose[2]), np.sin(pose[2])] / norm, -1.0, 1.0)))
+
+
+def is_ahead(pose: np.ndarray, point: tuple[float, float]) -> bool:
+    return _angle_to(pose, point) < np.deg2rad(30.0)  # nuPlan idm utils is_agent_ahead
+
+
+def is_behind(pose: np.ndarray, point: tuple[float, float]) -> bool:
+    return _angle_to(pose, point) > np.deg2rad(150.0)  # nuPlan idm utils is_agent_behind
+
+
+def no_at_fault_collision(scene: Scene, states: EgoStates, areas: Areas) -> tuple[float, set[str]]:
+    """``_calculate_no_at_fault_collision`` with ``get_collision_type``: at fault when the track is
+    stopped, the ego's front bumper hits it, or a lateral hit happens while the ego straddles lanes
+    or leaves the road; 0 for agents, 0.5 for static objects. Returns the score and the ids of
+    tracks hit without fault (TTC then ignores them, as NAVSIM's collided-track list does)."""
+    score, ignored = 1.0, {a.id for a in scene.agents if convex_intersects(states.corners(0), a.polygon_at(0.0))}
+    for t in range(len(states.center)):
+        ego = states.corners(t)
+        for agent in scene.agents:
+            poly = agent.polygon_at(t * DT)
+            if agent.id in ignored or not convex_intersects(ego, poly):
+                continue
+            if states.speed[t] <= EGO_STOPPED_SPEED:
+                kind = "stopped_ego"
+            elif agent.speed <= TRACK_STOPPED_SPEED:
+                kind = "stopped_track"
+            elif is_behind(states.rear_axle[t], tuple(poly.mean(axis=0))):
+                kind = "active_rear"
+            elif convex_intersects(ego[[0, 3]], poly):
+                kind = "active_front"
+            else:
+                kind = "active_lateral"
+            straddling = areas.multiple_lanes[t] or areas.non_drivable[t]
+            if kind in ("stopped_track", "active_front") or (straddling and kind == "active_lateral"):
+                score = min(score, 0.0 if agent.kind in AGENT_TYPES else 0.5)
+            else:
+                ignored.add(agent.id)
+    return score, ignored
+
+
+def drivable_area_compliance(areas: Areas) -> float:
+    return 0.0 if areas.non_drivable.any() else 1.0
+
+
+def driving_direction_compliance(states: EgoStates, areas: Areas) -> float:
+    """``_calculate_driving_direction_compliance``: metres driven outside on-route lanes within any
+    1 s window; < 2 m → 1, < 6 m → 0.5, else 0."""
+    step = np.zeros(len(states.center))
+    step[1:] = np.linalg.norm(np.diff(states.center, axis=0), axis=1)
+    step[~areas.oncoming] = 0.0
+    horizon = int(DDC_HORIZON / DT)
+    worst = max(step[max(0, t - horizon) : t + 1].sum() for t in range(len(step)))
+    return 1.0 if worst < DDC_COMPLIANCE else 0.5 if worst < DDC_VIOLATION else 0.0
+
+
+def traffic_light_compliance(scene: Scene, states: EgoStates) -> float:
+    hit = any(
+        convex_intersects(states.corners(t), light) for t in range(len(states.center)) for light in scene.red_lights
+    )
+    return 0.0 if hit else 1.0
+
+
+def progress(scene: Scene, states: EgoStates) -> float:
+    """Metres along the route centreline from the first to the last centre, clipped at 0."""
+    start, _, _ = project(scene.route, states.center[0])
+    end, _, _ = project(scene.route, states.center[-1])
+    return max(0.0, end - start)
+
+
+def time_to_collision(scene: Scene, states: EgoStates, areas: Areas, ignored: set[str]) -> float:
+    """``_calculate_ttc``: the ego box projected 0, 0.3, 0.6, 0.9 s ahead at constant velocity must
+    not meet an agent ahead (or one not behind while the ego straddles lanes or leaves the road)."""
+    ignored = set(ignored)
+    n = len(states.center) - 1
+    for t in range(n - max(TTC_OFFSETS) + 1):
+        if states.speed[t] < TTC_STOPPED_SPEED:
+            continue
+        heading = states.rear_axle[t, 2]
+        shift = states.speed[t] * np.array([np.cos(heading), np.sin(heading)])
+        for offset in TTC_OFFSETS:
+            ego = states.corners(t) + shift * offset * DT
+            for agent in scene.agents:
+                poly = agent.polygon_at((t + offset) * DT)
+                if agent.id in ignored or not convex_intersects(ego, poly):
+                    continue
+                centroid = tuple(poly.mean(axis=0))
+                straddling = areas.multiple_lanes[t] or areas.non_drivable[t]
+                if is_ahead(states.rear_axle[t], centroid) or (
+                    straddling and not is_behind(states.rear_axle[t], centroid)
+                ):
+                    return 0.0
+                ignored.add(agent.id)
+    return 1.0
+
+
+def lane_keeping(scene: Scene, states: EgoStates) -> float:
+    """``_calculate_lane_keeping``: 0 once the centre stays > 0.5 m off the route centreline for 2 s."""
+    required, run = int(np.ceil(LK_WINDOW / DT)), 0
+    for center in states.center:
+        run = run + 1 if project(scene.route, center)[1] > LK_DEVIATION else 0
+        if run >= required:
+            return 0.0
+    return 1.0
+
+
+def history_comfort(states: EgoStates, ego_speed: float) -> float:
+    """``_calculate_history_comfort``: comfort of the trajectory padded with the past (here a
+    constant-speed straight past at the current speed)."""
+    past_t = -np.arange(HISTORY_STEPS, 0, -1) * DT
+    past_rear = np.stack([ego_speed * past_t, np.zeros_like(past_t), np.zeros_like(past_t)], axis=1)
+    past_center = past_rear[:, :2] + [[REAR_AXLE_TO_CENTER, 0.0]]
+    padded = EgoStates(
+        np.vstack([past_rear, states.rear_axle]), np.vstack([past_center, states.center]),
+        np.vstack([np.tile([ego_speed, 0.0], (HISTORY_STEPS, 1)), states.velocity]),
+        np.vstack([np.zeros((HISTORY_STEPS, 2)), states.accel_local]),
+    )  # fmt: skip
+    return comfort.is_comfortable(padded)
+
+
+def sub_metrics(scene: Scene, waypoints: np.ndarray) -> dict[str, float]:
+    """Every sub-metric of one trajectory (raw progress in metres, not yet normalised)."""
+    states = ego_states(waypoints, scene.ego_speed)
+    areas = ego_areas(scene, states)
+    nc, ignored = no_at_fault_collision(scene, states, areas)
+    return {
+        "nc": nc,
+        "dac": drivable_area_compliance(areas),
+        "ddc": driving_direction_compliance(states, areas),
+        "tlc": traffic_light_compliance(scene, states),
+        "progress": progress(scene, states),
+        "ttc": time_to_collision(scene, states, areas, ignored),
+        "lk": lane_keeping(scene, states),
+        "c": comfort.is_comfortable(states),
+        "hc": history_comfort(states, scene.ego_speed),
+    }
+
+
+def score(scene: Scene, waypoints: np.ndarray, reference: np.ndarray, version: str = "v1") -> dict[str, float]:
+    """Score ``waypoints`` in ``scene`` with ``reference`` (the scene's expert plan, standing in for
+    PDM-Closed) as the other proposal EP is normalised against, as ``pdm_score.py`` does.
+
+    Returns the agent's sub-metrics, ``ep`` and ``score`` (v1 PDMS, or v2 EPDMS with EC = 1:
+    a single frame has no previous trajectory to compare with).
+    """
+    if version not in ("v1", "v2"):
+        raise ValueError(f"version must be 'v1' (PDMS) or 'v2' (EPDMS), got {version!r}")
+    rows = [sub_metrics(scene, reference), sub_metrics(scene, waypoints)]
+    col = {k: np.array([r[k] for r in rows]) for k in rows[0]}
+    agent = dict(rows[1])
+    if version == "v1":
+        out = pdms.pdms_v1(col["nc"], col["dac"], col["progress"], col["ttc"], col["c"], col["ddc"])
+        return agent | {"ep": float(out["ep"][1]), "score": float(out["score"][1])}
+    row = pdms.epdms_proposals(col["nc"], col["dac"], col["ddc"], col["tlc"], col["progress"], col["ttc"],
+                               col["lk"], col["hc"])[1]  # fmt: skip
+    return agent | {"ep": float(row.ep), "score": float(row.score())}
+
+
+def straight_waypoints(speed: float, lateral: float = 0.0) -> np.ndarray:
+    """Constant-speed straight poses (x, y, heading) at 0.5 s, ``lateral`` metres to the left."""
+    t = np.arange(1, NUM_WAYPOINTS + 1) * WAYPOINT_DT
+    return np.stack([speed * t, np.full_like(t, lateral), np.zeros_like(t)], axis=1)

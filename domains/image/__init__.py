@@ -1,0 +1,12 @@
+"""Image generation and editing: Flow-GRPO, Adv-GRPO, DanceGRPO, OmniGen2 + EditScore (entries, rewards, judge)."""
+
+from zoo.domains import Domain
+
+DOMAIN = Domain(
+    name="image",
+    summary="text-to-image and image-editing RL (Flow-GRPO, DanceGRPO, Adv-GRPO, EditScore) with preference, "
+    "OCR and judge rewards",
+    entries="domains.image.entries",
+    rewards="domains.image.rewards",
+    recipes="recipes",
+)

@@ -1,0 +1,161 @@
+"""Image generation and editing: Flow-GRPO, Adv-GRPO, DanceGRPO, OmniGen2-EditScore and the EditScore judge.
+
+Sampling settings are the authors' evaluation settings, read in their repositories:
+Flow-GRPO and Adv-GRPO sample SD3.5-Medium at 512 px with 40 steps and guidance 4.5
+(``config/grpo.py``: ``resolution``, ``eval_num_steps``, ``guidance_scale``); DanceGRPO trains FLUX.1-dev
+at 720 px with 16 steps and embedded guidance 3.5, no CFG (``scripts/finetune/finetune_flux_grpo_8gpus.sh``,
+``fastvideo/train_grpo_flux.py``); OmniGen2's GEdit inference uses 50 steps, text guidance 5.0,
+image guidance 2.0 at 1024 px (EditScore ``examples/OmniGen2-RL/evaluation/GEdit-Bench/inference.py``).
+"""
+
+from __future__ import annotations
+
+from domains.image.editscore import parse_editscore_answer
+from domains.image.specs import AdapterDiffusionSpec, JudgeSpec, OmniGen2Spec
+from zoo.card_kinds import CardKind, load_line, register_card_kind
+from zoo.kinds import DiffusionSpec
+from zoo.registry import ModelEntry, register
+
+_NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this project's sources (the Hub's commit "
+           "list could not be read here); pass zoo.load(name, revision=SHA)")
+_CARD_UNREAD = "the Hub card's licence field was not read by this project (UNVERIFIED)"
+
+# --- gated bases: their own entries, so an adapter on them fails with their licence --------------------------
+register(ModelEntry(
+    name="stable-diffusion-3.5-medium", aliases=("sd3.5-medium",), repo_id="stabilityai/stable-diffusion-3.5-medium",
+    spec=DiffusionSpec(), architecture="StableDiffusion3Pipeline", base_model="(base model)", domain="image",
+    task="text-to-image (base of Flow-GRPO and Adv-GRPO)", license="other", gated=True,
+    notes="Stability AI Community License: accept it on the Hub page; commercial use above the licence's revenue "
+          "threshold needs an enterprise licence from Stability AI. Sampling defaults are diffusers' own.",
+    license_source="Stability AI Community License as named on the Hub page (not re-read here: UNVERIFIED)",
+    revision_note=_NO_PIN,
+))  # fmt: skip
+register(ModelEntry(
+    name="flux-1-dev", aliases=("flux.1-dev", "flux-dev"), repo_id="black-forest-labs/FLUX.1-dev", spec=DiffusionSpec(),
+    architecture="FluxPipeline", base_model="(base model)", domain="image", task="text-to-image (base of DanceGRPO)",
+    license="other", gated=True,
+    notes="FLUX.1 [dev] Non-Commercial License: accept it on the Hub page; outputs and weights are for "
+          "non-commercial use unless Black Forest Labs grants otherwise. Sampling defaults are diffusers' own.",
+    license_source="FLUX.1 [dev] Non-Commercial License as named on the Hub page (not re-read here: UNVERIFIED)",
+    revision_note=_NO_PIN,
+))  # fmt: skip
+
+# --- Flow-GRPO (yifan123/flow_grpo, MIT): PEFT LoRA r32/alpha64 on the SD3.5-M transformer ---------------------
+_SD35_EVAL = {"num_inference_steps": 40, "guidance_scale": 4.5, "height": 512, "width": 512,
+              "base_entry": "stable-diffusion-3.5-medium", "base_repo": "stabilityai/stable-diffusion-3.5-medium"}
+_LAYOUT = ("The repository layout (a PEFT adapter, as scripts/train_sd3.py saves it with save_pretrained) is read "
+           "from the authors' code, not from the Hub listing (UNVERIFIED).")
+for task, repo, reward in (("geneval", "jieliu/SD3.5M-FlowGRPO-GenEval", "GenEval (object composition)"),
+                           ("ocr", "jieliu/SD3.5M-FlowGRPO-Text", "OCR (text rendering)"),
+                           ("pickscore", "jieliu/SD3.5M-FlowGRPO-PickScore", "PickScore (human preference)")):
+    register(ModelEntry(
+        name=f"flow-grpo-sd35m-{task}", repo_id=repo, spec=AdapterDiffusionSpec(**_SD35_EVAL),
+        architecture="StableDiffusion3Pipeline", base_model="stabilityai/stable-diffusion-3.5-medium (LoRA r32, alpha 64)",
+        domain="image", task=f"text-to-image, RL-tuned for {reward}", license="mit", paper="2505.05470",
+        notes=f"Flow-GRPO LoRA; the base's Stability AI Community License applies to what it generates. {_LAYOUT}",
+        license_source=f"the authors' repository yifan123/flow_grpo LICENSE (MIT); {_CARD_UNREAD}",
+        revision_note=_NO_PIN, rl_methods=("flow-grpo",),
+    ))  # fmt: skip
+
+# --- Adv-GRPO (showlab/Adv-GRPO, MIT): two LoRAs in subfolders of one repository -----------------------------
+for reward, folder in (("pickscore", "PickScore"), ("dino", "DINO")):
+    register(ModelEntry(
+        name=f"adv-grpo-sd35m-{reward}", repo_id="benzweijia/Adv-GRPO",
+        spec=AdapterDiffusionSpec(**_SD35_EVAL, subfolder=folder), architecture="StableDiffusion3Pipeline",
+        base_model="stabilityai/stable-diffusion-3.5-medium (LoRA)", domain="image",
+        task=f"text-to-image, adversarial reward ({folder} discriminator) against reference images",
+        license="mit", paper="2511.20256",
+        notes=f"LoRA in the repository's {folder}/ folder (README, app.py load_lora_from_subfolder); sampling as "
+              "config/grpo.py eval_sd3_fast. The base's licence applies to what it generates.",
+        license_source=f"the authors' repository showlab/Adv-GRPO LICENSE (MIT); {_CARD_UNREAD}",
+        revision_note=_NO_PIN, rl_methods=("adv-grpo",),
+    ))  # fmt: skip
+
+# --- DanceGRPO (XueZeyue/DanceGRPO, Apache-2.0): full FLUX transformer ---------------------------------------
+register(ModelEntry(
+    name="dancegrpo-flux-hps", repo_id="xzyhku/flux_hpsv2.1_dancegrpo",
+    spec=AdapterDiffusionSpec(num_inference_steps=16, guidance_scale=3.5, height=720, width=720, base_entry="flux-1-dev",
+                              base_repo="black-forest-labs/FLUX.1-dev", adapter_format="transformer"),
+    architecture="FluxPipeline", base_model="black-forest-labs/FLUX.1-dev (full fine-tune of the transformer)",
+    domain="image", task="text-to-image, RL-tuned for HPS-v2.1", license="apache-2.0", paper="2505.07818",
+    notes="A FluxTransformer2DModel folder (config.json + diffusion_pytorch_model.safetensors, as "
+          "fastvideo/utils/checkpoint.py saves it) replaces FLUX.1-dev's transformer; its files at the repository "
+          "root are assumed (UNVERIFIED). Settings are the training sampler's (16 steps, guidance 3.5, 720 px); the "
+          "training sigma schedule (shift 3) is DanceGRPO's own, the pipeline uses diffusers' scheduler. FLUX.1-dev's "
+          "non-commercial licence applies.",
+    license_source=f"the authors' repository XueZeyue/DanceGRPO (Apache-2.0); {_CARD_UNREAD}",
+    revision_note=_NO_PIN, rl_methods=("dancegrpo",),
+))  # fmt: skip
+
+# --- EditScore (VectorSpaceLab/EditScore, Apache-2.0) ----------------------------------------------------------
+register(ModelEntry(
+    name="omnigen2-editscore7b", repo_id="OmniGen2/OmniGen2-EditScore7B",
+    spec=OmniGen2Spec(num_inference_steps=50, guidance_scale=5.0, height=1024, width=1024),
+    architecture="OmniGen2Pipeline", base_model="OmniGen2/OmniGen2 (LoRA)", domain="image",
+    task="instruction-guided image editing, RL-tuned with EditScore-7B", license="apache-2.0", paper="2509.23909",
+    notes="diffusers 0.42.1 has no OmniGen2 pipeline: zoo.load fetches the LoRA and says how to run it with the "
+          "authors' OmniGen2 code. Score editors of your own with the 'editscore' reward and the gedit-bench evaluation.",
+    license_source=f"the authors' repository VectorSpaceLab/EditScore (Apache-2.0); {_CARD_UNREAD}",
+    revision_note=_NO_PIN, rl_methods=("flow-grpo",),
+))  # fmt: skip
+register(ModelEntry(
+    name="editscore-7b", aliases=("editscore",), repo_id="EditScore/EditScore-7B",
+    spec=JudgeSpec(coord_frame="none", max_new_tokens=512, parser=parse_editscore_answer),
+    architecture="qwen2_5_vl", base_model="Qwen/Qwen2.5-VL-7B-Instruct (LoRA)", domain="image",
+    task="reward model for image edits (semantic consistency, perceptual quality; 0-25)", license="apache-2.0",
+    paper="2509.23909",
+    notes="Served as the authors do: the LoRA merged into Qwen2.5-VL-7B-Instruct, their chat layout, temperature "
+          "0.7, top-p 0.9, top-k 20. Use it through the 'editscore' reward (prompts, parsing and score maths of the "
+          "editscore package).",
+    license_source=f"the authors' repository VectorSpaceLab/EditScore (Apache-2.0); {_CARD_UNREAD}",
+    revision_note=_NO_PIN,
+))  # fmt: skip
+
+
+def _adapter_how(entry: ModelEntry) -> str:
+    spec = entry.spec
+    what = "a PEFT LoRA on" if spec.adapter_format == "peft-lora" else "a full replacement transformer for"
+    where = f" (folder `{spec.subfolder}/`)" if spec.subfolder else ""
+    return (f"Loads `{spec.base_entry}` (gated: accept its licence on the Hub first) and applies {what} its "
+            f"transformer{where}. Samples with the authors' settings: {spec.num_inference_steps} steps, guidance "
+            f"{spec.guidance_scale}, {spec.width}x{spec.height}. `out.settings` records what was used, seed included.")
+
+
+def _diffusion_usage(entry: ModelEntry) -> str:
+    return "\n".join(["import zoo", "", load_line(entry), 'out = pipe("a prompt", seed=0)', 'out.images[0].save("out.png")'])
+
+
+def _omnigen2_usage(entry: ModelEntry) -> str:
+    return "\n".join(["import zoo", "", f'entry = zoo.info("{entry.name}")', "print(entry.notes)  # how to run it"])
+
+
+def _omnigen2_how(entry: ModelEntry) -> str:
+    return ("OmniGen2 is not a diffusers pipeline, so `zoo.load` fetches the LoRA and raises with the authors' code "
+            "path and settings. The zoo scores editing models with EditScore (`rewards.get('editscore')`) and "
+            "evaluates diffusers editing pipelines on GEdit-Bench.")
+
+
+def _judge_usage(entry: ModelEntry) -> str:
+    return "\n".join(["import zoo", "", load_line(entry),
+                      'answers = pipe.ask([["source.png", "edited.png"]], [question])  # raw JSON answers, batched',
+                      "# the 'editscore' reward asks both questions and combines the scores as the authors do:",
+                      '# rewards.get("editscore")(["edited.png"], [{"instruction": "...", "image": "source.png"}])'])
+
+
+def _judge_how(entry: ModelEntry) -> str:
+    return ("The judge answers two questions per edit (semantic consistency on the source and edited image, "
+            "perceptual quality) as JSON scores on 0-25; the reward parses them, rescales, and combines them as the "
+            "authors' package does (O = sqrt(SC * PQ), 0-10). Questions are batched through the zoo's VLM pipeline.")
+
+
+register_card_kind(AdapterDiffusionSpec, CardKind(
+    "diffusion model: released weights on a gated base", "diffusers", "text-to-image",
+    "zoo.pipelines.diffusion:DiffusionPipeline", "zoo.outputs:ImageOutput", _diffusion_usage, _adapter_how,
+))  # fmt: skip
+register_card_kind(OmniGen2Spec, CardKind(
+    "image editing model (authors' OmniGen2 code)", None, "image-to-image", None, None, _omnigen2_usage, _omnigen2_how,
+))  # fmt: skip
+register_card_kind(JudgeSpec, CardKind(
+    "VLM reward model (judge)", "transformers", "image-text-to-text", "domains.image.pipelines:JudgePipeline", None,
+    _judge_usage, _judge_how,
+))  # fmt: skip

@@ -1,0 +1,109 @@
+"""Each image entry loads from a Hugging Face cache laid out like its repository (tiny weights, offline)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+import zoo
+from tests.domains.image.conftest import tiny_transformer
+from zoo.hub import ModelNotAvailableError
+from zoo.load import WrongArchitectureError
+from zoo.pipelines.diffusion import DiffusionPipeline
+
+SD3_REPO = "stabilityai/stable-diffusion-3.5-medium"
+SMALL = {"num_inference_steps": 2, "height": 16, "width": 16}
+
+
+def _pixels(out) -> torch.Tensor:
+    import numpy as np
+
+    return torch.from_numpy(np.asarray(out.images[0], dtype="float32"))
+
+
+@pytest.mark.parametrize(("name", "repo"), [("flow-grpo-sd35m-geneval", "jieliu/SD3.5M-FlowGRPO-GenEval"),
+                                            ("flow-grpo-sd35m-ocr", "jieliu/SD3.5M-FlowGRPO-Text"),
+                                            ("flow-grpo-sd35m-pickscore", "jieliu/SD3.5M-FlowGRPO-PickScore")])
+def test_flow_grpo_lora_applies_on_the_cached_base(name, repo, sd3_dir, lora_dir, hf_cache, install):
+    install(sd3_dir, SD3_REPO, hf_cache)
+    install(lora_dir, repo, hf_cache)
+    pipe = zoo.load(name, device="cpu", dtype=torch.float32)
+    assert isinstance(pipe, DiffusionPipeline) and pipe.source == "cache"
+    assert pipe.settings() == {"num_inference_steps": 40, "guidance_scale": 4.5, "height": 512, "width": 512}
+    tuned = pipe("a red square", seed=0, **SMALL)
+    base = zoo.load(str(sd3_dir), device="cpu", dtype=torch.float32)("a red square", seed=0, **SMALL)
+    assert tuned.images[0].size == (16, 16) and tuned.settings["num_inference_steps"] == 2
+    assert not torch.equal(_pixels(tuned), _pixels(base)), "the LoRA must change what the base generates"
+
+
+def test_adv_grpo_reads_its_subfolder(sd3_dir, lora_dir, hf_cache, install, tmp_path):
+    repo = tmp_path / "adv"
+    shutil.copytree(lora_dir, repo / "DINO")
+    shutil.copytree(lora_dir, repo / "PickScore")
+    install(sd3_dir, SD3_REPO, hf_cache)
+    install(repo, "benzweijia/Adv-GRPO", hf_cache)
+    pipe = zoo.load("adv-grpo-sd35m-dino", device="cpu", dtype=torch.float32)
+    assert pipe("a flower on a planet", seed=1, **SMALL).images[0].size == (16, 16)
+
+
+def test_dancegrpo_transformer_replaces_the_base_one(sd3_dir, hf_cache, install, tmp_path, monkeypatch):
+    """The FLUX base is too large to build here, so the DanceGRPO entry is pointed at the tiny SD3 base: what is
+    checked is the loader's 'transformer' path (a full denoiser folder replacing the base's)."""
+    from dataclasses import replace
+
+    from zoo.registry import MODELS
+
+    entry = zoo.info("dancegrpo-flux-hps")
+    monkeypatch.setitem(MODELS._items, entry.name, replace(entry, spec=replace(entry.spec, base_entry="stable-diffusion-3.5-medium")))
+    tiny_transformer(7).save_pretrained(tmp_path / "dance", safe_serialization=True)
+    install(sd3_dir, SD3_REPO, hf_cache)
+    install(tmp_path / "dance", "xzyhku/flux_hpsv2.1_dancegrpo", hf_cache)
+    pipe = zoo.load("dancegrpo-flux-hps", device="cpu", dtype=torch.float32)
+    assert pipe.settings()["num_inference_steps"] == 16 and pipe.settings()["guidance_scale"] == 3.5
+    expected = tiny_transformer(7).state_dict()
+    assert all(torch.equal(expected[k], v) for k, v in pipe.pipe.transformer.state_dict().items())
+
+
+def test_gated_base_missing_gives_the_licence_and_next_steps(lora_dir, hf_cache, install):
+    install(lora_dir, "jieliu/SD3.5M-FlowGRPO-Text", hf_cache)
+    with pytest.raises(ModelNotAvailableError) as err:
+        zoo.load("flow-grpo-sd35m-ocr", device="cpu")
+    message = str(err.value)
+    assert "gated repository (licence other)" in message and "Stability AI Community License" in message
+    assert f"https://huggingface.co/{SD3_REPO}" in message and "hf auth login" in message
+
+
+def test_a_repository_without_an_adapter_is_refused_before_the_base_is_read(hf_cache, install, tmp_path):
+    (tmp_path / "wrong").mkdir()
+    (tmp_path / "wrong" / "config.json").write_text("{}")
+    install(tmp_path / "wrong", "jieliu/SD3.5M-FlowGRPO-GenEval", hf_cache)
+    with pytest.raises(WrongArchitectureError, match="adapter_config.json"):
+        zoo.load("flow-grpo-sd35m-geneval", device="cpu")
+
+
+def test_omnigen2_says_diffusers_cannot_run_it_and_what_can(hf_cache, install, tmp_path):
+    (tmp_path / "og2").mkdir()
+    (tmp_path / "og2" / "pytorch_lora_weights.safetensors").write_bytes(b"")
+    install(tmp_path / "og2", "OmniGen2/OmniGen2-EditScore7B", hf_cache)
+    with pytest.raises(ModelNotAvailableError) as err:
+        zoo.load("omnigen2-editscore7b", device="cpu")
+    message = str(err.value)
+    assert "no OmniGen2Pipeline" in message and "VectorSpaceLab/OmniGen2" in message and "gedit-bench" in message
+
+
+def test_card_of_every_image_entry_renders():
+    from zoo.cards import render_card
+
+    for name in zoo.list_models(domain="image"):
+        assert name in str(render_card(zoo.info(name)))
+
+
+def test_entries_name_what_they_sample_with():
+    spec = zoo.info("flow-grpo-sd35m-pickscore").spec
+    assert (spec.num_inference_steps, spec.guidance_scale, spec.height) == (40, 4.5, 512)
+    assert zoo.info("adv-grpo-sd35m-pickscore").spec.subfolder == "PickScore"
+    assert zoo.info("flux-1-dev").gated and zoo.info("stable-diffusion-3.5-medium").gated
+    assert Path(zoo.info("editscore-7b").spec.base_repo_id).name == "Qwen2.5-VL-7B-Instruct"
