@@ -32,7 +32,7 @@ import torch
 from diffusers import FlowMatchEulerDiscreteScheduler
 
 sys.path.insert(0, str(Path(__file__).parent))
-from make_diffusion_golden import as_list, authors, tensor  # noqa: E402
+from make_diffusion_golden import as_list, authors, tensor
 
 OUT = Path(__file__).with_name("flow_grpo_fast.json")
 SHAPE = (2, 2, 3, 3)  # (B, C, H, W)
@@ -107,7 +107,7 @@ def filter_cases(root: Path) -> list[dict[str, Any]]:
         per_step = np.repeat(np.asarray(rewards, dtype=np.float32)[:, None], timesteps, axis=1)
         advantages = torch.as_tensor(tracker.update(prompts, per_step))
         mask = advantages.abs().sum(dim=1) != 0  # scripts/train_sd3.py, transcribed
-        zero_std, mean_std = ratio(prompts, {"ori_avg": np.asarray(rewards, dtype=np.float32)})
+        zero_std, _ = ratio(prompts, {"ori_avg": np.asarray(rewards, dtype=np.float32)})
         cases.append({"prompts": prompts, "rewards": rewards, "advantages": as_list(advantages[:, 0]),
                       "mask": mask.tolist(), "zero_std_ratio": float(zero_std)})  # fmt: skip
     return cases
@@ -163,7 +163,7 @@ def main() -> None:
     golden = {
         "sources": {"flow_grpo": "ac4c86e8cae021841f1fde853d340e0db67690dd",
                     "fast_pipeline": "zhtmike/flow_grpo@3d02fd9d65957d45bc7d0b240ad347a9d334fcb9 (transcribed)",
-                    "torch": torch.__version__},  # fmt: skip
+                    "torch": torch.__version__},
         "guidance_scale": GUIDANCE,
         "conditions": {k: as_list(v) for k, v in cond.items()},
         "cfg": cfg_cases(root),
