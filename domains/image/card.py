@@ -11,7 +11,10 @@ from typing import Any
 
 def _row(label: str, scores: dict[str, Any]) -> str:
     seeds = sorted(scores, key=int)
-    mean = lambda key: sum(scores[s][key] for s in seeds) / len(seeds)  # noqa: E731
+
+    def mean(key: str) -> float:
+        return sum(scores[s][key] for s in seeds) / len(seeds)
+
     per_seed = ", ".join(f"{scores[s]['reward']:.3f}" for s in seeds)
     return (f"| {label} | {mean('reward'):.3f} ({per_seed}) | {mean('colour_match'):.3f} | "
             f"{mean('foreground_fraction'):.3f} |")  # fmt: skip

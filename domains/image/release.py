@@ -124,9 +124,9 @@ def held_out_scores(pipe: Any, steps: int, guidance: float, per_prompt: int = 4)
         images = pipe(prompt=prompts, num_inference_steps=steps, guidance_scale=guidance, generator=generator,
                       output_type="pt").images  # fmt: skip
         results = reward(list(images), [RewardSample(target={"prompt": p}) for p in prompts])
-        mean = lambda key: sum(r.components[key] for r in results) / len(results)  # noqa: E731
-        out[str(seed)] = {"reward": sum(r.score for r in results) / len(results), "colour_match": mean("colour_match"),
-                          "foreground_fraction": mean("foreground_fraction"), "images": len(results)}  # fmt: skip
+        out[str(seed)] = {"reward": sum(r.score for r in results) / len(results), "images": len(results),
+                          **{k: sum(r.components[k] for r in results) / len(results)
+                             for k in ("colour_match", "foreground_fraction")}}  # fmt: skip
     return out
 
 
