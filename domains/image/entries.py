@@ -12,7 +12,7 @@ FLOW_GRPO_TINY_COLOUR = register(
         architecture="sd3",
         base_model="none (random init, StableDiffusion3Pipeline architecture, ~0.4M parameters, pre-trained here)",
         domain="image",
-        task="text-to-image, 32x32 synthetic coloured shapes ('a <colour> <square|circle>')",
+        task="text-to-image, 32x32 synthetic coloured shapes ('a <colour> square', 'a <colour> circle')",
         # The recipe's sampler: 6 Euler steps, guidance 4.5 (Flow-GRPO's), 32 px.
         spec=DiffusionSpec(num_inference_steps=6, guidance_scale=4.5, height=32, width=32),
         license="apache-2.0",

@@ -174,7 +174,7 @@ def main() -> None:
     parser.add_argument("--run-dir", type=Path, default=ROOT / "runs" / NAME, help="working directory")
     parser.add_argument("--seed", type=int, default=0, help="seed of the model, pre-training and RL")
     parser.add_argument("--vae-steps", type=int, default=400)
-    parser.add_argument("--denoiser-steps", type=int, default=1500)
+    parser.add_argument("--denoiser-steps", type=int, default=600)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override for rl")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
