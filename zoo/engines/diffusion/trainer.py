@@ -3,9 +3,11 @@
 One round (a recipe ``step``): draw ``prompts_per_step`` prompts, sample ``group_size`` images each
 with the method's stochastic sampler (flat groups, or trees for TreeGRPO), decode and score them
 with the recipe's rewards (``None`` scores are masked), turn rewards into advantages (the method's
-rule), then run PPO over the stochastic steps: every trained step's ratio is re-scored under the
-current denoiser with the stored next latent, clipped per step, optionally with a KL to the
-reference on the step means. Multi-GPU runs go through ``accelerate launch``: each process samples
+rule), drop images whose advantage is exactly zero (Flow-GRPO's filter: tied groups), then run PPO
+over the stochastic steps: every trained step's ratio is re-scored under the current denoiser
+(classifier-free guided as in sampling) with the stored next latent, clipped per step, optionally
+with a KL to the reference on the step means. With an SDE window (Flow-GRPO-Fast) only the window's
+steps are stochastic and trained. Multi-GPU runs go through ``accelerate launch``: each process samples
 its own prompts with its own noise, rewards and prompts are gathered for the advantages.
 """
 
