@@ -20,6 +20,19 @@ def _row(label: str, scores: dict[str, Any]) -> str:
             f"{mean('foreground_fraction'):.3f} |")  # fmt: skip
 
 
+def _mean(scores: dict[str, Any], key: str) -> float:
+    return sum(v[key] for v in scores.values()) / len(scores)
+
+
+def _outcome(held: dict[str, Any]) -> str:
+    """One measured sentence: which way the held-out reward and the object size moved."""
+    reward = _mean(held["after"], "reward") - _mean(held["before"], "reward")
+    size = _mean(held["after"], "foreground_fraction") - _mean(held["before"], "foreground_fraction")
+    verb = "rose" if reward > 0 else "fell"
+    return (f"**Outcome: on the held-out prompts the reward {verb} by {abs(reward):.3f}** (mean over seeds), while the "
+            f"objects' share of the image changed by {size:+.3f}.")  # fmt: skip
+
+
 def write_card(record: dict[str, Any], path: Path) -> Path:
     """Render the model card (Hugging Face front matter + measured tables) to ``path``."""
     held, pre, recipe = record["held_out"], record["pretrain"], record["recipe"]
@@ -57,8 +70,8 @@ Prompts never seen in pre-training or RL (compositions of seen words): {", ".joi
 
 Engine evaluation during RL (4 held-out prompts x 4 images, fixed noise, every {tr['eval_every']} rounds): {curve}.
 
-What rises and what does not: the reward checks colour only, not shape or size; the foreground
-fraction column shows whether the objects grew (a way to raise a colour share without drawing the shape).
+{_outcome(held)} The reward checks colour only, not shape or size; the foreground fraction column
+shows whether the objects grew (a way to change a colour share without drawing the shape better).
 
 ## Training
 

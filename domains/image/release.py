@@ -139,10 +139,18 @@ def package(run_dir: Path, pretrain_record: dict[str, Any], rl_cpu_minutes: floa
 
     recipe = load_recipe(RECIPE)
     steps, guidance = recipe.algorithm.num_steps, recipe.algorithm.guidance_scale
-    pipe = StableDiffusion3Pipeline.from_pretrained(str(run_dir / "pretrained"), use_safetensors=True)
+    from zoo.pipelines.diffusion import absent_components
+
+    pretrained = run_dir / "pretrained"
+    pipe = StableDiffusion3Pipeline.from_pretrained(str(pretrained), use_safetensors=True, **absent_components(pretrained))
     pipe.set_progress_bar_config(disable=True)
     before = held_out_scores(pipe, steps, guidance)
-    pipe.transformer.load_state_dict(load_file(str(run_dir / "rl" / "final" / "trained.safetensors")))
+    # the run saves the trained parameters; buffers (the positional table) stay the pre-trained ones
+    missing, unexpected = pipe.transformer.load_state_dict(load_file(str(run_dir / "rl" / "final" / "trained.safetensors")),
+                                                           strict=False)  # fmt: skip
+    buffers = {name for name, _ in pipe.transformer.named_buffers()}
+    if unexpected or not set(missing) <= buffers:
+        raise ValueError(f"trained weights do not fit the transformer: missing {missing[:3]}, unexpected {unexpected[:3]}")
     after = held_out_scores(pipe, steps, guidance)
     target = ROOT / "checkpoints" / NAME
     if target.exists():
