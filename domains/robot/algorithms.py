@@ -1,7 +1,7 @@
 """The robot domain's policy-RL methods for the ``policy`` engine: ``resip-ppo`` and ``resfit-td3``.
 
 Each wraps an environment around the frozen base (:class:`~domains.robot.residual.ResidualEnv`),
-builds the stable-baselines3 algorithm (:func:`~domains.robot.residual.resip_ppo`,
+builds the stable-baselines3 algorithm (:func:`~domains.robot.resip.resip_ppo`,
 :func:`~domains.robot.residual.resfit_td3`), saves and loads it for ``--resume``, and exports the
 trained residual together with its base as one ``residual-mlp`` policy directory for :func:`zoo.load`.
 """
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
@@ -25,8 +24,8 @@ from domains.robot.residual import (
     ResidualTD3,
     offline_buffer,
     resfit_td3,
-    resip_ppo,
 )
+from domains.robot.resip import ResipPPOAlgorithm, ResipRewards, resip_ppo
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyRecipe
 from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, save_policy
@@ -78,16 +77,25 @@ class ResipPPO:
     def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
         return ResidualEnv(env, FrozenBase(_require_base(base, self.name)), "resip", recipe.algorithm.residual_scale)
 
+    @staticmethod
+    def _rewards(env: VecEnv, recipe: PolicyRecipe) -> ResipRewards:
+        a = recipe.algorithm
+        return ResipRewards(env, normalize=a.normalize_reward, clip=a.clip_reward, truncation_as_done=a.truncation_as_done)
+
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
-        return resip_ppo(env, hidden=a.hidden, n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs,
-                         gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
+        return resip_ppo(self._rewards(env, recipe), hidden=a.hidden, network_init=a.network_init,
+                         critic_lr=a.critic_lr or None, n_steps=a.rollout_steps, batch_size=a.batch_size,
+                         n_epochs=a.epochs, gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         model.save(folder / MODEL_FILE)
+        model.get_env().save(folder)  # the running reward statistics
 
     def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
-        model = PPO.load(folder / MODEL_FILE, env=env)
+        rewards = self._rewards(env, recipe)
+        rewards.load(folder)
+        model = ResipPPOAlgorithm.load(folder / MODEL_FILE, env=rewards)
         model.policy.action_net.bias.requires_grad_(False)  # held at zero, as built
         model.policy.log_std.requires_grad_(False)
         return model

@@ -65,6 +65,16 @@ class PolicyAlgorithmConfig:
     """Off-policy methods: gradient steps that update the critic only."""
     offline_episodes: int = 0
     """Off-policy methods: scripted demonstration episodes for the offline half of each batch (0: none)."""
+    critic_lr: float = 5e-3
+    """Residual PPO: the critic's own learning rate (ResiP 5e-3; 0: ``training.lr``)."""
+    network_init: str = "resip"
+    """Residual PPO: ``resip`` (Kaiming hidden layers, value head gain 0.25 and bias 0.25, as the authors) or ``sb3``."""
+    normalize_reward: bool = True
+    """Residual PPO: divide rewards by their running std, uncentred (ResiP's ``normalize_reward``)."""
+    clip_reward: float = 5.0
+    """Residual PPO: clip the scaled rewards to ``±clip_reward`` (ResiP 5)."""
+    truncation_as_done: bool = True
+    """Residual PPO: a time limit ends the episode without bootstrapping its last value (ResiP's GAE)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra keyword arguments for the stable-baselines3 algorithm."""
 
@@ -102,6 +112,10 @@ class PolicyRecipe(Recipe):
             raise RecipeError("algorithm.n_envs, rollout_steps, batch_size and epochs must be >= 1")
         if a.residual_scale <= 0:
             raise RecipeError(f"algorithm.residual_scale={a.residual_scale} must be > 0")
+        if a.critic_lr < 0 or a.clip_reward <= 0:
+            raise RecipeError(f"algorithm.critic_lr={a.critic_lr} must be >= 0 and clip_reward={a.clip_reward} > 0")
+        if a.network_init not in ("resip", "sb3"):
+            raise RecipeError(f"algorithm.network_init={a.network_init!r}: choose 'resip' (the authors') or 'sb3'")
         if not 0 < a.gamma <= 1:
             raise RecipeError(f"algorithm.gamma={a.gamma} must be in (0, 1]")
         if self.training.eval_episodes < 0:
