@@ -1,9 +1,11 @@
-"""The robot domain's policy-RL methods for the ``policy`` engine: ``resip-ppo`` and ``resfit-td3``.
+"""The robot domain's policy-RL methods for the ``policy`` engine: ``resip-ppo``, ``resfit-td3`` and ``dppo``.
 
 Each wraps an environment around the frozen base (:class:`~domains.robot.residual.ResidualEnv`),
 builds the stable-baselines3 algorithm (:func:`~domains.robot.resip.resip_ppo`,
 :func:`~domains.robot.residual.resfit_td3`), saves and loads it for ``--resume``, and exports the
 trained residual together with its base as one ``residual-mlp`` policy directory for :func:`zoo.load`.
+``dppo`` has no base: it behaviour-clones a diffusion policy on scripted demonstrations, fine-tunes
+it with :class:`~zoo.engines.policy.dppo.DiffusionPPO` and exports both as ``diffusion-mlp`` directories.
 """
 
 from __future__ import annotations
@@ -146,5 +148,62 @@ class ResfitTD3:
                        "resfit", folder)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class DiffusionPolicyPPO:
+    """DPPO: BC of a DDPM chunk policy on scripted pushes, then PPO over its last K' denoising steps."""
+
+    name: str = "dppo"
+    summary: str = "DPPO: PPO over (env step, denoising step) pairs of a behaviour-cloned diffusion policy"
+    residual: bool = False
+
+    def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
+        from zoo.engines.policy.dppo import ChunkEnv
+
+        if base is not None:
+            raise ValueError("dppo pre-trains its own diffusion policy: leave base.model empty")
+        return ChunkEnv(env, recipe.algorithm.action_chunk)
+
+    @staticmethod
+    def _settings(recipe: PolicyRecipe) -> Any:
+        from zoo.engines.policy.dppo import DPPOSettings
+
+        a, t = recipe.algorithm, recipe.training
+        return DPPOSettings(**{"ft_steps": a.ft_denoising_steps, "n_steps": a.rollout_steps, "gamma": a.gamma,
+                               "epochs": a.epochs, "batch_size": a.batch_size, "actor_lr": t.lr,
+                               "critic_lr": a.critic_lr or t.lr, "critic_warmup": a.critic_warmup, **a.kwargs})  # fmt: skip
+
+    def build(self, env: VecEnv, recipe: PolicyRecipe) -> Any:
+        from domains.robot.bc import chunk_targets
+        from domains.robot.envs import collect_demos
+        from zoo.engines.policy.dppo import DiffusionPPO, pretrain
+
+        a, t = recipe.algorithm, recipe.training
+        if a.offline_episodes < 1:
+            raise ValueError("dppo behaviour-clones scripted demonstrations first: set algorithm.offline_episodes >= 1")
+        demos = collect_demos(a.offline_episodes, seed=t.seed)
+        config = PolicyConfig(demos["observations"].shape[1], demos["actions"].shape[1], "diffusion-mlp",
+                              a.action_chunk, a.hidden, {"denoising_steps": a.denoising_steps})  # fmt: skip
+        chunks = chunk_targets(demos["actions"], demos["episode_index"], a.action_chunk)
+        policy, norm, _ = pretrain(demos["observations"], chunks, config, steps=a.bc_steps, seed=t.seed)
+        return DiffusionPPO(policy, config, norm, env, self._settings(recipe), hidden=a.hidden, seed=t.seed)
+
+    def save(self, model: Any, folder: Path) -> None:
+        model.save(folder)
+
+    def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> Any:
+        from zoo.engines.policy.dppo import DiffusionPPO
+
+        a, t = recipe.algorithm, recipe.training
+        return DiffusionPPO.from_checkpoint(folder, env, self._settings(recipe), hidden=a.hidden, seed=t.seed)
+
+    def export(self, model: Any, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
+        return model.export(folder)
+
+    def export_pretrained(self, model: Any, folder: Path) -> Path:
+        """The behaviour-cloned policy before RL, the ``base`` of the closing evaluation."""
+        return model.export(folder, pretrained=True)
+
+
 RESIP_PPO = register_method(ResipPPO())
+DPPO = register_method(DiffusionPolicyPPO())
 RESFIT_TD3 = register_method(ResfitTD3())
