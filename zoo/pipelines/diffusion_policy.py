@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
-from zoo.pipelines.policy import PolicyConfig
+if TYPE_CHECKING:  # zoo.pipelines.policy imports this module to register the architecture
+    from zoo.pipelines.policy import PolicyConfig
 
 RANDN_CLIP = 3.0  # DPPO's randn_clip_value in its fine-tuning configs
 ACTION_CLIP = 1.0  # denoised_clip_value and final_action_clip_value
