@@ -67,7 +67,9 @@ class ResipRewards(VecEnvWrapper):
             bootstrap a truncated episode from its last state's value (ResiP: on).
     """
 
-    def __init__(self, venv: VecEnv, *, normalize: bool = True, clip: float = 5.0, truncation_as_done: bool = True) -> None:
+    def __init__(
+        self, venv: VecEnv, *, normalize: bool = True, clip: float = 5.0, truncation_as_done: bool = True
+    ) -> None:
         super().__init__(venv)
         if clip <= 0:
             raise ValueError(f"clip={clip} must be > 0")

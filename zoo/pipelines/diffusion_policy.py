@@ -53,12 +53,10 @@ def time_embedding(t: torch.Tensor, dim: int = TIME_DIM) -> torch.Tensor:
 
 def noise_net(config: PolicyConfig) -> nn.Module:
     """``[x_t, time embedding, obs] -> epsilon`` MLP with Mish activations."""
-    sizes = [config.action_chunk * config.action_dim + TIME_DIM + config.observation_dim, *config.hidden]
-    layers: list[nn.Module] = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.Mish()]
-    layers.append(nn.Linear(sizes[-1], config.action_chunk * config.action_dim))
-    return nn.Sequential(*layers)
+    from zoo.pipelines.policy import feedforward
+
+    chunk = config.action_chunk * config.action_dim
+    return feedforward([chunk + TIME_DIM + config.observation_dim, *config.hidden, chunk], nn.Mish)
 
 
 class DiffusionPolicy(nn.Module):
@@ -110,11 +108,13 @@ class DiffusionPolicy(nn.Module):
         if fine_tuned is None:
             fine_tuned = bool(t[0] < self.ft_steps)
         eps = self.epsilon(x, t, obs, fine_tuned)
-        pick = lambda buf: buf[t].view(-1, 1, 1)  # noqa: E731
+        pick = lambda buf: buf[t].view(-1, 1, 1)
         x0 = (pick(self.sqrt_recip_cum) * x - pick(self.sqrt_recipm1_cum) * eps).clamp(-ACTION_CLIP, ACTION_CLIP)
         return pick(self.mu_coef1) * x0 + pick(self.mu_coef2) * x, pick(self.logvar)
 
-    def bc_loss(self, obs: torch.Tensor, actions: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    def bc_loss(
+        self, obs: torch.Tensor, actions: torch.Tensor, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """Epsilon-prediction MSE on ``(B, Ta, Da)`` normalised action chunks (DDPM training)."""
         t = torch.randint(0, self.steps, (len(obs),), generator=generator)
         noise = torch.randn(actions.shape, generator=generator)
@@ -149,4 +149,3 @@ class DiffusionPolicy(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """``(B, Ta*Da)`` normalised chunk by the deterministic evaluation sampler."""
         return self.sample(obs, min_std=0.0, deterministic=True, generator=self.generator)[0].flatten(1)
-

@@ -16,6 +16,7 @@ in :data:`PIPELINES`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections import deque
@@ -71,14 +72,17 @@ def read_policy_config(path: Path) -> PolicyConfig:
         raise ValueError(f"{file}: not a valid policy config ({err}); it needs observation_dim and action_dim") from err
 
 
+def feedforward(sizes: list[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """Linear layers through ``sizes``, ``activation`` between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for a, b in itertools.pairwise(sizes[:-1]):
+        layers += [nn.Linear(a, b), activation()]
+    return nn.Sequential(*layers, nn.Linear(sizes[-2], sizes[-1]))
+
+
 def mlp(config: PolicyConfig) -> nn.Module:
     """Observation -> ``action_chunk * action_dim`` values, ReLU hidden layers."""
-    sizes = [config.observation_dim, *config.hidden]
-    layers: list[nn.Module] = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    layers.append(nn.Linear(sizes[-1], config.action_chunk * config.action_dim))
-    return nn.Sequential(*layers)
+    return feedforward([config.observation_dim, *config.hidden, config.action_chunk * config.action_dim])
 
 
 #: architecture name -> builder ``fn(PolicyConfig) -> nn.Module``.

@@ -29,7 +29,13 @@ DPPO_K5 = {
     "betas": [0.10129407793283463, 0.27954384684562683, 0.47363534569740295, 0.724052369594574, 0.9990000128746033],
     "mu_coef1": [0.9999997615814209, 0.7517487406730652, 0.5781570076942444, 0.46657299995422363, 0.3063907325267792],
     "mu_coef2": [0.0, 0.24389445781707764, 0.38798823952674866, 0.382223904132843, 0.02865130454301834],
-    "logvar": [-46.051700592041016, -2.5216805934906006, -1.3732173442840576, -0.6408681869506836, -0.09967277944087982],
+    "logvar": [
+        -46.051700592041016,
+        -2.5216805934906006,
+        -1.3732173442840576,
+        -0.6408681869506836,
+        -0.09967277944087982,
+    ],
 }
 
 
@@ -76,8 +82,10 @@ def test_fine_tuning_copies_the_network_and_freezes_the_original():
                                    policy.mean_logvar(x, torch.full((3,), t), obs, fine_tuned=False)[0])  # fmt: skip
     with torch.no_grad():
         policy.net_ft[0].weight.add_(1.0)
-    assert not torch.allclose(policy.mean_logvar(x, torch.zeros(3, dtype=torch.long), obs)[0],
-                              policy.mean_logvar(x, torch.zeros(3, dtype=torch.long), obs, fine_tuned=False)[0])
+    assert not torch.allclose(
+        policy.mean_logvar(x, torch.zeros(3, dtype=torch.long), obs)[0],
+        policy.mean_logvar(x, torch.zeros(3, dtype=torch.long), obs, fine_tuned=False)[0],
+    )
     torch.testing.assert_close(policy.mean_logvar(x, torch.full((3,), 4), obs)[0],  # t >= K': the frozen net
                                policy.mean_logvar(x, torch.full((3,), 4), obs, fine_tuned=False)[0])  # fmt: skip
 
@@ -114,7 +122,9 @@ def trainer():
     config = PolicyConfig(28, 4, "diffusion-mlp", 2, (16,), {"denoising_steps": 4})
     env = DummyVecEnv([lambda: ChunkEnv(make_fetch_push(max_episode_steps=6), 2)] * 2)
     env.seed(0)
-    norm = minmax_normalization(np.random.default_rng(0).normal(size=(50, 28)), np.random.default_rng(1).uniform(-1, 1, (50, 4)))
+    norm = minmax_normalization(
+        np.random.default_rng(0).normal(size=(50, 28)), np.random.default_rng(1).uniform(-1, 1, (50, 4))
+    )
     settings = DPPOSettings(ft_steps=2, n_steps=4, epochs=2, batch_size=8, gamma=0.9, gae_lambda=0.8)
     return DiffusionPPO(DiffusionPolicy(config), config, norm, env, settings, hidden=(16,), seed=0)
 

@@ -19,8 +19,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import zoo
 from domains.robot.envs import make_fetch_push
-from domains.robot.resip import ResipRewards, resip_ppo
 from domains.robot.residual import FrozenBase, ResidualEnv
+from domains.robot.resip import ResipRewards, resip_ppo
 from zoo.recipe import RecipeError
 from zoo.train import run
 
@@ -28,7 +28,7 @@ RECIPES = Path(__file__).resolve().parents[3] / "domains" / "robot" / "recipes"
 
 
 def _venv(base_dir, n=2, steps=20):
-    make = lambda: ResidualEnv(make_fetch_push(max_episode_steps=steps), FrozenBase(zoo.load(str(base_dir))))  # noqa: E731
+    make = lambda: ResidualEnv(make_fetch_push(max_episode_steps=steps), FrozenBase(zoo.load(str(base_dir))))
     return DummyVecEnv([make] * n)
 
 
@@ -95,7 +95,9 @@ def test_one_update_moves_actor_and_critic_at_their_own_rates(base_dir):
     after = model.policy.state_dict()
     assert not torch.equal(before["action_net.weight"], after["action_net.weight"])
     assert not torch.equal(before["value_net.weight"], after["value_net.weight"])
-    assert torch.equal(before["action_net.bias"], after["action_net.bias"]) and torch.equal(before["log_std"], after["log_std"])
+    assert torch.equal(before["action_net.bias"], after["action_net.bias"]) and torch.equal(
+        before["log_std"], after["log_std"]
+    )
 
 
 def test_recipe_rejects_an_unknown_init_and_a_bad_clip(tmp_path):

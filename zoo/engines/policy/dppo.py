@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from zoo.pipelines.diffusion_policy import DiffusionPolicy
-from zoo.pipelines.policy import Normalization, PolicyConfig, read_policy_config, save_policy
+from zoo.pipelines.policy import Normalization, PolicyConfig, feedforward, read_policy_config, save_policy
 from zoo.rl.dppo import denoising_log_prob, denoising_minibatches, dppo_policy_loss
 
 logger = logging.getLogger(__name__)
@@ -97,14 +97,6 @@ def pretrain(observations: np.ndarray, chunks: np.ndarray, config: PolicyConfig,
     return policy.eval(), norm, losses
 
 
-def critic_mlp(observation_dim: int, hidden: tuple[int, ...]) -> nn.Module:
-    sizes = [observation_dim, *hidden]
-    layers: list[nn.Module] = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.Mish()]
-    return nn.Sequential(*layers, nn.Linear(sizes[-1], 1))
-
-
 @dataclass(frozen=True)
 class DPPOSettings:
     """DPPO's fine-tuning settings (defaults: its robomimic configs, except where the recipe sets them)."""
@@ -151,7 +143,7 @@ class DiffusionPPO:
         self.policy, self.config, self.norm, self.env, self.s = policy, config, norm, env, settings
         if policy.net_ft is None:
             policy.start_fine_tuning(settings.ft_steps)
-        self.critic = critic_mlp(config.observation_dim, hidden)
+        self.critic = feedforward([config.observation_dim, *hidden, 1], nn.Mish)
         self.actor_opt = torch.optim.AdamW(policy.net_ft.parameters(), lr=settings.actor_lr, weight_decay=0.0)
         self.critic_opt = torch.optim.AdamW(self.critic.parameters(), lr=settings.critic_lr, weight_decay=0.0)
         self.generator = torch.Generator().manual_seed(seed)
