@@ -10,7 +10,7 @@ it with :class:`~zoo.engines.policy.dppo.DiffusionPPO` and exports both as ``dif
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from domains.robot.residual import (
 from domains.robot.resip import ResipPPOAlgorithm, ResipRewards, resip_ppo
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.recipe import RecipeError
 from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, save_policy
 
 MODEL_FILE = "sb3_model.zip"
@@ -168,6 +169,9 @@ class DiffusionPolicyPPO:
         from zoo.engines.policy.dppo import DPPOSettings
 
         a, t = recipe.algorithm, recipe.training
+        known = {f.name for f in fields(DPPOSettings)}
+        if unknown := sorted(set(a.kwargs) - known):
+            raise RecipeError(f"algorithm.kwargs {unknown} are not DPPO settings; known: {', '.join(sorted(known))}")
         return DPPOSettings(**{"ft_steps": a.ft_denoising_steps, "n_steps": a.rollout_steps, "gamma": a.gamma,
                                "epochs": a.epochs, "batch_size": a.batch_size, "actor_lr": t.lr,
                                "critic_lr": a.critic_lr or t.lr, "critic_warmup": a.critic_warmup, **a.kwargs})  # fmt: skip
