@@ -30,8 +30,8 @@ from domains.robot.residual import (
 from domains.robot.resip import ResipPPOAlgorithm, ResipRewards, resip_ppo
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyRecipe
-from zoo.recipe import RecipeError
 from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, save_policy
+from zoo.recipe import RecipeError
 
 MODEL_FILE = "sb3_model.zip"
 BUFFER_FILE = "replay_buffer.pkl"
