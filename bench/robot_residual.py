@@ -8,6 +8,9 @@ episodes keeps the pairing), and the discordant counts (episodes only one policy
 a before/after rollout strip (PNG) of the first seed the base fails and the residual solves.
 
     MUJOCO_GL=egl OMP_NUM_THREADS=1 python bench/robot_residual.py --episodes 100
+
+Any two policy directories compare the same way, e.g. DPPO's behaviour-cloned and fine-tuned
+policies: ``--base runs/fetch-push-dppo/pretrained --policy runs/fetch-push-dppo/final``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Robot manipulation: residual RL on a frozen behaviour-cloned policy (ResiP, ResFiT) and diffusion-policy PPO maths."""
+"""Robot manipulation: residual RL on a frozen behaviour-cloned policy (ResiP, ResFiT) and diffusion-policy PPO (DPPO)."""
 
 from zoo.domains import Domain
 
 DOMAIN = Domain(
     name="robot",
-    summary="residual RL on frozen BC policies (ResiP PPO, ResFiT TD3) on a CPU FetchPush stand-in",
+    summary="residual RL on frozen BC policies (ResiP PPO, ResFiT TD3) and diffusion-policy PPO (DPPO) on a CPU FetchPush stand-in",
     entries="domains.robot.entries",
     algorithms="domains.robot.algorithms",
     environments={"fetch-push": "domains.robot.envs:make_fetch_push"},

@@ -1,19 +1,20 @@
-"""The robot domain's policy-RL methods for the ``policy`` engine: ``resip-ppo`` and ``resfit-td3``.
+"""The robot domain's policy-RL methods for the ``policy`` engine: ``resip-ppo``, ``resfit-td3`` and ``dppo``.
 
 Each wraps an environment around the frozen base (:class:`~domains.robot.residual.ResidualEnv`),
-builds the stable-baselines3 algorithm (:func:`~domains.robot.residual.resip_ppo`,
+builds the stable-baselines3 algorithm (:func:`~domains.robot.resip.resip_ppo`,
 :func:`~domains.robot.residual.resfit_td3`), saves and loads it for ``--resume``, and exports the
 trained residual together with its base as one ``residual-mlp`` policy directory for :func:`zoo.load`.
+``dppo`` has no base: it behaviour-clones a diffusion policy on scripted demonstrations, fine-tunes
+it with :class:`~zoo.engines.policy.dppo.DiffusionPPO` and exports both as ``diffusion-mlp`` directories.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
@@ -25,11 +26,12 @@ from domains.robot.residual import (
     ResidualTD3,
     offline_buffer,
     resfit_td3,
-    resip_ppo,
 )
+from domains.robot.resip import ResipPPOAlgorithm, ResipRewards, resip_ppo
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyRecipe
 from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, save_policy
+from zoo.recipe import RecipeError
 
 MODEL_FILE = "sb3_model.zip"
 BUFFER_FILE = "replay_buffer.pkl"
@@ -78,16 +80,25 @@ class ResipPPO:
     def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
         return ResidualEnv(env, FrozenBase(_require_base(base, self.name)), "resip", recipe.algorithm.residual_scale)
 
+    @staticmethod
+    def _rewards(env: VecEnv, recipe: PolicyRecipe) -> ResipRewards:
+        a = recipe.algorithm
+        return ResipRewards(env, normalize=a.normalize_reward, clip=a.clip_reward, truncation_as_done=a.truncation_as_done)
+
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
-        return resip_ppo(env, hidden=a.hidden, n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs,
-                         gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
+        return resip_ppo(self._rewards(env, recipe), hidden=a.hidden, network_init=a.network_init,
+                         critic_lr=a.critic_lr or None, n_steps=a.rollout_steps, batch_size=a.batch_size,
+                         n_epochs=a.epochs, gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         model.save(folder / MODEL_FILE)
+        model.get_env().save(folder)  # the running reward statistics
 
     def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
-        model = PPO.load(folder / MODEL_FILE, env=env)
+        rewards = self._rewards(env, recipe)
+        rewards.load(folder)
+        model = ResipPPOAlgorithm.load(folder / MODEL_FILE, env=rewards)
         model.policy.action_net.bias.requires_grad_(False)  # held at zero, as built
         model.policy.log_std.requires_grad_(False)
         return model
@@ -138,5 +149,65 @@ class ResfitTD3:
                        "resfit", folder)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class DiffusionPolicyPPO:
+    """DPPO: BC of a DDPM chunk policy on scripted pushes, then PPO over its last K' denoising steps."""
+
+    name: str = "dppo"
+    summary: str = "DPPO: PPO over (env step, denoising step) pairs of a behaviour-cloned diffusion policy"
+    residual: bool = False
+
+    def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
+        from zoo.engines.policy.dppo import ChunkEnv
+
+        if base is not None:
+            raise ValueError("dppo pre-trains its own diffusion policy: leave base.model empty")
+        return ChunkEnv(env, recipe.algorithm.action_chunk)
+
+    @staticmethod
+    def _settings(recipe: PolicyRecipe) -> Any:
+        from zoo.engines.policy.dppo import DPPOSettings
+
+        a, t = recipe.algorithm, recipe.training
+        known = {f.name for f in fields(DPPOSettings)}
+        if unknown := sorted(set(a.kwargs) - known):
+            raise RecipeError(f"algorithm.kwargs {unknown} are not DPPO settings; known: {', '.join(sorted(known))}")
+        return DPPOSettings(**{"ft_steps": a.ft_denoising_steps, "n_steps": a.rollout_steps, "gamma": a.gamma,
+                               "epochs": a.epochs, "batch_size": a.batch_size, "actor_lr": t.lr,
+                               "critic_lr": a.critic_lr or t.lr, "critic_warmup": a.critic_warmup, **a.kwargs})  # fmt: skip
+
+    def build(self, env: VecEnv, recipe: PolicyRecipe) -> Any:
+        from domains.robot.bc import chunk_targets
+        from domains.robot.envs import collect_demos
+        from zoo.engines.policy.dppo import DiffusionPPO, pretrain
+
+        a, t = recipe.algorithm, recipe.training
+        if a.offline_episodes < 1:
+            raise ValueError("dppo behaviour-clones scripted demonstrations first: set algorithm.offline_episodes >= 1")
+        demos = collect_demos(a.offline_episodes, seed=t.seed)
+        config = PolicyConfig(demos["observations"].shape[1], demos["actions"].shape[1], "diffusion-mlp",
+                              a.action_chunk, a.hidden, {"denoising_steps": a.denoising_steps})  # fmt: skip
+        chunks = chunk_targets(demos["actions"], demos["episode_index"], a.action_chunk)
+        policy, norm, _ = pretrain(demos["observations"], chunks, config, steps=a.bc_steps, seed=t.seed)
+        return DiffusionPPO(policy, config, norm, env, self._settings(recipe), hidden=a.hidden, seed=t.seed)
+
+    def save(self, model: Any, folder: Path) -> None:
+        model.save(folder)
+
+    def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> Any:
+        from zoo.engines.policy.dppo import DiffusionPPO
+
+        a, t = recipe.algorithm, recipe.training
+        return DiffusionPPO.from_checkpoint(folder, env, self._settings(recipe), hidden=a.hidden, seed=t.seed)
+
+    def export(self, model: Any, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
+        return model.export(folder)
+
+    def export_pretrained(self, model: Any, folder: Path) -> Path:
+        """The behaviour-cloned policy before RL, the ``base`` of the closing evaluation."""
+        return model.export(folder, pretrained=True)
+
+
 RESIP_PPO = register_method(ResipPPO())
+DPPO = register_method(DiffusionPolicyPPO())
 RESFIT_TD3 = register_method(ResfitTD3())

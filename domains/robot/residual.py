@@ -15,6 +15,7 @@ top of a possibly chunked base whose action is part of the residual's input:
 
 The base is never trained: :class:`FrozenBase` turns its parameters' gradients off and only the
 residual's parameters reach an optimiser (``tests/domains/robot`` checks the weights stay bit-identical).
+ResiP's PPO itself (networks, reward scaling, optimisers) is in :mod:`domains.robot.resip`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 import torch
-from stable_baselines3 import PPO, TD3
+from stable_baselines3 import TD3
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.utils import polyak_update
@@ -35,7 +36,6 @@ from zoo.pipelines.policy import PolicyPipeline
 
 OBS_CLAMP = 3.0  # ResiP clamps the normalised observations it feeds the residual to [-3, 3]
 RESIP_SCALE = 0.1
-RESIP_LOG_STD = -1.0
 # stable-baselines3 needs a finite action box and clips samples to it; at 1e3 (about 2700 standard
 # deviations of e^-1) the clip never binds, so ResiP's residual stays unclipped in effect.
 RESIP_BOUND = 1e3
@@ -148,28 +148,6 @@ class ResidualEnv(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action.astype(np.float32))
         info["base_action"], info["combined_action"] = base_action, combined.astype(np.float32)
         return self._observe(obs), reward, terminated, truncated, info
-
-
-def resip_ppo(env: Any, *, hidden: tuple[int, ...] = (256, 256), **ppo_kwargs: Any) -> PPO:
-    """Stable-baselines3 PPO set up as ResiP's residual actor.
-
-    Actor and critic MLPs with ReLU, a Gaussian with fixed log-std -1 (``learn_std false``), and the
-    mean's output layer zeroed with its bias held at zero (ResiP's last layer has no bias), so the
-    initial policy is the base exactly. ``ppo_kwargs`` go to :class:`~stable_baselines3.PPO`
-    (ResiP: clip 0.2, ent 0, vf_coef 1, max_grad_norm 1, gae_lambda 0.95, target_kl 0.1).
-    """
-    policy_kwargs = {"net_arch": {"pi": list(hidden), "vf": list(hidden)}, "activation_fn": torch.nn.ReLU,
-                     "log_std_init": RESIP_LOG_STD}  # fmt: skip
-    policy_kwargs.update(ppo_kwargs.pop("policy_kwargs", {}))
-    defaults = {"clip_range": 0.2, "ent_coef": 0.0, "vf_coef": 1.0, "max_grad_norm": 1.0, "gae_lambda": 0.95,
-                "target_kl": 0.1}  # fmt: skip
-    model = PPO("MlpPolicy", env, policy_kwargs=policy_kwargs, **{**defaults, **ppo_kwargs})
-    with torch.no_grad():
-        model.policy.action_net.weight.zero_()
-        model.policy.action_net.bias.zero_()
-    model.policy.action_net.bias.requires_grad_(False)
-    model.policy.log_std.requires_grad_(False)
-    return model
 
 
 class ResidualTD3(TD3):

@@ -8,14 +8,16 @@ A chunked policy (``action_chunk > 1``) keeps its queue: :meth:`PolicyPipeline.a
 next queued action and only runs the network when the queue is empty.
 
 The built-in architectures are ``mlp`` (the behaviour-cloned base policies of the robot recipes),
-``residual-mlp`` (a frozen base plus a per-step residual, :mod:`zoo.pipelines.residual_policy`)
-and ``beta-mlp`` (a Beta-distribution head acting with its mean, :mod:`zoo.pipelines.beta_policy`);
+``residual-mlp`` (a frozen base plus a per-step residual, :mod:`zoo.pipelines.residual_policy`),
+``beta-mlp`` (a Beta-distribution head acting with its mean, :mod:`zoo.pipelines.beta_policy`)
+and ``diffusion-mlp`` (a DDPM action-chunk policy, :mod:`zoo.pipelines.diffusion_policy`);
 others register a builder in :data:`ARCHITECTURES` (and, for a stateful policy, a pipeline class
 in :data:`PIPELINES`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections import deque
@@ -71,14 +73,17 @@ def read_policy_config(path: Path) -> PolicyConfig:
         raise ValueError(f"{file}: not a valid policy config ({err}); it needs observation_dim and action_dim") from err
 
 
+def feedforward(sizes: list[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """Linear layers through ``sizes``, ``activation`` between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for a, b in itertools.pairwise(sizes[:-1]):
+        layers += [nn.Linear(a, b), activation()]
+    return nn.Sequential(*layers, nn.Linear(sizes[-2], sizes[-1]))
+
+
 def mlp(config: PolicyConfig) -> nn.Module:
     """Observation -> ``action_chunk * action_dim`` values, ReLU hidden layers."""
-    sizes = [config.observation_dim, *config.hidden]
-    layers: list[nn.Module] = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    layers.append(nn.Linear(sizes[-1], config.action_chunk * config.action_dim))
-    return nn.Sequential(*layers)
+    return feedforward([config.observation_dim, *config.hidden, config.action_chunk * config.action_dim])
 
 
 #: architecture name -> builder ``fn(PolicyConfig) -> nn.Module``.
@@ -206,9 +211,11 @@ def load_policy_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str
 
 
 from zoo.pipelines.beta_policy import BetaMLP  # (these extend this module)
+from zoo.pipelines.diffusion_policy import DiffusionPolicy
 from zoo.pipelines.residual_policy import ResidualPolicy, ResidualPolicyPipeline
 
 ARCHITECTURES["residual-mlp"] = ResidualPolicy
 ARCHITECTURES["beta-mlp"] = BetaMLP
+ARCHITECTURES["diffusion-mlp"] = DiffusionPolicy
 #: architecture name -> pipeline class, for architectures whose pipeline is not :class:`PolicyPipeline`.
 PIPELINES: dict[str, type[PolicyPipeline]] = {"residual-mlp": ResidualPolicyPipeline}

@@ -23,14 +23,13 @@ def resip_run(tmp_path_factory):
 
 
 def test_exported_residual_acts_like_the_trained_model_with_the_base_queue(resip_run):
-    from stable_baselines3 import PPO
-
     from domains.robot.envs import make_fetch_push
     from domains.robot.residual import FrozenBase, ResidualEnv
+    from domains.robot.resip import ResipPPOAlgorithm
 
     pipe = zoo.load(str(resip_run / "final"))
     assert type(pipe).__name__ == "ResidualPolicyPipeline" and pipe.config.action_chunk == 1
-    model = PPO.load(resip_run / "checkpoint-2" / "sb3_model.zip")
+    model = ResipPPOAlgorithm.load(resip_run / "checkpoint-2" / "sb3_model.zip")
     assert model.policy.action_net.weight.abs().sum() > 0
     wrapped = ResidualEnv(make_fetch_push(max_episode_steps=20), FrozenBase(zoo.load("fetch-push-bc-tiny")))
     plain = make_fetch_push(max_episode_steps=20)

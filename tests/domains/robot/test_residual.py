@@ -9,7 +9,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import zoo
 from domains.robot.envs import make_fetch_push
-from domains.robot.residual import FrozenBase, ResidualEnv, offline_buffer, resfit_td3, resip_ppo
+from domains.robot.residual import FrozenBase, ResidualEnv, offline_buffer, resfit_td3
+from domains.robot.resip import resip_ppo
 
 
 def _env(base_dir, combine="resip", scale=0.1):

@@ -5,8 +5,9 @@ updates; the loop logs ``metrics.csv`` (success rate of the episodes that ended 
 environment steps, the algorithm's own losses) with a ``success_rate_curve.png``, writes atomic
 ``checkpoint-N/`` folders that ``--resume`` continues from (algorithm state, optimiser, replay
 buffer; the environments restart their episodes), exports ``final/`` as a zoo policy directory
-and, with ``training.eval_episodes``, compares base and trained policy on the same seeded episodes
-(``eval.json``).
+(and ``pretrained/``, for a method that pre-trains its own starting policy) and, with
+``training.eval_episodes``, compares base (or pre-trained) and trained policy on the same seeded
+episodes (``eval.json``).
 """
 
 from __future__ import annotations
@@ -121,8 +122,11 @@ def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_r
             prune_checkpoints(output_dir, tr.save_total_limit)
     log.finish()
     final = method.export(model, base, recipe, output_dir / "final")
+    before = recipe.base.model
+    if not before and hasattr(method, "export_pretrained"):  # a method that pre-trains its own starting policy
+        before = str(method.export_pretrained(model, output_dir / "pretrained"))
     if tr.eval_episodes:
-        report = evaluate(recipe, final, episodes=tr.eval_episodes, seed=tr.eval_seed)
+        report = evaluate(recipe, final, episodes=tr.eval_episodes, seed=tr.eval_seed, base=before)
         (output_dir / EVAL_FILE).write_text(json.dumps(report, indent=2))
         logger.info("evaluation: %s", report)
     return output_dir
@@ -137,14 +141,14 @@ def _metrics(model: BaseAlgorithm, successes: list[bool]) -> dict[str, Any]:
     return metrics
 
 
-def evaluate(recipe: PolicyRecipe, policy_dir: Path, *, episodes: int, seed: int) -> dict[str, Any]:
-    """Base and trained policy (deterministic, queued ``act``) on the same seeded episodes."""
+def evaluate(recipe: PolicyRecipe, policy_dir: Path, *, episodes: int, seed: int, base: str = "") -> dict[str, Any]:
+    """Base (``base``, else the recipe's) and trained policy (deterministic, queued ``act``) on the same seeded episodes."""
     import zoo
     from zoo.engines.policy.evaluate import success_rate
 
     env = make_environment(recipe.env.name, **recipe.env.kwargs)
     report: dict[str, Any] = {"seed": seed}
-    for label, source in (("base", recipe.base.model), ("trained", str(policy_dir))):
+    for label, source in (("base", base or recipe.base.model), ("trained", str(policy_dir))):
         if not source:
             continue
         pipe = zoo.load(source, device="cpu", dtype="float32")

@@ -1,9 +1,14 @@
 """What a policy-RL method contributes to the ``policy`` engine, and the table they register in.
 
-A method (ResiP's residual PPO, ResFiT's residual TD3, ...) knows how to wrap one environment
-around the frozen base, how to build the stable-baselines3 algorithm, how to load it back for
-``--resume`` and how to export the trained policy as a zoo policy directory. Domains register
-methods from their ``algorithms`` module (``Domain.algorithms``), which the engine imports first.
+A method (ResiP's residual PPO, ResFiT's residual TD3, DPPO, ...) knows how to wrap one environment
+(around the frozen base, or into action chunks), how to build the algorithm, how to load it back
+for ``--resume`` and how to export the trained policy as a zoo policy directory. The algorithm is
+a stable-baselines3 one or, where stable-baselines3 cannot express the method (DPPO's PPO over
+denoising steps), an object with the part of its surface the engine drives: ``learn(total_timesteps,
+reset_num_timesteps=, callback=)``, ``num_timesteps``, ``logger.name_to_value`` and ``get_env()``.
+A method that pre-trains its own starting policy also has ``export_pretrained(model, folder)``,
+the "before" of the closing evaluation. Domains register methods from their ``algorithms`` module
+(``Domain.algorithms``), which the engine imports first.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ class PolicyMethod(Protocol):
         """One training environment as the learner sees it (e.g. residual observation and action)."""
 
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
-        """A fresh stable-baselines3 algorithm for ``env``."""
+        """A fresh algorithm for ``env`` (see the module docstring for what the engine calls)."""
 
     def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         """The algorithm saved by :meth:`save` in ``folder`` (``--resume``)."""

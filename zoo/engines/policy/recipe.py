@@ -33,7 +33,7 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class BaseConfig:
-    """The frozen policy a residual method corrects; empty for methods without a base."""
+    """The frozen policy a residual method corrects; empty for methods without a base (``dppo`` pre-trains its own)."""
 
     model: str = ""
     """A zoo name or a policy directory, loaded with :func:`zoo.load`."""
@@ -44,7 +44,7 @@ class PolicyAlgorithmConfig:
     """The method and its settings (defaults: the CPU residual-PPO settings measured on FetchPush)."""
 
     method: str = "resip-ppo"
-    """Registered method (:data:`zoo.engines.policy.methods.POLICY_METHODS`): ``resip-ppo``, ``resfit-td3``."""
+    """Registered method (:data:`zoo.engines.policy.methods.POLICY_METHODS`): ``resip-ppo``, ``resfit-td3``, ``dppo``."""
     residual_scale: float = 0.1
     """Scale of the residual added to the base action (ResiP 0.1; ResFiT 0.1-0.2)."""
     n_envs: int = 8
@@ -62,11 +62,29 @@ class PolicyAlgorithmConfig:
     learning_starts: int = 2000
     """Off-policy methods: environment steps of exploration before the first update."""
     critic_warmup: int = 0
-    """Off-policy methods: gradient steps that update the critic only."""
+    """Gradient steps (off-policy methods) or iterations (``dppo``) that update the critic only."""
     offline_episodes: int = 0
-    """Off-policy methods: scripted demonstration episodes for the offline half of each batch (0: none)."""
+    """Scripted demonstration episodes: ResFiT's offline half of each batch, DPPO's BC data (0: none)."""
+    critic_lr: float = 5e-3
+    """Residual PPO: the critic's own learning rate (ResiP 5e-3; 0: ``training.lr``)."""
+    network_init: str = "resip"
+    """Residual PPO: ``resip`` (Kaiming hidden layers, value head gain 0.25 and bias 0.25, as the authors) or ``sb3``."""
+    normalize_reward: bool = True
+    """Residual PPO: divide rewards by their running std, uncentred (ResiP's ``normalize_reward``)."""
+    clip_reward: float = 5.0
+    """Residual PPO: clip the scaled rewards to ``±clip_reward`` (ResiP 5)."""
+    truncation_as_done: bool = True
+    """Residual PPO: a time limit ends the episode without bootstrapping its last value (ResiP's GAE)."""
+    denoising_steps: int = 20
+    """Diffusion policies (``dppo``): DDPM steps K of the chain."""
+    ft_denoising_steps: int = 10
+    """Diffusion policies (``dppo``): the last K' steps that are fine-tuned (DPPO: 10 of 20)."""
+    action_chunk: int = 4
+    """Diffusion policies (``dppo``): actions per chunk, all executed (DPPO's horizon_steps = act_steps)."""
+    bc_steps: int = 3000
+    """Diffusion policies (``dppo``): behaviour-cloning steps on ``offline_episodes`` demonstrations before RL."""
     kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra keyword arguments for the stable-baselines3 algorithm."""
+    """Extra keyword arguments for the algorithm (stable-baselines3's, or :class:`~zoo.engines.policy.dppo.DPPOSettings`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +120,13 @@ class PolicyRecipe(Recipe):
             raise RecipeError("algorithm.n_envs, rollout_steps, batch_size and epochs must be >= 1")
         if a.residual_scale <= 0:
             raise RecipeError(f"algorithm.residual_scale={a.residual_scale} must be > 0")
+        if a.critic_lr < 0 or a.clip_reward <= 0:
+            raise RecipeError(f"algorithm.critic_lr={a.critic_lr} must be >= 0 and clip_reward={a.clip_reward} > 0")
+        if not 1 <= a.ft_denoising_steps <= a.denoising_steps or a.action_chunk < 1 or a.bc_steps < 0:
+            raise RecipeError(f"algorithm: need 1 <= ft_denoising_steps ({a.ft_denoising_steps}) <= denoising_steps "
+                              f"({a.denoising_steps}), action_chunk >= 1 and bc_steps >= 0")
+        if a.network_init not in ("resip", "sb3"):
+            raise RecipeError(f"algorithm.network_init={a.network_init!r}: choose 'resip' (the authors') or 'sb3'")
         if not 0 < a.gamma <= 1:
             raise RecipeError(f"algorithm.gamma={a.gamma} must be in (0, 1]")
         if self.training.eval_episodes < 0:
