@@ -200,6 +200,38 @@ def summarise(
     return out
 
 
+def plot_curves(training: dict[str, Any], path: Path, metric: str) -> None:
+    """Held-out ``metric`` against training CPU-minutes: the SFT warm start (left), then GRPO against
+    continued SFT from the same start, per seed (right, minutes since the end of SFT)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def xy(points: list[dict[str, float]]) -> tuple[list[float], list[float]]:
+        return [p["minutes"] for p in points], [p[metric] for p in points]
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [3, 2]})
+    left.plot(*xy(training["sft"]["curve"]), "k-o", ms=3)
+    left.set_title("SFT warm start")
+    start = training["sft"][f"final_{metric}"]
+    for i, g in enumerate(training["grpo"]):
+        xs, ys = xy(g["curve"])
+        right.plot([0.0, *xs], [start, *ys], "-", color=f"C{i}", label=f"GRPO seed {g['seed']}")
+    for i, c in enumerate(training.get("sft_continue_equal_time") or []):
+        xs, ys = xy(c["curve"])
+        right.plot([0.0, *xs], [start, *ys], "--", color=f"C{i}", label=f"more SFT seed {c['seed']}")
+    right.set_title("from the SFT checkpoint: GRPO vs more SFT")
+    for ax in (left, right):
+        ax.set_xlabel("training CPU-minutes (evaluation excluded)")
+        ax.grid(alpha=0.3)
+    left.set_ylabel(f"held-out {metric}")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs, list[int]], None],
          prog: str, description: str, argv: list[str] | None = None) -> None:  # fmt: skip
     """The ``python -m domains.<d>.release STAGE`` command line around ``ladder``."""
