@@ -189,8 +189,7 @@ def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = N
         license="apache-2.0",
         library_name="transformers",
         pipeline_tag="image-text-to-text",
-        tags=["driving", "trajectory-planning", "grpo", "pdms", "qwen2_5_vl", "synthetic-data", "cpu-trained",
-              "rl-model-zoo"],  # fmt: skip
+        tags=["driving", "trajectory-planning", "grpo", "pdms", "qwen2_5_vl", "synthetic-data", "rl-model-zoo"],
         model_name=training["entry"],
         eval_results=results,
     )
