@@ -150,8 +150,14 @@ def stage_grpo(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
 
 
 def stage_sft_continue(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
-    """Control arm: SFT continued from the same start for the CPU minutes GRPO seed ``seed`` used."""
-    budget = read_json(args.run_dir / f"grpo-s{seed}.json")["train_minutes"]
+    """Control arm: SFT continued from the same start for the CPU minutes GRPO seed ``seed`` used.
+
+    The budget is read from the GRPO run's own ``metrics.csv``, so the control can start as soon as
+    GRPO's training ends, while its checkpoints are still being evaluated."""
+    grpo = args.run_dir / f"grpo-s{seed}"
+    if not (grpo / "final").is_dir():
+        raise FileNotFoundError(f"{grpo}/final does not exist: run the grpo stage for seed {seed} first")
+    budget = minutes(grpo)
     overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
     out = train(ladder.control_recipe, overrides, args.run_dir / f"sft-continue-s{seed}")
     write_json(args.run_dir / f"sft-continue-s{seed}.json", {

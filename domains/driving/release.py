@@ -36,14 +36,14 @@ RECIPES = Path(__file__).resolve().parent / "recipes"
 SFT_RECIPE = RECIPES / "driving-vla-tiny-sft.yaml"
 GRPO_RECIPE = RECIPES / "driving-vla-tiny-cpu.yaml"
 CONTROL_RECIPE = RECIPES / "driving-vla-tiny-sft-control.yaml"
-#: The released checkpoint's knobs: 40 held-out scenes per curve point, 200 for the final numbers
+#: The released checkpoint's knobs: 20 held-out scenes per curve point (10 for SFT), 100 for the final numbers
 #: (the scenes of ``zoo eval driving-vla-tiny --data synthetic``).
 DEFAULTS = ReleaseArgs(
     run_dir=ROOT / "runs/driving-tiny",
     checkpoint=ROOT / "checkpoints" / ENTRY,
     card=ROOT / "model_cards" / ENTRY / "README.md",
-    eval_n=40,
-    final_eval_n=200,
+    eval_n=20,
+    final_eval_n=100,
 )
 
 _EVAL_CACHE: dict[int, list[Sample]] = {}
