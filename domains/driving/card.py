@@ -124,6 +124,10 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
         )
     else:
         verdict += " The continued-SFT control was not run."
+    verdict += (
+        f" Each number is one greedy pass over the same {training['held_out']['n_final']} scenes; no confidence "
+        "interval is computed, so read differences of a few hundredths as unresolved."
+    )
     return grpo_rows, control_rows + ("\n" if control_rows else ""), verdict
 
 
