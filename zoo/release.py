@@ -182,8 +182,11 @@ def copy_weights(args: ReleaseArgs, seed: int, entry: str, sft_numbers: dict[str
     record in ``sft/training.json``."""
     if args.checkpoint.exists():
         shutil.rmtree(args.checkpoint)
-    shutil.copytree(args.run_dir / f"grpo-s{seed}" / "final", args.checkpoint)
-    shutil.copytree(args.run_dir / "sft" / "final", args.checkpoint / "sft")
+    pickles = shutil.ignore_patterns(
+        "*.bin", "*.pt", "*.pth"
+    )  # TRL's training_args.bin: weights ship as safetensors only
+    shutil.copytree(args.run_dir / f"grpo-s{seed}" / "final", args.checkpoint, ignore=pickles)
+    shutil.copytree(args.run_dir / "sft" / "final", args.checkpoint / "sft", ignore=pickles)
     write_json(args.checkpoint / "sft" / "training.json", {
         "entry": entry, "stage": "SFT warm start (GRPO's starting point)", **sft_numbers, "record": "../training.json"})  # fmt: skip
 
