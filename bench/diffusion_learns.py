@@ -36,35 +36,11 @@ import torch
 
 from zoo.engines.diffusion.models import build_tiny, save_tiny
 from zoo.engines.diffusion.pretrain import pretrain_denoiser, pretrain_vae
+from zoo.engines.diffusion.synthetic import synthetic_images
 from zoo.train import run as zoo_train
 
 ROOT = Path(__file__).resolve().parents[1]
-COLOURS = {"red": (0.9, 0.1, 0.1), "green": (0.1, 0.8, 0.2), "blue": (0.15, 0.25, 0.9), "yellow": (0.9, 0.85, 0.1),
-           "magenta": (0.85, 0.1, 0.8), "cyan": (0.1, 0.8, 0.85), "orange": (0.95, 0.5, 0.05), "grey": (0.5, 0.5, 0.5)}  # fmt: skip
-SHAPES = ("square", "circle")
-HELD_OUT = ("a green circle", "a blue square", "a orange circle", "a grey square")
 MODELS = {"flow_grpo": "tiny:sd3", "ddpo": "tiny:unet", "dance_grpo": "tiny:sd3", "tree_grpo": "tiny:sd3"}
-
-
-def synthetic_images(n: int, generator: torch.Generator, size: int = 32) -> tuple[torch.Tensor, list[str]]:
-    """``n`` images (n, 3, size, size) in [0, 1] of one coloured shape on a dark background, and their captions."""
-    prompts = [f"a {c} {s}" for c in COLOURS for s in SHAPES if f"a {c} {s}" not in HELD_OUT]
-    yy, xx = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
-    images, captions = torch.zeros(n, 3, size, size), []
-    for i in range(n):
-        prompt = prompts[int(torch.randint(len(prompts), (1,), generator=generator))]
-        _, colour, shape = prompt.split()
-        r = float(torch.randint(5, 11, (1,), generator=generator))
-        cx, cy = (float(v) for v in torch.randint(10, size - 10, (2,), generator=generator))
-        inside = (
-            (xx - cx).abs().maximum((yy - cy).abs()) <= r
-            if shape == "square"
-            else (xx - cx) ** 2 + (yy - cy) ** 2 <= r**2
-        )
-        images[i] = 0.08
-        images[i][:, inside] = torch.tensor(COLOURS[colour]).unsqueeze(1)
-        captions.append(prompt)
-    return images, captions
 
 
 def pretrained(method: str, seed: int, cache: Path, vae_steps: int, denoiser_steps: int) -> Path:

@@ -13,6 +13,7 @@ from rewards.grounding import BoxIoU, PointInBox
 from rewards.image_similarity import RenderedImageSimilarity
 from rewards.image_stats import Brightness, Colourfulness, JpegSize
 from rewards.numeric import NumericMatch
+from rewards.prompt_colour import PromptColour
 from rewards.text import EditSimilarity, ExactMatch
 
 BUILTIN = [
@@ -21,7 +22,7 @@ BUILTIN = [
     ExactMatch(), EditSimilarity(), EditSimilarity(metric="cer", name="ocr-cer"),
     BoxIoU(), BoxIoU(threshold=0.5, name="box-iou-0.5"), PointInBox(), ActionMatch(),
     RenderedImageSimilarity("svg", "ssim"), RenderedImageSimilarity("matplotlib", "ssim"),
-    Brightness(), Colourfulness(), JpegSize(-1), JpegSize(+1),
+    Brightness(), Colourfulness(), JpegSize(-1), JpegSize(+1), PromptColour(),
 ]
 for _reward in BUILTIN:
     register(_reward.name, _reward)

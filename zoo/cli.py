@@ -109,6 +109,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     pipe = load(args.name, revision=args.revision, device=args.device, dtype=args.dtype,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
+    if pipe.entry.spec.kind == "diffusion":
+        return _run_diffusion(pipe, args)
+    if not args.image:
+        raise SystemExit(f"zoo run: {pipe.entry.name} answers questions about an image; pass --image PATH")
     generation = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
     if args.temperature:
         generation.update(do_sample=True, temperature=args.temperature)
@@ -129,6 +133,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         for key, value in result.items():
             if key not in ("model", "revision", "source"):
                 print(f"  {key}: {value}")
+    return 0
+
+
+def _run_diffusion(pipe: Any, args: argparse.Namespace) -> int:
+    """Generate one image for ``--prompt`` with the entry's sampling settings and save it to ``--out``."""
+    out = pipe(args.prompt, seed=args.seed)
+    path = Path(args.out or f"{pipe.entry.name}.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out.images[0].save(path)
+    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, "prompt": args.prompt,
+              "image": str(path), "settings": out.settings}  # fmt: skip
+    print(json.dumps(result, indent=2) if args.json else f"{pipe.entry.name}: wrote {path} ({out.settings})")
     return 0
 
 
@@ -154,10 +170,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
     domain = domains.DOMAINS.get(pipe.entry.domain) if pipe.entry.domain in domains.DOMAINS else None
+    if domain is None:  # an unlisted model: the domain whose evaluation declares the benchmark
+        domain = next((d for d in domains.discover() if args.data in d.benchmarks and d.evaluate), None)
     if domain is None or domain.evaluate is None:
         raise ValueError(
-            f"no evaluation for domain {pipe.entry.domain!r}; for a local model directory pass "
-            "--entry NAME (the registered model whose prompt, parser and domain it follows)"
+            f"no evaluation for domain {pipe.entry.domain!r} and no domain declares the benchmark {args.data!r}; "
+            "for a local model directory pass --entry NAME (the registered model whose prompt, parser and domain "
+            "it follows)"
         )
     module, _, func = domain.evaluate.partition(":")
     evaluate = getattr(importlib.import_module(module), func)
@@ -260,12 +279,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "run",
-        help="answer one question about one image",
-        description="Load a model (checkpoints/, HF cache, or download) and answer one question about one image.",
+        help="answer one question about one image, or generate an image from a prompt",
+        description="Load a model (checkpoints/, HF cache, or download) and answer one question about one image; "
+        "a text-to-image model instead draws --prompt into --out.",
     )
     p.add_argument("name", help="model name/alias or a local model directory")
-    p.add_argument("--image", required=True, help="path of the image")
-    p.add_argument("--prompt", required=True, help="the question or instruction")
+    p.add_argument("--image", help="path of the image (models that read images)")
+    p.add_argument("--prompt", required=True, help="the question or instruction, or the text-to-image prompt")
+    p.add_argument("--out", metavar="PNG", help="text-to-image models: where to save the image (default: NAME.png)")
     p.add_argument("--system", help="a named prompt variant of the model (e.g. cod) or your own system prompt")
     p.add_argument("--revision", help="Hub branch, tag or commit (default: the entry's pinned revision)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
@@ -291,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a model on a benchmark", description="Evaluate a model on a benchmark.")
     p.add_argument("name", help="model name/alias or a local model directory")
     p.add_argument("--data", required=True, help="benchmark: screenspot, screenspot-v2, screenspot-pro, synthetic, synthetic-tiny, "
-        "pathmmu, u2bench-{cla,seg,measurement,report}[:id], synthetic-pathology-mcq ...")
+        "pathmmu, u2bench-{cla,seg,measurement,report}[:id], synthetic-pathology-mcq, geneval, ocr, gedit-bench ...")
     p.add_argument("--path", help="benchmark files (annotation file or folder); synthetic data needs none")
     p.add_argument("--entry", help="for a local directory: the registered model whose prompt and parser it uses")
     p.add_argument("--limit", type=int, help="evaluate only the first N samples")

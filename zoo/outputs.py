@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
 #: fields a parser may fill; anything else it returns goes to ``Prediction.extra``.
-PARSED_FIELDS = ("think", "answer", "letter", "bbox", "point", "action", "code", "trajectory")
+PARSED_FIELDS = ("think", "answer", "letter", "bbox", "point", "action", "code", "trajectory", "objects")
 
 
 @dataclass
@@ -23,7 +23,8 @@ class Prediction:
     """A model's answer to one input.
 
     Boxes (``[x1, y1, x2, y2]``) and points (``[x, y]``) are in **original image pixels**,
-    whatever frame the model emitted. ``parse_error`` is set (and the fields that could not be
+    whatever frame the model emitted; so are the boxes of ``objects`` (detections: one dict per
+    object with ``bbox`` and, when the model wrote them, ``label`` and ``score``). ``parse_error`` is set (and the fields that could not be
     parsed are ``None``) when the text does not follow the task's format: a bad answer is data,
     not an exception.
     """
@@ -37,6 +38,7 @@ class Prediction:
     action: dict[str, Any] | None = None
     code: str | None = None
     trajectory: list[list[float]] | None = None
+    objects: list[dict[str, Any]] | None = None
     parse_error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

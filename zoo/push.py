@@ -28,7 +28,7 @@ MODEL_FILES = frozenset({
     "video_preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
     "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json",
     "model.safetensors.index.json", "training.json", "policy_config.json", "normalization.json", "model_index.json",
-    "metrics.csv",  # a shipped checkpoint's training log, next to training.json
+    "scheduler_config.json", "metrics.csv",  # a shipped checkpoint's training log, next to training.json
 })  # fmt: skip
 #: The file that says how to build the model, one per kind (transformers, zoo policy, diffusers pipeline).
 CONFIG_FILES = ("config.json", "policy_config.json", "model_index.json")
@@ -92,22 +92,43 @@ def source_folder(entry: ModelEntry, source: str | None) -> Path:
     )
 
 
+def _pipeline_components(folder: Path) -> set[str]:
+    """The component sub-folders a diffusers pipeline's ``model_index.json`` names (none for other models)."""
+    index = folder / "model_index.json"
+    if not index.is_file():
+        return set()
+    entries = json.loads(index.read_text())
+    return {k for k, v in entries.items() if isinstance(v, list) and v != [None, None] and (folder / k).is_dir()}
+
+
+def _files(folder: Path) -> list[Path]:
+    """The folder's files, and those of its pipeline components (relative paths ``component/file``)."""
+    components = _pipeline_components(folder)
+    nested = [p for c in sorted(components) for p in sorted((folder / c).iterdir()) if p.is_file()]
+    return sorted([p for p in folder.iterdir() if p.name not in components], key=lambda p: p.name) + nested
+
+
 def select_files(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(files to upload, things left behind); raises :class:`PushError` on pickled or missing weights."""
-    pickled = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in PICKLE_WEIGHTS)
+    """(files to upload, things left behind); raises :class:`PushError` on pickled or missing weights.
+
+    A diffusers pipeline's component folders (``transformer/``, ``vae/``, ...) go up whole, as
+    ``from_pretrained`` reads them; other sub-folders stay behind."""
+    files = _files(folder)
+    pickled = sorted(str(p.relative_to(folder)) for p in files if p.is_file() and p.suffix in PICKLE_WEIGHTS)
     if pickled:
         raise PushError(
             f"{folder} holds pickled weights {pickled}: refusing to publish them. Convert with "
             "`model.save_pretrained(folder, safe_serialization=True)` and remove the pickles, then push again."
         )
     keep, skipped = [], []
-    for path in sorted(folder.iterdir()):
+    for path in files:
+        rel = str(path.relative_to(folder))
         if path.is_dir():
-            skipped.append(f"{path.name}/ (sub-folder: not part of the published model)")
+            skipped.append(f"{rel}/ (sub-folder: not part of the published model)")
         elif path.suffix == ".safetensors" or path.name in MODEL_FILES or path.name.endswith("_curve.png"):
-            keep.append(path.name)
-        elif path.name != "README.md":  # the card is rendered afresh
-            skipped.append(f"{path.name} (not a weights, config, processor, tokenizer or training-record file)")
+            keep.append(rel)
+        elif rel != "README.md":  # the card is rendered afresh
+            skipped.append(f"{rel} (not a weights, config, processor, tokenizer or training-record file)")
     if not any(name.endswith(".safetensors") for name in keep):
         raise PushError(f"{folder} has no *.safetensors weights; save the model with safe_serialization=True")
     if not any(name in keep for name in CONFIG_FILES):
@@ -150,6 +171,7 @@ def push(plan: PushPlan, record_dir: Path = Path("model_cards")) -> dict[str, st
     with tempfile.TemporaryDirectory() as tmp:
         staged = Path(tmp)
         for rel in plan.files:
+            (staged / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(plan.source / rel, staged / rel)
         (staged / "README.md").write_text(plan.card)
         for asset, data in plan.card_assets:

@@ -1,17 +1,21 @@
-"""Driving: NAVSIM PDMS/EPDMS on synthetic bird's-eye scenes, a waypoint VLA trained with GRPO, AutoTrust."""
+"""Driving: NAVSIM PDMS/EPDMS on synthetic bird's-eye scenes, a waypoint VLA trained with GRPO, AutoTrust,
+and CaRL's route-completion reward with Beta-PPO on a highway-env stand-in."""
 
 from zoo.domains import Domain
 
 DOMAIN = Domain(
     name="driving",
-    summary="driving VLAs: NAVSIM PDMS/EPDMS scoring (synthetic bird's-eye scenes), waypoint GRPO, AutoTrust",
+    summary="driving VLAs: NAVSIM PDMS/EPDMS scoring (synthetic bird's-eye scenes), waypoint GRPO, AutoTrust; "
+    "CaRL's route-completion reward and Beta-PPO on highway-env",
     entries="domains.driving.entries",
     rewards="domains.driving.rewards",
+    algorithms="domains.driving.carl",
     datasets={
         "driving-synthetic": "domains.driving.data:synthetic_driving",
         "autotrust": "domains.driving.data:load_autotrust",
     },
     answer_formats={"driving-waypoints": "domains.driving.prompts:waypoints_answer"},
     evaluate="domains.driving.evaluate:run",
+    environments={"highway-carl": "domains.driving.carl_env:make_highway_carl"},
     benchmarks=("synthetic", "synthetic-tiny", "synthetic-refine", "synthetic-tiny-refine", "autotrust"),
 )

@@ -8,5 +8,8 @@ DOMAIN = Domain(
     "OCR and judge rewards",
     entries="domains.image.entries",
     rewards="domains.image.rewards",
+    datasets={"geneval": "domains.image.geneval:load_samples", "gedit-bench": "domains.image.gedit:load_gedit"},
+    evaluate="domains.image.evaluate:run",
+    benchmarks=("geneval", "ocr", "gedit-bench"),
     recipes="recipes",
 )

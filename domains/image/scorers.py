@@ -44,23 +44,17 @@ class ClipTextImageReward:
         raise NotImplementedError
 
     def _load(self) -> None:
-        from transformers import AutoProcessor, CLIPModel
-
-        from zoo.hub import resolve_repo
-
         if self.model is None:
-            path = resolve_repo(self.model_repo).path
-            self.model = CLIPModel.from_pretrained(path, use_safetensors=True).to(self.device).eval()
+            self.model = load_clip_model(self.model_repo, self.device)
         if self.processor is None:
-            self.processor = AutoProcessor.from_pretrained(resolve_repo(self.processor_repo).path)
+            self.processor = load_clip_processor(self.processor_repo)
 
     def cosines(self, images: Sequence[Any], prompts: Sequence[str]) -> Any:
         """``(N,)`` cosine similarities of each image with its prompt."""
         import torch
-        from PIL import Image
 
         self._load()
-        pil = [Image.fromarray((as_rgb_array(im) * 255).round().astype("uint8")) for im in images]
+        pil = [to_pil(im) for im in images]
         out = []
         with torch.inference_mode():
             for start in range(0, len(pil), self.batch_size):
@@ -68,8 +62,8 @@ class ClipTextImageReward:
                 pixels = self.processor(images=pil[batch], return_tensors="pt")["pixel_values"].to(self.device)
                 text = self.processor(text=list(prompts[batch]), padding=True, truncation=True, max_length=77,
                                       return_tensors="pt").to(self.device)  # fmt: skip
-                image_emb = torch.nn.functional.normalize(_features(self.model.get_image_features(pixel_values=pixels)), dim=-1)
-                text_emb = torch.nn.functional.normalize(_features(self.model.get_text_features(**text)), dim=-1)
+                image_emb = torch.nn.functional.normalize(clip_features(self.model.get_image_features(pixel_values=pixels)), dim=-1)
+                text_emb = torch.nn.functional.normalize(clip_features(self.model.get_text_features(**text)), dim=-1)
                 out.append((image_emb * text_emb).sum(-1).float().cpu())
         return torch.cat(out)
 
@@ -97,7 +91,31 @@ class ClipTextImageReward:
         return f"{type(self).__name__}({self.model_repo!r})"
 
 
-def _features(output: Any) -> Any:
+def load_clip_model(repo: str, device: str = "cpu") -> Any:
+    """A transformers ``CLIPModel`` found as every zoo model is (directory, cache, download; safetensors only)."""
+    from transformers import CLIPModel
+
+    from zoo.hub import resolve_repo
+
+    return CLIPModel.from_pretrained(resolve_repo(repo).path, use_safetensors=True).to(device).eval()
+
+
+def load_clip_processor(repo: str) -> Any:
+    from transformers import AutoProcessor
+
+    from zoo.hub import resolve_repo
+
+    return AutoProcessor.from_pretrained(resolve_repo(repo).path)
+
+
+def to_pil(image: Any) -> Any:
+    """Any image the rewards accept (PIL, array, tensor) as an RGB PIL image."""
+    from PIL import Image
+
+    return Image.fromarray((as_rgb_array(image) * 255).round().astype("uint8"))
+
+
+def clip_features(output: Any) -> Any:
     """transformers 5 returns a model output from ``get_*_features``; 4.x a tensor."""
     return output if hasattr(output, "norm") else output.pooler_output
 

@@ -1,10 +1,10 @@
-"""General visual RL: VLM-R1, Visual-RFT, Vision-R1, Curr-ReFT, R1-Reward (grounding, detection, reasoning)."""
+"""General visual RL: VLM-R1, Visual-RFT, Vision-R1, Curr-ReFT, R1-Reward, SCS, Shuffle-R1 (grounding, detection, reasoning)."""
 
 from zoo.domains import Domain
 
 DOMAIN = Domain(
     name="perception",
-    summary="general visual RL with verifiable rewards (VLM-R1, Visual-RFT, Vision-R1, Curr-ReFT, R1-Reward)",
+    summary="general visual RL with verifiable rewards (VLM-R1, Visual-RFT, Vision-R1, Curr-ReFT, R1-Reward, SCS, Shuffle-R1)",
     entries="domains.perception.entries",
     rewards="domains.perception.rewards",
     algorithms="domains.perception.algorithms",
@@ -16,5 +16,5 @@ DOMAIN = Domain(
         "curriculum": "domains.perception.data:load_curriculum",
     },
     evaluate="domains.perception.evaluate:run",
-    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec"),
+    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval"),
 )

@@ -7,6 +7,9 @@ orders of magnitude cannot blow the ratio up; then PPO's clipped surrogate, aver
 and over the batch (OpenRLHF ``masked_mean(loss, mask, dim=-1).mean()`` = verl's
 ``seq-mean-token-mean``). The paper's advantage filter and consistency reward are not part of this
 loss: the reward is ``r1-reward`` in :mod:`domains.perception.rewards`.
+
+Importing this module also registers the domain's rollout plug-ins (``algorithm.plugins``):
+``shuffle-r1`` (:mod:`domains.perception.shuffle_r1`) and ``scs`` (:mod:`domains.perception.scs_rollout`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import math
 
 import torch
 
+from domains.perception import scs_rollout, shuffle_r1  # noqa: F401  (register the rollout plug-ins)
 from zoo.rl.loss_types import LossType, register_loss_type
 from zoo.rl.losses import POLICY_LOSSES, Aggregation, aggregate
 

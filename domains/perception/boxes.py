@@ -8,16 +8,41 @@ boxes, so each reward names the one it uses:
 * :func:`area_iou` - Visual-RFT (``grpo.py::calculate_iou``): continuous areas, touching boxes 0;
 * :func:`generalized_iou` - Vision-R1 (``griffon/coor_utils.py::generalized_box_iou``, DETR's).
 
-Boxes are ``[x1, y1, x2, y2]``.
+Boxes are ``[x1, y1, x2, y2]``. :func:`model_input_size` gives the frame a reward maps the model's
+boxes from (the smart-resized image), read from the target.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from rewards.base import require
+from zoo_common.coords import resized_size_for
+
 Box = Sequence[float]
+
+#: Qwen2.5-VL processor defaults, which VLM-R1's runs keep (``min_pixels 3136``, ``max_pixels 12845056``).
+QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 3136, 12845056
+
+
+def target_size(target: Mapping[str, Any], key: str, reward: str) -> tuple[float, float]:
+    """``target[key]`` as ``(width, height)``, both positive, or a ``ValueError`` naming the reward."""
+    value = require(target, key, reward)
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or min(value) <= 0:
+        raise ValueError(f"reward {reward!r} needs target[{key!r}] = [width, height] > 0, got {value!r}")
+    return float(value[0]), float(value[1])
+
+
+def model_input_size(target: Mapping[str, Any], reward: str, min_pixels: int = QWEN_MIN_PIXELS,
+                     max_pixels: int = QWEN_MAX_PIXELS) -> tuple[float, float]:  # fmt: skip
+    """(width, height) of the image the model saw: ``target["resized_size"]``, else ``smart_resize``."""
+    if target.get("resized_size") is not None:
+        return target_size(target, "resized_size", reward)
+    width, height = target_size(target, "image_size", reward)
+    return tuple(float(v) for v in resized_size_for((width, height), 28, min_pixels, max_pixels))  # type: ignore[return-value]
 
 
 def pixel_iou(a: Box, b: Box) -> float:

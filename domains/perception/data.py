@@ -87,10 +87,13 @@ def load_ovdeval(path: str, image_root: str | None = None, limit: int | None = N
     The question lists the image's positive ``text`` and hard-negative ``neg_text`` labels in the
     file's order (the paper's ``{target list}``; its exact joining is not published: ``", "`` here),
     in VLM-R1's OVD template. ``target["objects"]`` holds the positive boxes; ``neg_labels`` the
-    labels that must not be detected.
+    labels that must not be detected; ``meta["image_id"]`` the file's image id. Images are looked up
+    in ``image_root``, else in the published layout (``images/<sub-task>/`` beside ``annotations/``),
+    else beside the file.
     """
     file = Path(path)
-    root = Path(image_root) if image_root else file.parent
+    published = file.parent.parent / "images" / file.stem  # the dataset's layout: annotations/X.json, images/X/
+    root = Path(image_root) if image_root else published if published.is_dir() else file.parent
     data = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
     if not isinstance(data, dict) or not {"images", "annotations", "categories"} <= set(data):
         raise ValueError(f"{str(path)!r} is not an OVDEval COCO json (needs images, annotations, categories)")
@@ -109,7 +112,7 @@ def load_ovdeval(path: str, image_root: str | None = None, limit: int | None = N
             id=f"{file.stem}-{img['id']}", images=(image,),
             prompt=VLM_R1_OVD_USER.replace("{question}", question) if template else question,
             target={"objects": by_image.get(img["id"], []), "image_size": size, "neg_labels": img.get("neg_text", [])},
-            meta={"subset": file.stem, "labels": labels},
+            meta={"subset": file.stem, "labels": labels, "image_id": img["id"]},
         ))  # fmt: skip
     return samples
 

@@ -1,4 +1,4 @@
-"""Referring-expression grounding evaluation as VLM-R1 reports it: accuracy at IoU > 0.5.
+"""Perception evaluation: REC accuracy at IoU > 0.5 (VLM-R1) and OVDEval's NMS-AP (open-vocabulary detection).
 
 VLM-R1 ``src/eval/test_rec_r1.py``: the box in ``<answer>`` is mapped from the model's input frame
 to the original image, compared with the ground truth by the pixel-convention IoU
@@ -9,10 +9,19 @@ original pixels, so the mapping is the pipeline's.
 ``zoo eval NAME --data refcoco|lisa-grounding --path FILE`` (VLM-R1's ``rec_jsons_processed`` files,
 images next to them or in the file's folder) or ``--data synthetic-rec`` (generated, held-out seed)
 calls :func:`run`, which writes ``metrics.json`` and ``predictions.jsonl``.
+
+``zoo eval vlm-r1-ovd-3b --data ovdeval --path annotations/material.json`` (om-ai-lab/OVDEval's files;
+images from ``images/material/``, or ``--option image_root=DIR``) asks each image for its positive and
+hard-negative labels, turns the answer's ``objects`` (original pixels) into COCO results (the label's
+category id; score 1.0, since VLM-R1's answers carry none: the zoo's choice, as VLM-R1's own mAP
+reward scores every box 1.0; a label outside the file's categories is dropped and counted) and scores
+them as OVDEval's ``eval.py`` does (:func:`domains.perception.ovd.ovdeval_scores`): NMS against the
+ground truth, then COCO AP over the evaluated images.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,12 +34,13 @@ from zoo.eval_results import write_results
 
 #: Held-out seed of the synthetic REC set (the smoke recipes train on seeds 0-1).
 SYNTHETIC_SEED = 2024
-BENCHMARKS = ("refcoco", "lisa-grounding", "synthetic-rec")
+BENCHMARKS = ("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval")
 
 
-def load_eval_data(data: str, path: str | None = None, limit: int | None = None) -> list[Sample]:
-    """Samples of benchmark ``data`` with bare expressions (the pipeline adds its entry's template)."""
-    from domains.perception.data import load_refcoco, load_synthetic
+def load_eval_data(data: str, path: str | None = None, limit: int | None = None, image_root: str | None = None,
+                   ) -> list[Sample]:  # fmt: skip
+    """Samples of benchmark ``data`` with bare questions (the pipeline adds its entry's template)."""
+    from domains.perception.data import load_ovdeval, load_refcoco, load_synthetic
 
     if data == "synthetic-rec":
         if path is not None:
@@ -39,7 +49,12 @@ def load_eval_data(data: str, path: str | None = None, limit: int | None = None)
     if data in ("refcoco", "lisa-grounding"):
         if path is None:
             raise ValueError(f"--data {data} needs --path pointing at VLM-R1's annotation file (e.g. refcoco_val.json)")
-        return load_refcoco(path, limit=limit, template=False)
+        return load_refcoco(path, image_root=image_root, limit=limit, template=False)
+    if data == "ovdeval":
+        if path is None:
+            raise ValueError("--data ovdeval needs --path pointing at one of OVDEval's annotation files "
+                             "(e.g. annotations/material.json)")  # fmt: skip
+        return load_ovdeval(path, image_root=image_root, limit=limit, template=False)
     raise ValueError(f"unknown perception benchmark {data!r}; choose one of {', '.join(BENCHMARKS)}")
 
 
@@ -69,15 +84,48 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None,
-        batch_size: int = 16) -> dict[str, Any]:  # fmt: skip
-    """Evaluate ``pipe`` on ``data``; writes ``metrics.json`` and ``predictions.jsonl`` into ``out_dir``."""
-    samples = load_eval_data(data, path, limit)
+def detection_rows(samples: Sequence[Sample], predictions: Sequence[Any], categories: Sequence[dict[str, Any]],
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    """``(rows, detections)``: one row per image, and the COCO results of every predicted object."""
+    ids = {c["name"]: c["id"] for c in categories}
+    rows, detections = [], []
+    for sample, pred in zip(samples, predictions, strict=True):
+        objects = pred.objects or []
+        mine = [{"image_id": sample.meta["image_id"], "category_id": ids[o.get("label")], "score": 1.0,
+                 "bbox": [o["bbox"][0], o["bbox"][1], o["bbox"][2] - o["bbox"][0], o["bbox"][3] - o["bbox"][1]]}
+                for o in objects if o.get("label") in ids]  # fmt: skip
+        detections += mine
+        rows.append({"id": sample.id, "image_id": sample.meta["image_id"], "objects": objects,
+                     "detections": len(mine), "unknown_labels": len(objects) - len(mine),
+                     "parse_error": pred.parse_error, "text": pred.text})  # fmt: skip
+    return rows, detections
+
+
+def _predict(pipe: Any, samples: Sequence[Sample], desc: str, batch_size: int) -> list[Any]:
     predictions = []
-    for start in tqdm(range(0, len(samples), batch_size), desc=f"eval {data}", disable=None):
+    for start in tqdm(range(0, len(samples), batch_size), desc=desc, disable=None):
         batch = samples[start : start + batch_size]
         predictions += pipe([s.images[0] for s in batch], [s.question for s in batch])
-    rows = score_rows(samples, predictions)
-    metrics = {"model": pipe.entry.name, "data": data, **summarise(rows)}
+    return predictions
+
+
+def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None,
+        batch_size: int = 16, image_root: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Evaluate ``pipe`` on ``data``; writes ``metrics.json`` and ``predictions.jsonl`` into ``out_dir``."""
+    samples = load_eval_data(data, path, limit, image_root)
+    predictions = _predict(pipe, samples, f"eval {data}", batch_size)
+    if data == "ovdeval":
+        from domains.perception.ovd import ovdeval_scores
+
+        dataset = json.loads(Path(path).read_text(encoding="utf-8"))
+        rows, detections = detection_rows(samples, predictions, dataset["categories"])
+        scores = ovdeval_scores(dataset, detections, image_ids=[s.meta["image_id"] for s in samples])
+        n = max(len(rows), 1)
+        metrics = {"model": pipe.entry.name, "data": data, "subset": Path(path).stem, "n": len(rows), **scores,
+                   "unknown_labels": sum(r["unknown_labels"] for r in rows),
+                   "parse_errors": sum(r["parse_error"] is not None for r in rows) / n}  # fmt: skip
+    else:
+        rows = score_rows(samples, predictions)
+        metrics = {"model": pipe.entry.name, "data": data, **summarise(rows)}
     write_results(out_dir, metrics, rows)
     return metrics

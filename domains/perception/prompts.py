@@ -2,9 +2,8 @@
 
 Strings are facts copied from the authors' released code (repository and file named per
 constant). Parsers never raise: a malformed answer comes back as ``{"parse_error": reason}``
-beside whatever could be read. Boxes are returned in the *model's* frame; the pipeline maps
-``bbox`` to original pixels, and ``objects`` (several boxes) are left in the model frame with the
-frame named in ``objects_frame``.
+beside whatever could be read. Boxes (``bbox``, and each of ``objects``) are returned in the
+*model's* frame; the pipeline maps them to original pixels with the entry's ``coord_frame``.
 """
 
 from __future__ import annotations
@@ -143,7 +142,7 @@ def parse_detections(text: str, question: str = "") -> dict[str, Any]:
 
     Read inside ``<answer>`` when present, fenced or not; the literal ``None`` is "nothing found".
     """
-    out: dict[str, Any] = {"think": extract_tag(text, "think", required=False), "objects_frame": "resized"}
+    out: dict[str, Any] = {"think": extract_tag(text, "think", required=False)}
     answer = extract_tag(text, "answer", required=False)
     body = (answer if answer is not None else text).strip()
     out["answer"] = body
@@ -161,7 +160,7 @@ def parse_visual_rft_detections(text: str, question: str = "") -> dict[str, Any]
     out, answer = _think_answer(text)
     if answer is None:
         return out
-    out.update(answer=answer, objects_frame="resized")
+    out["answer"] = answer
     try:
         out["objects"] = _objects(parse_json_value(answer), "Position", None, "Confidence")
     except ParseError as err:

@@ -21,6 +21,9 @@ running the authors' functions (repository, commit and file named there):
 ``vision-r1``              the three summed (``run_qwen_vision_r1.sh``)
 ``r1-reward``              ``0.5 * format + accuracy * (1 + 0.5 * consistency)``
 ``scs-mcq``                SCS: ``0.5 * format + accuracy + 0.3 * (5 - #distinct resampled answers)``
+``vlm-r1-ovd-ap``          VLM-R1 OVD ``od_ap``: COCO mAP of the fenced JSON boxes (``vlm-r1-ovd-ap50``: mAP@50)
+``vlm-r1-ovd-length``      ``odLength``: that mAP times ``min(1, #gt / #pred)``
+``vlm-r1-ovd``             ``vlm-r1-ovd-length + vlm-r1-format`` (the OVD model's ``accuracy format``)
 ``curr-reft-judge``        Curr-ReFT stage 1 yes/no accuracy; ``curr-reft-choice`` stage 2 option letters;
                            ``curr-reft-format``; ``curr-reft`` the accuracy of ``target["stage"]``
 ========================== =====================================================================
@@ -40,37 +43,27 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from domains.perception.boxes import area_iou, pixel_iou
+from domains.perception.boxes import (
+    QWEN_MAX_PIXELS,
+    QWEN_MIN_PIXELS,
+    area_iou,
+    model_input_size,
+    pixel_iou,
+    target_size,
+)
 from domains.perception.curr_reft import CurrReftChoice, CurrReftFormat, CurrReftJudge, CurrReftStage
+from domains.perception.ovd import AP, AP50, VlmR1OvdReward
 from domains.perception.scs import ScsReward
 from domains.perception.text import clean_text, fuzzy_accuracy, last_answer, math_verify_equal
 from domains.perception.vision_r1 import VisionR1Format, VisionR1Precision, VisionR1Recall
 from rewards.base import RewardResult, SampleReward, WeightedSum, register, require, text_of
-from zoo_common.coords import resized_size_for
 
 # ---------------------------------------------------------------------------------------------
 # VLM-R1 (om-ai-lab/VLM-R1, src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py, grpo_jsonl.py)
 # ---------------------------------------------------------------------------------------------
 
-#: Qwen2.5-VL processor defaults, which VLM-R1's REC runs keep (``min_pixels 3136``, ``max_pixels 12845056``).
-QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 3136, 12845056
 _REC_FORMAT = re.compile(r"<think>.*?</think>\s*<answer>.*?\{.*\[\d+,\s*\d+,\s*\d+,\s*\d+\].*\}.*?</answer>", re.DOTALL)
 _R1_FORMAT = re.compile(r"<think>.*?</think>\s*<answer>.*?</answer>", re.DOTALL)
-
-
-def _size(target: Mapping[str, Any], key: str, reward: str) -> tuple[float, float]:
-    value = require(target, key, reward)
-    if not isinstance(value, (list, tuple)) or len(value) != 2 or min(value) <= 0:
-        raise ValueError(f"reward {reward!r} needs target[{key!r}] = [width, height] > 0, got {value!r}")
-    return float(value[0]), float(value[1])
-
-
-def model_input_size(target: Mapping[str, Any], reward: str, min_pixels: int, max_pixels: int) -> tuple[float, float]:
-    """(width, height) of the image the model saw: ``target["resized_size"]``, else ``smart_resize``."""
-    if target.get("resized_size") is not None:
-        return _size(target, "resized_size", reward)
-    width, height = _size(target, "image_size", reward)
-    return tuple(float(v) for v in resized_size_for((width, height), 28, min_pixels, max_pixels))  # type: ignore[return-value]
 
 
 class VlmR1RecIoU(SampleReward):
@@ -89,7 +82,7 @@ class VlmR1RecIoU(SampleReward):
 
     def score_one(self, prediction: Any, target: Mapping[str, Any]) -> RewardResult:
         truth = [float(v) for v in require(target, "bbox", self.name)]
-        width, height = _size(target, "image_size", self.name)
+        width, height = target_size(target, "image_size", self.name)
         in_w, in_h = model_input_size(target, self.name, self.min_pixels, self.max_pixels)
         answer = re.search(r"<answer>(.*?)</answer>", text_of(prediction), re.DOTALL)
         found = re.search(r"\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)]", answer.group(1).strip()) if answer else None
@@ -344,6 +337,7 @@ VLM_R1_FORMAT = PatternFormat(_R1_FORMAT.pattern, full=True, name="vlm-r1-format
 VISUAL_RFT_IOU = VisualRftReward("iou")
 VISUAL_RFT_CONFIDENCE = VisualRftReward("confidence")
 VISION_R1_FORMAT, VISION_R1_PRECISION, VISION_R1_RECALL = VisionR1Format(), VisionR1Precision(), VisionR1Recall()
+VLM_R1_OVD_LENGTH = VlmR1OvdReward(AP, length_penalty=True, name="vlm-r1-ovd-length")
 
 for _reward in (
     VLM_R1_REC_IOU, VLM_R1_REC_FORMAT, VLM_R1_FORMAT, VlmR1AllMatch(), VlmR1Fuzzy(),
@@ -353,6 +347,8 @@ for _reward in (
                 name="visual-rft-detection"),
     VISION_R1_FORMAT, VISION_R1_PRECISION, VISION_R1_RECALL,
     WeightedSum([(VISION_R1_PRECISION, 1.0), (VISION_R1_FORMAT, 1.0), (VISION_R1_RECALL, 1.0)], name="vision-r1"),
+    VlmR1OvdReward(AP, name="vlm-r1-ovd-ap"), VlmR1OvdReward(AP50, name="vlm-r1-ovd-ap50"), VLM_R1_OVD_LENGTH,
+    WeightedSum([(VLM_R1_OVD_LENGTH, 1.0), (VLM_R1_FORMAT, 1.0)], name="vlm-r1-ovd"),
     R1Reward(), ScsReward(),
     CurrReftJudge(), CurrReftChoice(), CurrReftFormat(), CurrReftStage(),
 ):  # fmt: skip

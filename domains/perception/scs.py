@@ -1,6 +1,6 @@
-"""Self-Consistency Sampling's reward (SCS, arXiv 2511.10648).
+"""Self-Consistency Sampling's reward (SCS, Wang et al., arXiv 2511.10648); its rollout is :mod:`.scs_rollout`.
 
-Source: GenuineWWD/SCS ``openrlhf/models/remote_rm/option_verifier_cut_response.py``
+Source: GenuineWWD/SCS @ 7014027d ``openrlhf/models/remote_rm/option_verifier_cut_response.py``
 (``verify_format`` with the ``format_pattern`` of its ``__main__``, ``verify_option``,
 ``consistency_reward``) and the reward line of ``get_reward``.
 """
@@ -26,9 +26,9 @@ class ScsReward:
     """SCS's multiple-choice reward: ``0.5 * format + accuracy + 0.3 * (5 - #distinct resampled answers)``.
 
     The consistency term needs the trajectories SCS samples by truncating the response and
-    resampling its tail (with a perturbed image): ``sample.meta["scs_resampled"]``, a list of texts.
-    The zoo's GRPO engine does not produce them yet, so a rollout loop that does must fill the field;
-    without it the reward raises ``KeyError`` rather than score a consistency it never saw. The
+    resampling its tail (with a perturbed image): ``sample.meta["scs_resampled"]``, a list of texts,
+    which the ``scs`` rollout plug-in (:class:`~domains.perception.scs_rollout.ScsResampling`) fills in the GRPO engine; without it
+    the reward raises ``KeyError`` rather than score a consistency it never saw. The
     constant 5 is upstream's (four resamples that all agree give 1.2). An empty reference answer
     scores accuracy 1 ("skip the example", upstream).
     """
@@ -59,3 +59,4 @@ class ScsReward:
 
     def __hash__(self) -> int:
         return hash(self.name)
+

@@ -10,7 +10,8 @@ Tasks: ``rec`` (one expression -> one box, VLM-R1 REC prompt), ``detection`` (la
 boxes of those labels, VLM-R1 OVD prompt, with one absent hard-negative label) and ``preference``
 (R1-Reward's judge prompt over a right and a wrong description; target ``"1"`` or ``"2"``), and
 Curr-ReFT's first two stages: ``judge`` (is there a <shape>? yes/no) and ``choice`` (which shape is
-<colour>? A/B), in Curr-ReFT's stage-3 template with ``<answer>``-wrapped references.
+<colour>? A/B), in Curr-ReFT's stage-3 template with ``<answer>``-wrapped references; ``mcq`` is the
+``choice`` question with a bare option letter as the reference (SCS's multiple-choice data).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from zoo.data import Sample
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220), "yellow": (230, 200, 40)}
 SHAPES = ("square", "circle")
-TASKS = ("rec", "detection", "preference", "judge", "choice")
+TASKS = ("rec", "detection", "preference", "judge", "choice", "mcq")
 
 
 def draw_scene(rng: random.Random, size: int, n_objects: int) -> tuple[Image.Image, list[dict]]:
@@ -81,6 +82,10 @@ def _sample(rng: random.Random, sid: str, task: str, size: int, template: bool) 
                       meta)  # fmt: skip
     if task in ("judge", "choice"):
         return _curriculum_sample(rng, sid, task, objects, image, template)
+    if task == "mcq":
+        choice = _curriculum_sample(rng, sid, "choice", objects, image, template)
+        letter = choice.target["answer"][len("<answer>")]
+        return Sample(sid, (image,), choice.prompt, {"answer": letter}, {"task": "mcq"})
     right = f"The image shows a {objects[0]['label']} and a {objects[1]['label']}."
     wrong_label = next(f"{c} {s}" for c in COLOURS for s in SHAPES if f"{c} {s}" not in {o["label"] for o in objects})
     wrong = f"The image shows a {wrong_label} only."

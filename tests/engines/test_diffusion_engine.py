@@ -158,14 +158,17 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
 
     if "test-reference-squares" not in DATASETS:
         register_dataset("test-reference-squares", f"{__name__}:reference_squares")
+    from tests.engines.test_adversarial_dino import tiny_dinov2
+
+    backbone = tiny_dinov2(tmp_path / "dino")
     run = build_run(recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
-                           "algorithm.discriminator_lr=1e-2"), tmp_path)  # fmt: skip
-    discriminator = run.extra["discriminator"].discriminator
+                           "algorithm.discriminator_lr=1e-2", f"algorithm.discriminator_backbone={backbone}"), tmp_path)  # fmt: skip
+    head = run.extra["discriminator"].discriminator.head
     first = train_round(run)
     for _ in range(3):
         last = train_round(run)
     assert last["disc/real"] - last["disc/fake"] > first["disc/real"] - first["disc/fake"]
-    assert run.reward is run.extra["discriminator"] and discriminator.training
+    assert run.reward is run.extra["discriminator"] and head.training
     with pytest.raises(RecipeError, match="reference_images"):
         recipe("algorithm.method=adv_grpo")
 
@@ -188,3 +191,56 @@ def test_a_fresh_run_into_an_old_directory_starts_a_fresh_log(tmp_path: Path) ->
     for _ in range(2):
         train(recipe("training.steps=1", "training.eval_every=1"), tmp_path)
     assert [r["step"] for r in csv.DictReader((tmp_path / "metrics.csv").open())] == ["0", "1"]
+
+
+class _Constant:
+    """Scores every image 0.5: every group ties."""
+
+    name = "test-constant"
+
+    def __call__(self, predictions, samples):
+        return [RewardResult(0.5) for _ in predictions]
+
+
+def test_tied_groups_are_filtered_and_leave_the_weights(tmp_path: Path) -> None:
+    if "test-constant" not in REWARDS:
+        register("test-constant", _Constant())
+    run = build_run(recipe("rewards=[test-constant]"), tmp_path)
+    before = [p.detach().clone() for p in run.trainable]
+    metrics = train_round(run)
+    assert metrics["kept_fraction"] == 0.0 and metrics["zero_std_ratio"] == 1.0 and "train/loss" not in metrics
+    assert all(torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
+
+
+def test_sde_window_trains_only_its_steps(tmp_path: Path) -> None:
+    run = build_run(recipe("algorithm.num_steps=6", "algorithm.sde_window_size=2", "algorithm.sde_window_range=[1, 5]",
+                           "algorithm.filter_zero_advantage=false"), tmp_path)  # fmt: skip
+    from zoo.engines.diffusion.methods import METHODS
+    from zoo.engines.diffusion.trainer import flat_round
+
+    transitions, _, _ = flat_round(run, METHODS.get("flow_grpo"), run.draw_prompts())
+    steps = sorted(set(transitions.index.tolist()))
+    assert len(steps) == 2 and steps[1] == steps[0] + 1 and 1 <= steps[0] <= 3 and len(transitions) == 4 * 2
+    assert torch.isfinite(transitions.old_log_prob).all()
+
+
+def test_guidance_doubles_the_batch_and_one_turns_it_off(tmp_path: Path) -> None:
+    guided = build_run(recipe(), tmp_path / "a")
+    plain = build_run(recipe("algorithm.guidance_scale=1"), tmp_path / "b")
+    assert guided.sampler.guidance_scale == 4.5 and guided.sampler.null_cond is not None
+    assert plain.sampler.null_cond is None
+    assert train_round(guided)["train/grad_norm"] > 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (("algorithm.sde_window_size=3", "algorithm.sde_window_range=[0, 2]"), "sde_window_range"),
+        (("algorithm.sde_window_size=2", "algorithm.sde_window_range=[1, 9]"), "stochastic steps"),
+        (("algorithm.method=tree_grpo", "algorithm.sde_window_size=1", "algorithm.branch_steps=[0, 1]"), "flat-rollout"),
+        (("algorithm.guidance_scale=0.5",), "guidance_scale"),
+    ],
+)
+def test_bad_guidance_and_window_are_named(overrides: tuple[str, ...], message: str) -> None:
+    with pytest.raises(RecipeError, match=message):
+        recipe(*overrides)

@@ -10,8 +10,10 @@ base pipeline. Weights are read as safetensors only.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,6 +40,11 @@ class DiffusionPipeline:
         self.revision = resolved.revision
         self.source = resolved.source
         self._accepts = set(inspect.signature(pipe.__call__).parameters)
+
+    @property
+    def call_parameters(self) -> frozenset[str]:
+        """What the diffusers pipeline's ``__call__`` takes (``image`` marks an editing pipeline)."""
+        return frozenset(self._accepts - {"self", "kwargs"})
 
     def __repr__(self) -> str:
         return f"DiffusionPipeline({self.entry.name!r}, {type(self.pipe).__name__}, revision={self.revision!r})"
@@ -85,6 +92,19 @@ class DiffusionPipeline:
         return ImageOutput(images=images, prompts=prompts, settings={**settings, "seed": seed})
 
 
+def absent_components(directory: str | Path) -> dict[str, None]:
+    """``{name: None}`` for the components ``model_index.json`` records as ``[null, null]``.
+
+    diffusers saves a pipeline built without a component (an SD3 pipeline without its T5 encoder) that
+    way, but refuses to load it back unless each such component is passed as ``None``.
+    """
+    index = Path(directory) / "model_index.json"
+    if not index.is_file():
+        return {}
+    entries = json.loads(index.read_text())
+    return {name: None for name, value in entries.items() if value == [None, None]}
+
+
 def load_diffusion_pipeline(
     entry: ModelEntry, resolved: ResolvedModel, device: str, dtype: torch.dtype
 ) -> DiffusionPipeline:
@@ -98,7 +118,7 @@ def load_diffusion_pipeline(
         from zoo.hub import resolve_repo
 
         source = resolve_repo(spec.base_repo).path
-    pipe = DiffusersPipeline.from_pretrained(source, dtype=dtype, use_safetensors=True)
+    pipe = DiffusersPipeline.from_pretrained(source, dtype=dtype, use_safetensors=True, **absent_components(source))
     if spec.lora_weight_name:
         pipe.load_lora_weights(resolved.path, weight_name=spec.lora_weight_name)
     pipe.set_progress_bar_config(disable=True)

@@ -7,8 +7,9 @@ de-normalises actions, so a caller works in the environment's units, as lerobot'
 A chunked policy (``action_chunk > 1``) keeps its queue: :meth:`PolicyPipeline.act` returns the
 next queued action and only runs the network when the queue is empty.
 
-The built-in architectures are ``mlp`` (the behaviour-cloned base policies of the robot recipes)
-and ``residual-mlp`` (a frozen base plus a per-step residual, :mod:`zoo.pipelines.residual_policy`);
+The built-in architectures are ``mlp`` (the behaviour-cloned base policies of the robot recipes),
+``residual-mlp`` (a frozen base plus a per-step residual, :mod:`zoo.pipelines.residual_policy`)
+and ``beta-mlp`` (a Beta-distribution head acting with its mean, :mod:`zoo.pipelines.beta_policy`);
 others register a builder in :data:`ARCHITECTURES` (and, for a stateful policy, a pipeline class
 in :data:`PIPELINES`).
 """
@@ -204,8 +205,10 @@ def load_policy_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str
     return pipeline(model.to(device=device, dtype=dtype), config, normalization, entry, resolved)
 
 
-from zoo.pipelines.residual_policy import ResidualPolicy, ResidualPolicyPipeline  # (it extends this module)
+from zoo.pipelines.beta_policy import BetaMLP  # (these extend this module)
+from zoo.pipelines.residual_policy import ResidualPolicy, ResidualPolicyPipeline
 
 ARCHITECTURES["residual-mlp"] = ResidualPolicy
+ARCHITECTURES["beta-mlp"] = BetaMLP
 #: architecture name -> pipeline class, for architectures whose pipeline is not :class:`PolicyPipeline`.
 PIPELINES: dict[str, type[PolicyPipeline]] = {"residual-mlp": ResidualPolicyPipeline}

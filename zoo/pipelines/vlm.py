@@ -1,7 +1,7 @@
 """Qwen2.5-VL / Qwen3-VL inference with the authors' prompt, resize and parser.
 
-``pipe(image, question)`` returns a :class:`~zoo.outputs.Prediction` whose boxes and
-points are in original-image pixels, whatever frame the model emits: the frame the model saw is
+``pipe(image, question)`` returns a :class:`~zoo.outputs.Prediction` whose boxes, points and
+detected objects are in original-image pixels, whatever frame the model emits: the frame the model saw is
 read back from the processor's ``image_grid_thw`` (so it is right even when the processor's own
 pixel limits resize the image again) and mapped with :mod:`zoo_common.coords`.
 """
@@ -16,12 +16,12 @@ from typing import Any
 import torch
 from PIL import Image
 
-from zoo_common.coords import to_original
 from zoo.hub import ResolvedModel
 from zoo.images import ImageInput, load_image
 from zoo.load import from_pretrained_checked
 from zoo.outputs import Prediction
 from zoo.registry import ModelEntry
+from zoo_common.coords import to_original
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +158,8 @@ class VLMPipeline:
                 prediction.point = convert(prediction.point)
             if prediction.action is not None:
                 prediction.action = _convert_action(prediction.action, convert)
+            if prediction.objects:
+                prediction.objects = [{**obj, "bbox": convert(obj["bbox"])} for obj in prediction.objects]
         prediction.extra.setdefault("model_frame_size", list(seen))
         return prediction
 

@@ -125,3 +125,33 @@ def mean_kl(
     dims = tuple(range(1, prev_sample_mean.ndim))
     per_sample = ((prev_sample_mean - ref_prev_sample_mean) ** 2).mean(dim=dims, keepdim=True) / (2 * std_dev_t**2)
     return per_sample.mean()
+
+
+def nonzero_advantage_mask(advantages: torch.Tensor) -> torch.Tensor:
+    """(N,) bool: the samples Flow-GRPO keeps for training, ``sum_t |A[n, t]| != 0``.
+
+    ``advantages`` is (N,) or (N, T) (per trained step). A group whose rewards all tie gets
+    ``A = 0`` from the per-prompt tracker and so carries no policy gradient; Flow-GRPO drops those
+    samples before the PPO epochs (yifan123/flow_grpo ``scripts/train_sd3.py`` @ ac4c86e, "Filter out
+    samples where the entire time dimension of advantages is zero"). The authors then re-admit random
+    dropped samples until the count divides their number of micro-batches; the zoo's micro-batches
+    may be ragged, so it does not. The test is exact (``!= 0``), as theirs: ties whose float mean is
+    not exactly the tied value leave ``|A| ~ 1e-12`` and are kept, as there.
+    """
+    adv = advantages.reshape(advantages.shape[0], -1)
+    return adv.abs().sum(dim=1) != 0
+
+
+def zero_std_ratio(prompts: Sequence[Hashable], rewards: Sequence[float] | np.ndarray | torch.Tensor) -> float:
+    """Share of distinct prompts whose rewards have population std exactly 0 (Flow-GRPO's
+    ``calculate_zero_std_ratio`` metric: how many groups carry no signal). NaN rewards are ignored."""
+    values = np.asarray(torch.as_tensor(rewards, dtype=torch.float64).cpu(), dtype=np.float64)
+    if len(prompts) != len(values):
+        raise ValueError(f"need one reward per prompt: got {len(prompts)} prompts and {len(values)} rewards")
+    groups: dict[Hashable, list[float]] = {}
+    for prompt, value in zip(prompts, values, strict=True):
+        if not np.isnan(value):
+            groups.setdefault(prompt, []).append(float(value))
+    if not groups:
+        return 0.0
+    return sum(np.std(v) == 0 for v in groups.values()) / len(groups)

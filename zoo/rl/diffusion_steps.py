@@ -299,3 +299,20 @@ def lcm_step_with_logprob(
     std = (1 - a_prev) ** 0.5
     prev_sample = _draw(mean, std, generator) if prev_sample is None else prev_sample.float()
     return StepOutput(prev_sample, gaussian_log_prob(prev_sample, mean, std), mean, std.expand_as(a_t))
+
+
+def classifier_free_guidance(
+    uncond: torch.Tensor, cond: torch.Tensor, scale: float, *, detach_uncond: bool = False
+) -> torch.Tensor:
+    """``uncond + scale * (cond - uncond)``: the guided denoiser output whose step is the policy (Ho and
+    Salimans, arXiv 2207.12598), used in sampling and in the re-scored step of training alike.
+
+    ``detach_uncond`` stops the gradient through the null-prompt branch, so only the prompt branch is
+    trained: flow_grpo ``scripts/train_sd3.py::compute_log_prob`` @ ac4c86e does this, ddpo-pytorch
+    ``scripts/train.py`` does not. Shapes: (B, ...) both.
+    """
+    if uncond.shape != cond.shape:
+        raise ValueError(f"guidance needs equal shapes, got {tuple(uncond.shape)} and {tuple(cond.shape)}")
+    if detach_uncond:
+        uncond = uncond.detach()
+    return uncond + scale * (cond - uncond)

@@ -1,20 +1,30 @@
-"""Adv-GRPO's reward: an image discriminator trained online, reference images against current generations.
+"""Adv-GRPO's reward: a DINOv2 discriminator trained online, reference images against current generations.
 
-Adv-GRPO ("The Image as Its Own Reward", arXiv 2511.20256; showlab/Adv-GRPO) rewards a generation
-with a discriminator's score and keeps training that discriminator with a hinge loss, reference
-images positive and the policy's images negative::
+Adv-GRPO ("The Image as Its Own Reward", arXiv 2511.20256; showlab/Adv-GRPO at commit 8287f90,
+``scripts/train_sd3_fast_dino_patch.py`` and ``adv_grpo/rewards.py: dino_patch_cotrain_score``) scores an image
+with a small head on a frozen DINOv2 ViT-B/14 (timm ``vit_base_patch14_dinov2.lvd142m``; here its transformers
+port, ``facebook/dinov2-base``). Images are resized bicubically to the backbone's size (518) and
+ImageNet-normalised; ``head = Linear(D, 512) - GELU - Linear(512, 1)``. With ``cls`` the first token of the
+backbone's last (normed) layer and ``p_1..p_64`` patch tokens drawn at random with replacement::
 
-    L_D = 0.5 * (relu(1 - D(ref)) + relu(1 + D(gen)))          Adam, lr 1e-4, betas (0.5, 0.999)
+    reward = 0.7 * head(cls / (|cls| + 1e-6)) + 0.3 * mean_k head(p_k / (|p_k| + 1e-6))
 
-Simplified here, and said so: the authors' D is an MLP head on frozen DINOv2 features (CLS plus
-random patch tokens, 518 px); this one is a small convolutional network on the decoded image, so
-it runs on tiny CPU models. The discriminator is updated once per round, after the round's images
-were scored (the authors alternate 9 discriminator-only epochs with one generator epoch).
+The head is trained with a hinge loss, reference images positive and the policy's images negative, on the
+CLS token and on 64 random patches each, *not* normalised (their ``train_dino`` skips the normalisation the
+reward applies; kept as they wrote it)::
+
+    L_D = 0.5 * (relu(1 - D(cls_ref)) + relu(1 + D(cls_gen))) + 0.3 * 0.5 * (relu(1 - D(p_ref)) + relu(1 + D(p_gen)))
+
+Adam on the head alone, lr ``discriminator_lr`` (1e-4), betas (0.5, 0.999). The zoo's schedule: one
+discriminator step per round, after the round's images were scored (the authors alternate 9
+discriminator-only epochs with one generator epoch, ``d_times = 10``). Patch draws use the run's seeded
+generator, so a run is repeatable (theirs use torch's global RNG).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -25,22 +35,74 @@ from rewards.base import RewardResult
 if TYPE_CHECKING:
     from zoo.engines.diffusion.setup import Run
 
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
-class ImageDiscriminator(nn.Module):
-    """(B, 3, H, W) images in [0, 1] -> (B,) scores: three strided convolutions, global pooling, a linear head."""
 
-    def __init__(self, width: int = 16) -> None:
+def load_backbone(name: str) -> nn.Module:
+    """A frozen transformers ``Dinov2Model`` from a directory or Hub id (safetensors only)."""
+    from transformers import Dinov2Model
+
+    from zoo.hub import resolve_repo
+
+    path = Path(name).expanduser()
+    path = path if path.is_dir() else resolve_repo(name).path
+    model = Dinov2Model.from_pretrained(path, use_safetensors=True).eval()
+    return model.requires_grad_(False)
+
+
+class DinoDiscriminator(nn.Module):
+    """A frozen DINOv2 and Adv-GRPO's scoring head; (B, 3, H, W) images in [0, 1] in.
+
+    Args:
+        backbone: a ``Dinov2Model`` (its ``config.image_size`` is the input size).
+        hidden: the head's width (512). n_patches: random patch tokens per image (64).
+        cls_weight: the CLS share of the reward (0.7). patch_loss_weight: the patch hinge's weight in the loss (0.3).
+    """
+
+    def __init__(self, backbone: nn.Module, hidden: int = 512, n_patches: int = 64, cls_weight: float = 0.7,
+                 patch_loss_weight: float = 0.3) -> None:  # fmt: skip
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, width, 3, stride=2, padding=1), nn.GELU(),
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.GELU(),
-            nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1), nn.GELU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        )  # fmt: skip
-        self.head = nn.Linear(2 * width, 1)
+        self.backbone = backbone.eval().requires_grad_(False)
+        width = backbone.config.hidden_size
+        self.head = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, 1))
+        self.n_patches, self.cls_weight, self.patch_loss_weight = n_patches, cls_weight, patch_loss_weight
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(images * 2 - 1)).squeeze(-1)
+    def tokens(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(cls (B, D), patches (B, N, D))`` of the frozen backbone's last layer."""
+        size = self.backbone.config.image_size
+        x = nn.functional.interpolate(images.float(), size=(size, size), mode="bicubic", align_corners=False)
+        with torch.no_grad():
+            hidden = self.backbone(pixel_values=(x - self.mean) / self.std).last_hidden_state
+        return hidden[:, 0], hidden[:, 1:]
+
+    def sample(self, patches: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """``n_patches`` tokens per image drawn with replacement, (B, n, D)."""
+        b, n, d = patches.shape
+        index = torch.randint(0, n, (b, min(self.n_patches, n)), generator=generator).to(patches.device)
+        return torch.gather(patches, 1, index.unsqueeze(-1).expand(-1, -1, d))
+
+    def score(self, images: torch.Tensor, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        """The reward of each image, with its CLS and mean patch parts."""
+        cls, patches = self.tokens(images)
+        sampled = self.sample(patches, generator)
+        cls_score = self.head(cls / (cls.norm(dim=-1, keepdim=True) + 1e-6)).squeeze(-1)
+        patch_score = self.head(sampled / (sampled.norm(dim=-1, keepdim=True) + 1e-6)).squeeze(-1).mean(1)
+        reward = self.cls_weight * cls_score + (1 - self.cls_weight) * patch_score
+        return {"reward": reward, "cls": cls_score, "patch": patch_score}
+
+    def loss(self, real: torch.Tensor, fake: torch.Tensor, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        """The authors' hinge loss on CLS logits plus ``patch_loss_weight`` x the same on random patch logits."""
+        (cls_r, patches_r), (cls_f, patches_f) = self.tokens(real), self.tokens(fake)
+        logit_r, logit_f = self.head(cls_r).squeeze(-1), self.head(cls_f).squeeze(-1)
+        patch_r = self.head(self.sample(patches_r, generator)).squeeze(-1)
+        patch_f = self.head(self.sample(patches_f, generator)).squeeze(-1)
+        image_loss = 0.5 * (torch.relu(1 - logit_r).mean() + torch.relu(1 + logit_f).mean())
+        patch_loss = 0.5 * (torch.relu(1 - patch_r).mean() + torch.relu(1 + patch_f).mean())
+        accuracy = 0.5 * ((logit_r > 0).float().mean() + (logit_f < 0).float().mean())
+        return {"loss": image_loss + self.patch_loss_weight * patch_loss, "real": logit_r.mean(),
+                "fake": logit_f.mean(), "accuracy": accuracy}  # fmt: skip
 
 
 class AdversarialReward:
@@ -48,31 +110,33 @@ class AdversarialReward:
 
     name = "adversarial"
 
-    def __init__(self, references: torch.Tensor, lr: float, generator: torch.Generator) -> None:
-        self.references, self.generator = references, generator
-        self.discriminator = ImageDiscriminator()
-        self.optimizer = torch.optim.Adam(self.discriminator.parameters(), lr=lr, betas=(0.5, 0.999))
+    def __init__(self, references: torch.Tensor, lr: float, generator: torch.Generator,
+                 discriminator: DinoDiscriminator) -> None:  # fmt: skip
+        self.references, self.generator, self.discriminator = references, generator, discriminator
+        self.optimizer = torch.optim.Adam(self.discriminator.head.parameters(), lr=lr, betas=(0.5, 0.999))
 
     @torch.no_grad()
     def __call__(self, predictions: Sequence[torch.Tensor], samples: Sequence[Any]) -> list[RewardResult]:
-        scores = self.discriminator(torch.stack(list(predictions)).float())
-        return [RewardResult(float(s)) for s in scores]
+        parts = self.discriminator.score(torch.stack(list(predictions)).float(), self.generator)
+        return [RewardResult(float(r), {"cls": float(c), "patch": float(p)})
+                for r, c, p in zip(parts["reward"], parts["cls"], parts["patch"])]  # fmt: skip
 
     def update(self, generated: torch.Tensor) -> dict[str, float]:
         """One hinge-loss step: a random batch of references (as many as ``generated``) against ``generated``."""
         rows = torch.randint(len(self.references), (len(generated),), generator=self.generator)
-        real, fake = self.discriminator(self.references[rows]), self.discriminator(generated.float())
-        loss = 0.5 * (torch.relu(1 - real).mean() + torch.relu(1 + fake).mean())
+        self.discriminator.head.train()
+        parts = self.discriminator.loss(self.references[rows], generated.float(), self.generator)
         self.optimizer.zero_grad()
-        loss.backward()
+        parts["loss"].backward()
         self.optimizer.step()
-        return {"disc/loss": loss.item(), "disc/real": real.mean().item(), "disc/fake": fake.mean().item()}
+        return {f"disc/{k}": v.item() for k, v in parts.items()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"discriminator": self.discriminator.state_dict(), "optimizer": self.optimizer.state_dict()}
+        """The head and its optimiser (the backbone is frozen and reloaded from its files)."""
+        return {"head": self.discriminator.head.state_dict(), "optimizer": self.optimizer.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.discriminator.load_state_dict(state["discriminator"])
+        self.discriminator.head.load_state_dict(state["head"])
         self.optimizer.load_state_dict(state["optimizer"])
 
 
@@ -94,6 +158,8 @@ def reference_tensor(run: Run) -> torch.Tensor:
 
 def attach_discriminator(run: Run) -> None:
     """Make the run's reward the discriminator (the recipe's rewards are not used) and keep it for checkpoints."""
-    reward = AdversarialReward(reference_tensor(run), run.recipe.algorithm.discriminator_lr, run.generator)
+    alg = run.recipe.algorithm
+    discriminator = DinoDiscriminator(load_backbone(alg.discriminator_backbone))
+    reward = AdversarialReward(reference_tensor(run), alg.discriminator_lr, run.generator, discriminator)
     run.reward = reward
     run.extra["discriminator"] = reward

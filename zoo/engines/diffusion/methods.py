@@ -4,16 +4,24 @@ A row says which sampler family the method needs (flow matching, DDIM, LCM), whi
 (:mod:`zoo.rl.diffusion_steps`) its stochastic steps use, how rewards become advantages, whether
 rollouts are flat groups or trees, and the paper's defaults for every ``null`` recipe field:
 
-=============  ======  ================  =====  ====  ======  ========  ==========  =====================
-method         family  step              noise  clip  A clip  fraction  shuffle     advantage
-=============  ======  ================  =====  ====  ======  ========  ==========  =====================
-flow_grpo      flow    flow_sde_step     0.7    1e-4  5       0.99      first T'    per prompt, batch std
-dance_grpo     flow    dance_sde_step    0.3    1e-4  5       0.6       random T'   per group (unbiased std)
-ddpo           ddim    ddim_step (eta)   1.0    1e-4  5       1.0       random      per prompt, buffer 16
-rlcm           lcm     lcm_step          -      1e-4  10      1.0       random      per prompt, buffer 32
-tree_grpo      flow    flow_sde_step     0.7    1e-4  5       1.0       branch      tree node values
-adv_grpo       flow    flow_cps_step     0.8    1e-5  5       0.99      first T'    per prompt, batch std
-=============  ======  ================  =====  ====  ======  ========  ==========  =====================
+=============  ======  ================  =====  ====  ======  ========  ==========  =====================  ===  ======
+method         family  step              noise  clip  A clip  fraction  shuffle     advantage              CFG  A = 0
+=============  ======  ================  =====  ====  ======  ========  ==========  =====================  ===  ======
+flow_grpo      flow    flow_sde_step     0.7    1e-4  5       0.99      first T'    per prompt, batch std  4.5  drop
+dance_grpo     flow    dance_sde_step    0.3    1e-4  5       0.6       random T'   per group (unbiased)   1    keep
+ddpo           ddim    ddim_step (eta)   1.0    1e-4  5       1.0       random      per prompt, buffer 16  5.0  keep
+rlcm           lcm     lcm_step          -      1e-4  10      1.0       random      per prompt, buffer 32  1    keep
+tree_grpo      flow    flow_sde_step     0.7    1e-4  5       1.0       branch      tree node values       4.5  keep
+adv_grpo       flow    flow_cps_step     0.8    1e-5  5       0.99      first T'    per prompt, batch std  4.5  drop
+=============  ======  ================  =====  ====  ======  ========  ==========  =====================  ===  ======
+
+CFG is the guidance scale used in sampling and in the trained step (``guidance_scale``); with
+guidance, Flow-GRPO's ``compute_log_prob`` detaches the null-prompt branch (flow_grpo
+``scripts/train_sd3.py`` @ ac4c86e), so only the prompt branch is trained; DDPO's does not (ddpo-pytorch
+``scripts/train.py``); DanceGRPO trains FLUX, whose guidance is distilled (no CFG); RLCM's LCM
+likewise. TreeGRPO (no code) and Adv-GRPO (a Flow-GRPO derivative) take Flow-GRPO's 4.5: the zoo's
+choice. "A = 0: drop" is Flow-GRPO's filter of images whose advantage is exactly zero
+(``filter_zero_advantage``; :func:`zoo.rl.diffusion_loss.nonzero_advantage_mask`).
 
 Sources: flow_grpo ``config/grpo.py`` and ``config/base.py``; DanceGRPO
 ``scripts/finetune/finetune_flux_grpo_8gpus.sh``; ddpo-pytorch ``config/base.py``; RLCM
@@ -79,8 +87,12 @@ class Method:
             "timestep_fraction",
             "shuffle_timesteps",
             "init_same_noise",
+            "guidance_scale",
+            "filter_zero_advantage",
         )
-        return {k: self.defaults[k] if getattr(alg, k) is None else getattr(alg, k) for k in keys}
+        settings = {k: self.defaults[k] if getattr(alg, k) is None else getattr(alg, k) for k in keys}
+        settings["detach_uncond"] = self.defaults["detach_uncond"]
+        return settings
 
     def validate(self, recipe: DiffusionRecipe) -> None:
         """Method-specific recipe checks (model family, tree shape)."""
@@ -130,19 +142,22 @@ def _reference_images(recipe: DiffusionRecipe) -> None:
 
 METHODS: Registry[Method] = Registry("diffusion method")
 _FLOW = {"noise_level": 0.7, "clip_range": 1e-4, "adv_clip_max": 5.0, "timestep_fraction": 0.99,
-         "shuffle_timesteps": False, "init_same_noise": False}  # fmt: skip
+         "shuffle_timesteps": False, "init_same_noise": False, "guidance_scale": 4.5, "filter_zero_advantage": True,
+         "detach_uncond": True}  # fmt: skip
+_NO_FILTER = {"filter_zero_advantage": False}
 for _method in (
     Method("flow_grpo", "flow", "flow", _FLOW, lambda: PerPromptStatTracker(global_std=True, eps=1e-4),
            paper="2505.05470"),
-    Method("dance_grpo", "flow", "dance", {**_FLOW, "noise_level": 0.3, "timestep_fraction": 0.6,
-           "shuffle_timesteps": True, "init_same_noise": True}, None, paper="2505.07818"),
-    Method("ddpo", "ddim", "ddim", {**_FLOW, "noise_level": 1.0, "timestep_fraction": 1.0, "shuffle_timesteps": True},
+    Method("dance_grpo", "flow", "dance", {**_FLOW, **_NO_FILTER, "noise_level": 0.3, "timestep_fraction": 0.6,
+           "shuffle_timesteps": True, "init_same_noise": True, "guidance_scale": 1.0}, None, paper="2505.07818"),
+    Method("ddpo", "ddim", "ddim", {**_FLOW, **_NO_FILTER, "noise_level": 1.0, "timestep_fraction": 1.0,
+           "shuffle_timesteps": True, "guidance_scale": 5.0, "detach_uncond": False},
            lambda: PerPromptStatTracker(16, 16, eps=1e-6), clear_tracker=False, paper="2305.13301"),
-    Method("rlcm", "lcm", "lcm", {**_FLOW, "noise_level": 0.0, "adv_clip_max": 10.0, "timestep_fraction": 1.0,
-           "shuffle_timesteps": True}, lambda: PerPromptStatTracker(32, 16, eps=1e-6), clear_tracker=False,
-           paper="2404.03673"),
-    Method("tree_grpo", "flow", "flow", {**_FLOW, "timestep_fraction": 1.0, "init_same_noise": True}, None,
-           rollout="tree", paper="2512.08153", extra_checks=(_tree_shape,)),
+    Method("rlcm", "lcm", "lcm", {**_FLOW, **_NO_FILTER, "noise_level": 0.0, "adv_clip_max": 10.0,
+           "timestep_fraction": 1.0, "shuffle_timesteps": True, "guidance_scale": 1.0},
+           lambda: PerPromptStatTracker(32, 16, eps=1e-6), clear_tracker=False, paper="2404.03673"),
+    Method("tree_grpo", "flow", "flow", {**_FLOW, **_NO_FILTER, "timestep_fraction": 1.0, "init_same_noise": True},
+           None, rollout="tree", paper="2512.08153", extra_checks=(_tree_shape,)),
     Method("adv_grpo", "flow", "cps", {**_FLOW, "noise_level": 0.8, "clip_range": 1e-5},
            lambda: PerPromptStatTracker(global_std=True, eps=1e-4), adversarial=True, paper="2511.20256",
            extra_checks=(_reference_images,)),

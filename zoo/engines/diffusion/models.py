@@ -185,7 +185,10 @@ def load_pipeline(
     """
     from diffusers import DiffusionPipeline
 
-    pipe = DiffusionPipeline.from_pretrained(str(directory), dtype=dtype, use_safetensors=True)
+    from zoo.pipelines.diffusion import absent_components
+
+    pipe = DiffusionPipeline.from_pretrained(str(directory), dtype=dtype, use_safetensors=True,
+                                             **absent_components(directory))  # fmt: skip
     pipe.set_progress_bar_config(disable=True)
     denoiser = getattr(pipe, "transformer", None) or getattr(pipe, "unet", None)
     if denoiser is None or getattr(pipe, "vae", None) is None or not hasattr(pipe, "encode_prompt"):

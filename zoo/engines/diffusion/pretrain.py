@@ -43,11 +43,16 @@ def pretrain_vae(model: DiffusionModel, images: torch.Tensor, *, steps: int, lr:
 
 
 def pretrain_denoiser(model: DiffusionModel, images: torch.Tensor, prompts: list[str], *, steps: int, lr: float = 1e-3,
-                      batch: int = 32, generator: torch.Generator | None = None) -> float:  # fmt: skip
-    """Fit the denoiser to generate ``images`` from their ``prompts``; returns the mean loss of the last 50 steps."""
+                      batch: int = 32, uncond_prob: float = 0.0, generator: torch.Generator | None = None) -> float:  # fmt: skip
+    """Fit the denoiser to generate ``images`` from their ``prompts``; returns the mean loss of the last 50 steps.
+
+    ``uncond_prob`` replaces each example's prompt by the empty one with that probability (SD's prompt
+    dropout, 0.1 there), which teaches the null-prompt branch classifier-free guidance needs.
+    """
     with torch.no_grad():
         latents = model.vae.encode(images * 2 - 1).latent_dist.mean * model.vae.config.scaling_factor
-    embeds, pooled = model.encoder(prompts)
+        embeds, pooled = model.encoder(prompts)
+        null_embeds, null_pooled = model.encoder([""])
     denoiser = model.denoiser.train()
     optimizer = torch.optim.AdamW([p for p in denoiser.parameters() if p.requires_grad], lr=lr)
     losses = []
@@ -61,7 +66,11 @@ def pretrain_denoiser(model: DiffusionModel, images: torch.Tensor, prompts: list
         else:
             timesteps = torch.randint(model.scheduler.config.num_train_timesteps, (batch,), generator=generator)
             x_s, target = model.scheduler.add_noise(x0, noise, timesteps), noise
-        prediction = model.predict(x_s, timesteps, (embeds[rows], pooled[rows]))
+        cond = (embeds[rows], pooled[rows])
+        if uncond_prob > 0:  # no draw otherwise, so runs without dropout keep their random stream
+            drop = (torch.rand(batch, generator=generator) < uncond_prob).view(-1, 1)
+            cond = (torch.where(drop.unsqueeze(-1), null_embeds, cond[0]), torch.where(drop, null_pooled, cond[1]))
+        prediction = model.predict(x_s, timesteps, cond)
         loss = torch.nn.functional.mse_loss(prediction, target)
         optimizer.zero_grad()
         loss.backward()

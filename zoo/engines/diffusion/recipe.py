@@ -73,6 +73,19 @@ class DiffusionAlgorithmConfig:
     """Train a random subset of steps per image (DDPO, DanceGRPO) instead of the first ones (Flow-GRPO)."""
     init_same_noise: bool | None = None
     """All images of a group start from the same noise (DanceGRPO)."""
+    guidance_scale: float | None = None
+    """Classifier-free guidance ``w``, in sampling *and* in the trained step's mean:
+    ``out = out_null + w (out_prompt - out_null)``, the null prompt being the encoded empty string
+    (Flow-GRPO 4.5, DDPO 5.0; DanceGRPO and RLCM 1); 1 turns guidance off (one forward per step)."""
+    filter_zero_advantage: bool | None = None
+    """Drop images whose advantage is exactly 0 before training (Flow-GRPO: a group whose rewards all
+    tie carries no signal); their share is logged as ``kept_fraction``."""
+    sde_window_size: int = 0
+    """Flow-GRPO-Fast: > 0 makes only ``sde_window_size`` consecutive steps stochastic (ODE elsewhere),
+    at a start drawn each round, and trains exactly those steps (``timestep_fraction`` unused); 0: off."""
+    sde_window_range: tuple[int, int] | None = None
+    """``[lo, hi)`` step range the window lies in (start uniform in ``[lo, hi - size]``); ``null``:
+    ``[0, num_steps // 2)``, the authors' fast presets."""
     num_inner_epochs: int = 1
     """Passes over each batch of rollouts."""
     branch_steps: tuple[int, ...] = (1, 2, 3)
@@ -80,7 +93,9 @@ class DiffusionAlgorithmConfig:
     branch_factor: int = 2
     """TreeGRPO: children per split; ``group_size`` must equal ``branch_factor ** len(branch_steps)``."""
     discriminator_lr: float = 1e-4
-    """Adv-GRPO: learning rate of the image discriminator whose score is the reward."""
+    """Adv-GRPO: learning rate of the discriminator head whose score is the reward."""
+    discriminator_backbone: str = "facebook/dinov2-base"
+    """Adv-GRPO: the frozen DINOv2 under the discriminator head (Hub id or directory; a tiny one for CPU tests)."""
     reference_images: DataConfig = field(default_factory=DataConfig)
     """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives."""
 
@@ -168,8 +183,34 @@ class DiffusionRecipe(Recipe):
         for key in ("clip_range", "adv_clip_max"):
             if settings[key] <= 0:
                 raise RecipeError(f"algorithm.{key} must be > 0, got {settings[key]}")
+        if settings["guidance_scale"] < 1:
+            raise RecipeError(f"algorithm.guidance_scale={settings['guidance_scale']} must be >= 1 (1 is no guidance)")
+        _check_window(alg, method)
         if tr.train_batch_size < 1 or tr.prompts_per_step < 1 or (tr.grad_accum is not None and tr.grad_accum < 1):
             raise RecipeError("training.train_batch_size, prompts_per_step and grad_accum must be >= 1")
         if tr.ema_decay is not None and not 0 < tr.ema_decay < 1:
             raise RecipeError(f"training.ema_decay={tr.ema_decay} must be in (0, 1) or null")
         method.validate(self)
+
+
+def _check_window(alg: DiffusionAlgorithmConfig, method: Any) -> None:
+    """The SDE window must fit the policy steps of a flat rollout."""
+    if alg.sde_window_size == 0:
+        return
+    lo, hi = sde_window_range(alg)
+    policy_steps = alg.num_steps - (1 if method.family == "lcm" else 0)
+    if alg.sde_window_size < 0 or method.rollout != "flat":
+        raise RecipeError(f"algorithm.sde_window_size={alg.sde_window_size}: needs >= 0 and a flat-rollout method "
+                          f"({alg.method} rolls out {method.rollout})")  # fmt: skip
+    if 0 <= lo and lo + alg.sde_window_size <= hi <= policy_steps:
+        return
+    raise RecipeError(f"algorithm.sde_window_range=[{lo}, {hi}) with sde_window_size={alg.sde_window_size} must "
+                      f"satisfy 0 <= lo, lo + size <= hi <= {policy_steps} (the stochastic steps)")
+
+
+def sde_window_range(alg: DiffusionAlgorithmConfig) -> tuple[int, int]:
+    """``[lo, hi)`` the SDE window is drawn in: the recipe's, or ``[0, num_steps // 2)``."""
+    if alg.sde_window_range is None:
+        return 0, alg.num_steps // 2
+    lo, hi = alg.sde_window_range
+    return int(lo), int(hi)

@@ -15,6 +15,7 @@ import torch
 from zoo.engines.diffusion.models import DiffusionModel
 from zoo.rl.diffusion_steps import (
     StepOutput,
+    classifier_free_guidance,
     dance_sde_step,
     ddim_step_with_logprob,
     flow_cps_step,
@@ -27,10 +28,15 @@ class Sampler:
     """The scheduler of ``model`` set to ``num_steps``, and the method's policy step on it.
 
     ``policy_steps`` is the number of stochastic steps: all of them, except LCM's last, which
-    returns the consistency function's output without noise.
+    returns the consistency function's output without noise. With ``guidance_scale > 1`` every
+    denoiser call is classifier-free guided against ``null_cond`` (the encoded empty prompt).
     """
 
-    def __init__(self, model: DiffusionModel, step: str, num_steps: int) -> None:
+    def __init__(self, model: DiffusionModel, step: str, num_steps: int, *, guidance_scale: float = 1.0,
+                 null_cond: tuple[torch.Tensor, torch.Tensor] | None = None, detach_uncond: bool = False) -> None:  # fmt: skip
+        if guidance_scale != 1.0 and null_cond is None:
+            raise ValueError("classifier-free guidance needs null_cond, the encoded empty prompt")
+        self.guidance_scale, self.null_cond, self.detach_uncond = guidance_scale, null_cond, detach_uncond
         if step not in ("flow", "cps", "dance", "ddim", "lcm"):
             raise ValueError(f"unknown policy step {step!r}")
         self.model, self.step_name, self.num_steps = model, step, num_steps
@@ -46,6 +52,19 @@ class Sampler:
     def model_timesteps(self, index: torch.Tensor) -> torch.Tensor:
         """(B,) denoiser timestep inputs for (B,) step indices."""
         return self.timesteps[index.cpu()].to(self.model.device)
+
+    def predict(self, latents: torch.Tensor, index: torch.Tensor, cond: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """The (guided) denoiser output at (B,) step ``index``: one batched forward of null and prompt
+        conditions when guided (the authors concatenate ``[null, prompt]``), the plain output otherwise."""
+        timesteps = self.model_timesteps(index)
+        if self.guidance_scale == 1.0:
+            return self.model.predict(latents, timesteps, cond)
+        n = latents.shape[0]
+        null_embeds, null_pooled = (c.expand(n, *c.shape[1:]) for c in self.null_cond)
+        both = (torch.cat([null_embeds, cond[0]]), torch.cat([null_pooled, cond[1]]))
+        out = self.model.predict(torch.cat([latents, latents]), torch.cat([timesteps, timesteps]), both)
+        uncond, text = out.chunk(2)
+        return classifier_free_guidance(uncond, text, self.guidance_scale, detach_uncond=self.detach_uncond)
 
     def step(self, index: torch.Tensor, latents: torch.Tensor, model_output: torch.Tensor, noise_level: float,
              prev_sample: torch.Tensor | None = None, generator: torch.Generator | None = None) -> StepOutput:  # fmt: skip
@@ -82,7 +101,7 @@ class Sampler:
         outputs = []
         for i in range(self.num_steps):
             index = torch.full((latents.shape[0],), i, dtype=torch.long)
-            model_output = self.model.predict(latents, self.model_timesteps(index), cond).float()
+            model_output = self.predict(latents, index, cond).float()
             if i >= self.policy_steps:
                 latents = self.consistency_output(latents, model_output, i)
                 continue

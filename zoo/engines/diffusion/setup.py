@@ -21,7 +21,7 @@ import torch
 from rewards.base import RewardSample, WeightedSum
 from zoo.engines.diffusion.methods import METHODS, Method
 from zoo.engines.diffusion.models import DiffusionModel, load_model
-from zoo.engines.diffusion.recipe import DiffusionRecipe
+from zoo.engines.diffusion.recipe import DiffusionRecipe, sde_window_range
 from zoo.engines.diffusion.sampling import Sampler
 from zoo.rl.diffusion_loss import PerPromptStatTracker
 
@@ -58,8 +58,7 @@ class Run:
         return [self.prompts[i] for i in picks.tolist()]
 
     def encode(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        embeds, pooled = self.model.encoder(prompts)
-        return embeds.to(self.model.device), pooled.to(self.model.device)
+        return _encode(self.model, prompts)
 
     @staticmethod
     def select_cond(cond: tuple[torch.Tensor, torch.Tensor], index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,8 +72,21 @@ class Run:
         noise = noise.repeat_interleave(group, dim=0) if same_within_group else noise
         return noise.to(self.model.device)
 
-    def trained_steps(self, n_images: int, policy_steps: int) -> torch.Tensor:
-        """(N, J) step indices trained per image: the first J (Flow-GRPO) or a random J per image (DDPO, DanceGRPO)."""
+    def sde_window(self) -> range | None:
+        """Flow-GRPO-Fast's window of stochastic steps for this round: ``sde_window_size`` steps from a start
+        drawn uniformly in ``[lo, hi - size]`` (flow_grpo ``sd3_pipeline_with_logprob_fast.py``); ``None``: off."""
+        size = self.recipe.algorithm.sde_window_size
+        if size == 0:
+            return None
+        lo, hi = sde_window_range(self.recipe.algorithm)
+        start = int(torch.randint(lo, hi - size + 1, (1,), generator=self.generator))
+        return range(start, start + size)
+
+    def trained_steps(self, n_images: int, policy_steps: int, window: range | None = None) -> torch.Tensor:
+        """(N, J) step indices trained per image: every step of the SDE window when there is one (Flow-GRPO-Fast),
+        else the first J (Flow-GRPO) or a random J per image (DDPO, DanceGRPO)."""
+        if window is not None:
+            return torch.arange(window.start, window.stop).expand(n_images, len(window))
         count = max(1, int(policy_steps * self.settings["timestep_fraction"]))
         if not self.settings["shuffle_timesteps"]:
             return torch.arange(count).expand(n_images, count)
@@ -185,6 +197,12 @@ class Run:
         self.recipe.to_yaml(directory / "recipe.yaml")
 
 
+def _encode(model: DiffusionModel, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(embeds, pooled)`` of ``prompts`` on the denoiser's device."""
+    embeds, pooled = model.encoder(prompts)
+    return embeds.to(model.device), pooled.to(model.device)
+
+
 def math_nan(value: float | None) -> float:
     return float("nan") if value is None else float(value)
 
@@ -235,9 +253,13 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
         ema = EMAModel(trainable, decay=tr.ema_decay)
     generator = torch.Generator().manual_seed(tr.seed + 1_000_003 * accelerator.process_index)
     prompts = list(recipe.prompts.train) or [s.question for s in recipe.prompts.data.load()]
-    run = Run(recipe=recipe, model=model, sampler=Sampler(model, method.step, alg.num_steps), accelerator=accelerator,
+    settings = method.settings(alg)
+    null_cond = _encode(model, [""]) if settings["guidance_scale"] != 1.0 else None  # the authors' null prompt
+    sampler = Sampler(model, method.step, alg.num_steps, guidance_scale=settings["guidance_scale"], null_cond=null_cond,
+                      detach_uncond=settings["detach_uncond"])  # fmt: skip
+    run = Run(recipe=recipe, model=model, sampler=sampler, accelerator=accelerator,
               optimizer=optimizer, trainable=trainable, reward=_reward(recipe), prompts=prompts,
-              eval_prompts=list(recipe.prompts.eval) or prompts[:4], settings=method.settings(alg), generator=generator,
+              eval_prompts=list(recipe.prompts.eval) or prompts[:4], settings=settings, generator=generator,
               output_dir=Path(output_dir), tracker=method.tracker() if method.tracker else None, ema=ema,
               reference_model=reference_model)  # fmt: skip
     if method.adversarial:

@@ -3,9 +3,11 @@
 One round (a recipe ``step``): draw ``prompts_per_step`` prompts, sample ``group_size`` images each
 with the method's stochastic sampler (flat groups, or trees for TreeGRPO), decode and score them
 with the recipe's rewards (``None`` scores are masked), turn rewards into advantages (the method's
-rule), then run PPO over the stochastic steps: every trained step's ratio is re-scored under the
-current denoiser with the stored next latent, clipped per step, optionally with a KL to the
-reference on the step means. Multi-GPU runs go through ``accelerate launch``: each process samples
+rule), drop images whose advantage is exactly zero (Flow-GRPO's filter: tied groups), then run PPO
+over the stochastic steps: every trained step's ratio is re-scored under the current denoiser
+(classifier-free guided as in sampling) with the stored next latent, clipped per step, optionally
+with a KL to the reference on the step means. With an SDE window (Flow-GRPO-Fast) only the window's
+steps are stochastic and trained. Multi-GPU runs go through ``accelerate launch``: each process samples
 its own prompts with its own noise, rewards and prompts are gathered for the advantages.
 """
 
@@ -23,7 +25,7 @@ from zoo.engines.diffusion.methods import METHODS, Method
 from zoo.engines.diffusion.recipe import DiffusionRecipe
 from zoo.engines.diffusion.sampling import Transitions, flat_transitions
 from zoo.engines.diffusion.setup import Run, build_run
-from zoo.rl.diffusion_loss import mean_kl, step_policy_loss
+from zoo.rl.diffusion_loss import mean_kl, nonzero_advantage_mask, step_policy_loss, zero_std_ratio
 from zoo.run_logging import MetricsLog
 from zoo.runs import latest_checkpoint
 
@@ -78,7 +80,14 @@ def train_round(run: Run) -> dict[str, Any]:
         transitions, rewards, metrics = flat_round(run, method, prompts)
     if method.adversarial:  # Adv-GRPO: the discriminator learns from this round's images after scoring them
         metrics.update(run.extra["discriminator"].update(run.extra["last_images"]))
-    metrics.update(optimise(run, transitions))
+    if run.settings["filter_zero_advantage"]:  # Flow-GRPO: samples with A = 0 carry no signal
+        keep = nonzero_advantage_mask(transitions.advantages)
+        metrics["kept_fraction"] = float(keep.float().mean())
+        transitions = transitions.select(keep.nonzero().flatten())
+    if len(transitions):
+        metrics.update(optimise(run, transitions))
+    else:
+        logger.info("every advantage is 0 this round (all groups tied); no update")
     metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
     return metrics
 
@@ -91,10 +100,13 @@ def flat_round(run: Run, method: Method, prompts: list[str]) -> tuple[Transition
     cond = run.encode(prompts)
     cond_index = torch.arange(len(prompts)).repeat_interleave(group)
     start = run.initial_noise(len(prompts), group, same_within_group=settings["init_same_noise"])
-    latents, outputs = run.sampler.run(start, run.select_cond(cond, cond_index), settings["noise_level"], run.generator)
+    window = run.sde_window()
+    latents, outputs = run.sampler.run(start, run.select_cond(cond, cond_index), settings["noise_level"], run.generator,
+                                       sde_steps=None if window is None else set(window))  # fmt: skip
     rewards, reward_metrics = run.score(latents, images_prompts)
     advantages = run.advantages(method, images_prompts, cond_index, rewards)
-    trained = run.trained_steps(len(images_prompts), run.sampler.policy_steps)
+    reward_metrics["zero_std_ratio"] = zero_std_ratio(images_prompts, rewards)
+    trained = run.trained_steps(len(images_prompts), run.sampler.policy_steps, window)
     transitions = flat_transitions(start, outputs, cond_index, advantages, trained)
     run.round_cond = cond
     evals = len(images_prompts) * alg.num_steps
@@ -134,7 +146,7 @@ def step_loss(run: Run, part: Transitions, settings: dict[str, Any]) -> tuple[to
     device = run.model.device
     latents, k = part.latents.to(device), part.next_latents.shape[1]
     cond = run.select_cond(run.round_cond, part.cond)
-    model_output = run.model.predict(latents, run.sampler.model_timesteps(part.index), cond)
+    model_output = run.sampler.predict(latents, part.index, cond)
     repeat = lambda x: x.repeat_interleave(k, dim=0)
     out = run.sampler.step(repeat(part.index), repeat(latents), repeat(model_output), settings["noise_level"],
                            prev_sample=part.next_latents.flatten(0, 1).to(device))  # fmt: skip
@@ -143,7 +155,7 @@ def step_loss(run: Run, part: Transitions, settings: dict[str, Any]) -> tuple[to
     stats = {"loss": loss.item(), "clipfrac": float(info["clipfrac"]), "approx_kl": float(info["approx_kl"])}
     if run.recipe.algorithm.beta > 0:
         with torch.no_grad(), run.reference():
-            ref_output = run.model.predict(latents, run.sampler.model_timesteps(part.index), cond)
+            ref_output = run.sampler.predict(latents, part.index, cond)
         ref = run.sampler.step(part.index, latents, ref_output.float(), settings["noise_level"], prev_sample=latents)
         kl = mean_kl(out.prev_sample_mean[::k], ref.prev_sample_mean, out.std_dev_t[::k])
         loss = loss + run.recipe.algorithm.beta * kl

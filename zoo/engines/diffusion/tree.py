@@ -48,7 +48,7 @@ def tree_rollout(
     records = []
     for i in range(alg.num_steps):
         index = torch.full((len(nodes),), i, dtype=torch.long)
-        output = run.model.predict(nodes, sampler.model_timesteps(index), run.select_cond(cond, tree_of)).float()
+        output = sampler.predict(nodes, index, run.select_cond(cond, tree_of)).float()
         if i not in branch:
             nodes = sampler.step(index, nodes, output, 0.0, generator=run.generator).prev_sample_mean
             continue

@@ -35,6 +35,16 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class PluginSpec:
+    """One rollout plug-in (:data:`zoo.engines.vlm.plugins.ROLLOUT_PLUGINS`) and its arguments."""
+
+    name: str = ""
+    """Registered plug-in name (``shuffle-r1``, ``scs``)."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the plug-in's class (its docstring lists them)."""
+
+
+@dataclass(frozen=True)
 class AlgorithmConfig:
     """The GRPO-family algorithm: advantage estimator, surrogate loss and sampling."""
 
@@ -69,6 +79,10 @@ class AlgorithmConfig:
     """Optimisation passes over each generated batch (PPO epochs, mu in the GRPO paper)."""
     dynamic_sampling: bool = False
     """Drop groups whose rewards are all equal from the loss (DAPO); they carry no signal."""
+    plugins: tuple[PluginSpec, ...] = ()
+    """Rollout plug-ins, in call order (:mod:`zoo.engines.vlm.plugins`): a paper's change to what is
+    scored or trained (``scs`` resamples trajectory tails for a consistency reward; ``shuffle-r1``
+    keeps contrasting pairs and re-orders them by advantage). ``vlm-trl`` engine, one process."""
 
     @property
     def loss(self) -> LossType:
@@ -289,6 +303,30 @@ class VLMRecipe(Recipe):
         needs = getattr(estimator, "rollout_fields", ())
         if needs:
             self._validate_multi_turn(needs)
+        self._validate_plugins(bool(needs))
+
+    def _validate_plugins(self, multi_turn: bool) -> None:
+        from zoo.engines import ENGINES
+        from zoo.engines.vlm.plugins import build_plugin
+        from zoo_common.registry import UnknownNameError
+
+        if not self.algorithm.plugins:
+            return
+        names = [spec.name for spec in self.algorithm.plugins]
+        if ENGINES.get(self.engine).name != "vlm-trl" or multi_turn:
+            raise RecipeError(f"algorithm.plugins {names} run in the vlm-trl engine's single-turn GRPO loop; "
+                              f"engine {self.engine!r} with adv_estimator={self.algorithm.adv_estimator!r} does not "
+                              "call them: use engine: vlm-trl and a single-turn estimator")  # fmt: skip
+        selecting = []
+        for i, spec in enumerate(self.algorithm.plugins):
+            try:
+                plugin = build_plugin(spec.name, spec.kwargs)
+                plugin.check_recipe(self)
+            except (UnknownNameError, TypeError, ValueError) as err:
+                raise RecipeError(f"algorithm.plugins[{i}] ({spec.name}): {err}") from None
+            selecting += [spec.name] if plugin.selects_rows else []
+        if len(selecting) > 1:
+            raise RecipeError(f"algorithm.plugins: {selecting} each choose the rows to train; keep one of them")
 
     def _validate_multi_turn(self, needs: tuple[str, ...]) -> None:
         from zoo.engines import ENGINES

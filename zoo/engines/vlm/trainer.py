@@ -15,6 +15,10 @@ checkpoints, the progress bar, TensorBoard. :class:`ZooGRPOTrainer` overrides ex
   verl's KL estimators), with ``rollout.importance_sampling`` each token's policy-gradient term
   weighted by the truncated trainer/rollout ratio (:mod:`zoo.rl.importance`).
 
+Rollout plug-ins (:mod:`zoo.engines.vlm.plugins`, ``algorithm.plugins``) hook in twice: before the
+rewards (SCS adds resampled trajectories to each sample's meta) and after the advantages (Shuffle-R1
+picks and orders the rows the optimiser steps take, in place of TRL's shuffle).
+
 DAPO's dynamic sampling *over-samples* prompts to refill the batch; with TRL's fixed-size
 generation batches we mask the flat groups instead, so the effective batch shrinks on easy
 data (the fraction is logged as ``dynamic_sampling/frac_dropped_groups``).
@@ -34,11 +38,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import TrainerCallback
 from transformers.trainer_utils import rotate_checkpoints
 from trl import GRPOTrainer
+from trl.trainer.utils import split_pixel_values_by_grid, split_tensor_dict, unsplit_pixel_values_by_grid
 
+from zoo.engines.vlm.plugins import Rollout, ScoredBatch, build_plugin, take_rows
 from zoo.engines.vlm.recipe import AlgorithmConfig, RolloutConfig
 from zoo.engines.vlm.rollout import compiled_decode_config, recording_rollout_logps
 from zoo.engines.vlm.trl_data import META_COLUMN
@@ -70,7 +77,12 @@ class ZooGRPOTrainer(GRPOTrainer):
         self.rollout = rollout or RolloutConfig()
         self._estimator = ADVANTAGE_ESTIMATORS.get(algorithm.adv_estimator)
         self._rewards_per_func: torch.Tensor | None = None
+        self._plugins = [build_plugin(spec.name, spec.kwargs) for spec in algorithm.plugins]
         super().__init__(*args, **kwargs)
+        self._plugin_rng = np.random.default_rng(self.args.seed)
+        if any(p.selects_rows for p in self._plugins) and self.accelerator.num_processes > 1:
+            raise RuntimeError(f"rollout plug-ins {[p.name for p in self._plugins]} choose rows across the whole "
+                               "batch and run on one process; launch without accelerate's multi-process mode")  # fmt: skip
         if self.args.cache_implementation == "static" and (self.args.bf16 or self.args.fp16):
             held = next(self.model.parameters()).dtype
             wanted = torch.bfloat16 if self.args.bf16 else torch.float16
@@ -97,6 +109,7 @@ class ZooGRPOTrainer(GRPOTrainer):
     # --- advantages -----------------------------------------------------------------------
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        self._run_before_rewards(inputs, prompts, completion_ids_list)
         # Keep TRL's gathered (N, n_funcs) reward matrix (NaN = no score) for our estimator.
         self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         return self._rewards_per_func
@@ -131,12 +144,86 @@ class ZooGRPOTrainer(GRPOTrainer):
         if "tool_mask" in output:
             loss_mask = loss_mask * output["tool_mask"]
         output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        if mode == "train":
+            self._select_rows(output, rewards, advantages, group_ids)
         weight_key = self.algorithm.loss.sample_weight
         if weight_key is not None:  # a paper's per-sample loss weight (GUI-G1's rate), from Sample.meta
             output["zoo_sample_weight"] = torch.tensor(
                 [float(json.loads(x.get(META_COLUMN, "{}")).get(weight_key, 1.0)) for x in inputs], device=device
             )
         return output
+
+    # --- rollout plug-ins ---------------------------------------------------------------------
+
+    def _run_before_rewards(self, inputs, prompts, completion_ids_list) -> None:
+        """Let plug-ins add fields to each row's meta (written back into the ``meta`` column) before scoring."""
+        plugins = [p for p in self._plugins if p.adds_fields]
+        if not plugins:
+            return
+        metas = [json.loads(x.get(META_COLUMN) or "{}") for x in inputs]
+        rollout = Rollout(prompts=list(prompts), completion_ids=[list(c) for c in completion_ids_list], metas=metas,
+                          continue_generation=self.continue_generation,
+                          decode=functools.partial(self.processing_class.decode, skip_special_tokens=True))  # fmt: skip
+        for plugin in plugins:
+            plugin.before_rewards(rollout)
+        for i, meta in enumerate(metas):
+            inputs[i] = {**inputs[i], META_COLUMN: json.dumps(meta, sort_keys=True, default=str)}
+
+    @torch.no_grad()
+    def continue_generation(self, prompts: list[Any], prefixes: list[list[int]]) -> list[list[int]]:
+        """One sampled continuation per request: ``prompts[i]``'s generation prompt, then ``prefixes[i]``.
+
+        The prompt goes through TRL's own tokenisation (chat template, image processing) and the
+        continuation through TRL's generation path (vLLM when the run uses it, else ``generate``), with
+        the run's sampling settings; requests go in chunks of the per-device batch size.
+        """
+        out: list[list[int]] = []
+        step = max(1, self.args.per_device_train_batch_size)
+        for start in range(0, len(prompts), step):
+            chunk = prefixes[start : start + step]
+            prompt_ids, images, fields = self._tokenize_prompts(prompts[start : start + step])
+            prompt_ids = [list(ids) + list(prefix) for ids, prefix in zip(prompt_ids, chunk)]
+            for key, value in fields.items():  # per-token fields (mm_token_type_ids): the prefix is text, type 0
+                if isinstance(value, list) and value and isinstance(value[0], list):
+                    fields[key] = [list(row) + [0] * len(prefix) for row, prefix in zip(value, chunk)]
+            completions, _ = self._generate_single_turn(prompt_ids, images, fields, num_generations=1)
+            out += [list(c) for c in completions]
+        return out
+
+    def _select_rows(self, output: dict[str, Any], rewards, advantages, group_ids) -> None:
+        """Record the plug-in's row order (``zoo_row_order``) for :meth:`_prepare_inputs` to apply."""
+        for plugin in (p for p in self._plugins if p.selects_rows):
+            batch = ScoredBatch(rewards=rewards, advantages=advantages, group_ids=group_ids,
+                                step=self.state.global_step + 1, total_steps=int(self.state.max_steps or 0),
+                                rng=self._plugin_rng)  # fmt: skip
+            selection = plugin.select_rows(batch)
+            if selection is None:
+                continue
+            if not selection.rows or len(selection.rows) % self.args.steps_per_generation:
+                raise RuntimeError(f"rollout plug-in {plugin.name!r} chose {len(selection.rows)} rows, which do not "
+                                   f"split into {self.args.steps_per_generation} optimiser micro-steps; adjust "
+                                   "training.batch_size or grad_accum")  # fmt: skip
+            output["zoo_row_order"] = selection.rows
+            for key, value in selection.metrics.items():
+                self._metrics["train"][f"{plugin.name}/{key}"].append(float(value))
+            return
+
+    def _prepare_inputs(self, generation_batch):
+        # TRL's buffering, except that a plug-in's row order replaces TRL's random shuffle.
+        if not self.model.training or not any(p.selects_rows for p in self._plugins):
+            return super()._prepare_inputs(generation_batch)
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        if self._step % generate_every == 0 or self._buffered_inputs is None:
+            batch = split_pixel_values_by_grid(self._generate_and_score_completions(generation_batch))
+            order = batch.pop("zoo_row_order", None)
+            batch = take_rows(batch, order) if order is not None else batch
+            loss_mask = batch["completion_mask"] * batch["zoo_row_mask"].unsqueeze(1)
+            if batch.get("tool_mask") is not None:
+                loss_mask = loss_mask * batch["tool_mask"]
+            batch["num_items_in_batch"] = loss_mask.sum()
+            chunks = split_tensor_dict(batch, self.args.steps_per_generation)
+            self._buffered_inputs = [unsplit_pixel_values_by_grid(chunk) for chunk in chunks]
+        return self._buffered_inputs[self._step % self.args.steps_per_generation]
 
     def _estimator_options(self) -> dict[str, Any]:
         params = inspect.signature(self._estimator).parameters

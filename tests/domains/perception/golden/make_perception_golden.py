@@ -19,17 +19,25 @@ unchanged, with the file's own imports supplied, so the training stacks need not
 - ding523/Curr_REFT @ f123433ec97c5b97772273ee9e9acb9610f8bc39:
   ``train_code/grpo/open-r1-multimodal/src/open_r1/Stage1_judge_math_resize.py`` and
   ``Stage2_choice_math_resize.py`` (``iou_reward``, the stages' accuracy, and ``format_reward``).
+- om-ai-lab/VLM-R1 (same commit), OVD: ``grpo_jsonl.py`` (``calculate_map``, ``map_reward``, ``od_reward``,
+  ``odLength_reward``) on the repository's own vendored ``src/open-r1-multimodal/src/open_r1/utils/pycocotools``
+  (``coco.py``, ``cocoeval.py``; their ``mask`` import is pycocotools').
+- om-ai-lab/OVDEval @ 2ba0aa95bf71988207599d7b78cf0005ea6c9e19: ``eval.py`` (``calculate_iou``,
+  ``nms_threaded``, ``cal_map``; ``cal_map`` prints its result, so its ``COCOeval`` is given a subclass
+  that keeps ``stats``).
 - GenuineWWD/SCS @ 7014027d1ad44af8a53a5f1993c0f03b7518b321:
   ``openrlhf/models/remote_rm/option_verifier_cut_response.py`` (``verify_format`` with the
   ``format_pattern`` set in its ``__main__``, ``verify_option``, ``consistency_reward``, ``extract_answer``,
   ``find_first_uppercase``) and the reward line of ``get_reward``.
 
-Re-run (needs torch, torchvision, scipy, and ``pip install "math-verify[antlr4_13_2]" Levenshtein pylatexenc``
-for the authors' imports)::
+Re-run (needs torch, torchvision, scipy, pycocotools, matplotlib and
+``pip install "math-verify[antlr4_13_2]" Levenshtein pylatexenc`` for the authors' imports)::
 
-    git clone https://github.com/om-ai-lab/VLM-R1 ...  # the four repositories, at the commits above
+    git clone https://github.com/om-ai-lab/VLM-R1 ...  # the repositories, at the commits above
     python tests/domains/perception/golden/make_perception_golden.py --vlm-r1 VLM-R1 --visual-rft Visual-RFT \\
-        --griffon Griffon --r1-reward r1_reward
+        --griffon Griffon --r1-reward r1_reward --scs SCS --curr-reft Curr_REFT --ovdeval OVDEval
+
+``--only ovd ovdeval`` recomputes those sections and keeps the others (needs only their repositories).
 
 Inputs are fixed below and stored beside the outputs; rerunning rewrites an identical file.
 """
@@ -416,20 +424,137 @@ def curr_reft_cases(root: Path) -> dict:
     }
 
 
+# --- VLM-R1 OVD and OVDEval ---------------------------------------------------------------------
+OVD_GT = [{"bbox_2d": [10, 10, 50, 50], "label": "cat"}, {"bbox_2d": [60, 60, 100, 120], "label": "dog"},
+          {"bbox_2d": [120, 20, 180, 80], "label": "cat"}]
+
+
+def _fenced(objects) -> str:
+    return "```json\n" + json.dumps(objects) + "\n```"
+
+
+OVD_CASES = [  # (completion, ground-truth objects; [] is the answer "None")
+    (f"<think>x</think><answer>{_fenced(OVD_GT)}</answer>", OVD_GT),
+    (f"<think>x</think><answer>{_fenced(OVD_GT[:1])}</answer>", OVD_GT),
+    (f"<think>x</think><answer>{_fenced([{'bbox_2d': [12, 14, 52, 55], 'label': 'cat'}, {'bbox_2d': [60, 60, 100, 120], 'label': 'dog'}])}</answer>", OVD_GT[:2]),
+    (f"<think>x</think><answer>{_fenced([*OVD_GT, {'bbox_2d': [200, 200, 240, 240], 'label': 'cat'}, {'bbox_2d': [10, 10, 50, 50], 'label': 'cat'}])}</answer>", OVD_GT),
+    (f"<answer>{_fenced([{'bbox_2d': [10, 10, 50, 50], 'label': 'bird'}])}</answer>", OVD_GT),
+    ("<think>x</think><answer>" + json.dumps(OVD_GT) + "</answer>", OVD_GT),
+    ("<think>x</think><answer>None</answer>", []),
+    ("<think>x</think><answer>there is nothing to detect</answer>", []),
+    (f"<think>x</think><answer>{_fenced(OVD_GT[:1])}</answer>", []),
+    (_fenced(OVD_GT), OVD_GT),
+    (f"<answer>{_fenced(OVD_GT[:1])}</answer> then <answer>{_fenced(OVD_GT)}</answer>", OVD_GT),
+    ("<answer>```json\n[{\"bbox_2d\": [10, 10, 50, 50], \"label\": \"cat\"},]\n```</answer>", OVD_GT),
+    (f"<answer>{_fenced([{'bbox_2d': [10, 10, 50], 'label': 'cat'}, [1, 2], {'bbox_2d': [60, 60, 100, 120], 'label': 'dog'}])}</answer>", OVD_GT),
+    (f"<answer>{_fenced([{'bbox_2d': [10, 10, 50, 50], 'label': 'cat'}] * 4)}</answer>", OVD_GT[:1]),
+]
+
+
+def ovd_cases(root: Path) -> list:
+    """``[completion, gt, od_ap, od_ap50, odLength]`` from VLM-R1's own functions and pycocotools copy."""
+    vendored = root / "src" / "open-r1-multimodal" / "src" / "open_r1" / "utils" / "pycocotools"
+    from pycocotools import mask as mask_utils
+
+    modules = {}
+    for name in ("coco", "cocoeval"):
+        module = types.ModuleType(f"vlm_r1_pycocotools_{name}")
+        source = (vendored / f"{name}.py").read_text().replace("from pycocotools import mask as maskUtils", "")
+        module.__dict__["maskUtils"] = mask_utils
+        exec(compile(source, str(vendored / f"{name}.py"), "exec"), module.__dict__)  # noqa: S102
+        modules[name] = module
+    ns = {"re": re, "json": json, "COCO": modules["coco"].COCO, "COCOeval": modules["cocoeval"].COCOeval}
+    load_functions(root / "src" / "open-r1-multimodal" / "src" / "open_r1" / "grpo_jsonl.py",
+                   ["calculate_map", "map_reward", "od_reward", "odLength_reward"], ns)
+    out = []
+    for text, gt in OVD_CASES:
+        sol = "<answer>None</answer>" if not gt else f"<answer>{_fenced(gt)}</answer>"
+        with contextlib.redirect_stdout(__import__("io").StringIO()):
+            scores = [ns["od_reward"](text, sol), ns["od_reward"](text, sol, score_type=1), ns["odLength_reward"](text, sol)]
+        out.append([text, gt, *[float(v) for v in scores]])
+    return out
+
+
+OVDEVAL_GT = {  # two images in OVDEval's annotation format (Evaluation.md): COCO json + text / neg_text
+    "categories": [{"supercategory": "object", "id": 0, "name": "wooden chair"},
+                   {"supercategory": "object", "id": 1, "name": "metal chair"}],
+    "images": [{"file_name": "a.jpg", "id": 0, "height": 120, "width": 200, "text": ["wooden chair"], "neg_text": ["metal chair"]},
+               {"file_name": "b.jpg", "id": 1, "height": 90, "width": 160, "text": ["metal chair", "wooden chair"], "neg_text": []}],
+    "annotations": [{"id": 0, "bbox": [10, 10, 40, 50], "category_id": 0, "image_id": 0, "iscrowd": 0, "area": 2000},
+                    {"id": 1, "bbox": [100, 20, 60, 60], "category_id": 0, "image_id": 0, "iscrowd": 0, "area": 3600},
+                    {"id": 2, "bbox": [5, 5, 30, 30], "category_id": 1, "image_id": 1, "iscrowd": 0, "area": 900},
+                    {"id": 3, "bbox": [80, 40, 50, 40], "category_id": 0, "image_id": 1, "iscrowd": 0, "area": 2000}],
+}
+OVDEVAL_RESULTS = [  # COCO results: duplicates, a wrong-label box over a true one, a miss, a false positive
+    {"image_id": 0, "category_id": 0, "bbox": [11, 10, 40, 50], "score": 0.9},
+    {"image_id": 0, "category_id": 0, "bbox": [10, 12, 40, 48], "score": 0.6},
+    {"image_id": 0, "category_id": 1, "bbox": [100, 20, 60, 58], "score": 0.95},
+    {"image_id": 0, "category_id": 0, "bbox": [100, 22, 60, 60], "score": 0.5},
+    {"image_id": 1, "category_id": 1, "bbox": [5, 5, 31, 30], "score": 1.0},
+    {"image_id": 1, "category_id": 0, "bbox": [140, 70, 10, 10], "score": 1.0},
+    {"image_id": 1, "category_id": 0, "bbox": [82, 41, 48, 40], "score": 0.7},
+]
+
+
+def ovdeval_cases(root: Path, tmp: Path) -> dict:
+    """OVDEval's NMS (its ``nms_threaded``) and ``cal_map``'s stats on the two-image file above."""
+    import collections
+    import io
+
+    import numpy as np
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    recorded = []
+
+    class Recording(COCOeval):
+        def summarize(self):
+            super().summarize()
+            recorded.append([float(v) for v in self.stats])
+
+    ns = load_functions(root / "eval.py", ["calculate_iou", "nms_threaded", "cal_map"],
+                        {"np": np, "COCO": COCO, "COCOeval": Recording})
+    gt_path = tmp / "ovdeval_gt.json"
+    gt_path.write_text(json.dumps(OVDEVAL_GT))
+    gts, preds = collections.defaultdict(list), collections.defaultdict(list)
+    for ann in OVDEVAL_GT["annotations"]:
+        gts[ann["image_id"]].append(ann)
+    for det in OVDEVAL_RESULTS:
+        preds[det["image_id"]].append(det)
+    kept = [d for img, dets in preds.items() for d in ns["nms_threaded"](gts[img], dets, 0.5, 16)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        ns["cal_map"](str(gt_path), kept)
+    return {"gt": OVDEVAL_GT, "results": OVDEVAL_RESULTS, "after_nms": kept, "stats": recorded[0]}
+
+
+SECTIONS = {  # name -> (repository flag, function)
+    "vlm_r1": ("vlm_r1", vlm_r1_cases), "visual_rft": ("visual_rft", visual_rft_cases),
+    "vision_r1": ("griffon", vision_r1_cases), "r1_reward": ("r1_reward", r1_reward_cases),
+    "stable_reinforce": ("r1_reward", stable_reinforce_cases), "scs": ("scs", scs_cases),
+    "curr_reft": ("curr_reft", curr_reft_cases), "ovd": ("vlm_r1", ovd_cases),
+}
+
+
 def main() -> None:
+    import tempfile
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for flag in ("--vlm-r1", "--visual-rft", "--griffon", "--r1-reward", "--scs", "--curr-reft"):
-        parser.add_argument(flag, type=Path, required=True)
+    for flag in ("--vlm-r1", "--visual-rft", "--griffon", "--r1-reward", "--scs", "--curr-reft", "--ovdeval"):
+        parser.add_argument(flag, type=Path)
+    parser.add_argument("--only", nargs="+", choices=[*SECTIONS, "ovdeval"], help="recompute these sections only")
     args = parser.parse_args()
-    golden = {
-        "vlm_r1": vlm_r1_cases(args.vlm_r1),
-        "visual_rft": visual_rft_cases(args.visual_rft),
-        "vision_r1": vision_r1_cases(args.griffon),
-        "r1_reward": r1_reward_cases(args.r1_reward),
-        "stable_reinforce": stable_reinforce_cases(args.r1_reward),
-        "scs": scs_cases(args.scs),
-        "curr_reft": curr_reft_cases(args.curr_reft),
-    }
+    wanted = args.only or [*SECTIONS, "ovdeval"]
+    golden = json.loads(OUT.read_text()) if args.only else {}
+    for name in wanted:
+        flag = "ovdeval" if name == "ovdeval" else SECTIONS[name][0]
+        root = getattr(args, flag)
+        if root is None:
+            raise SystemExit(f"section {name} needs --{flag.replace('_', '-')} (a checkout of the repository)")
+        if name == "ovdeval":
+            with tempfile.TemporaryDirectory() as tmp:
+                golden[name] = ovdeval_cases(root, Path(tmp))
+        else:
+            golden[name] = SECTIONS[name][1](root)
     OUT.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {OUT}")
 

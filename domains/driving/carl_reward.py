@@ -1,0 +1,207 @@
+"""CaRL's reward (Jaeger et al., arXiv 2504.17838) as a simulator-agnostic gymnasium wrapper.
+
+The reward is *route completion*, scaled down multiplicatively by soft penalties; hard
+infractions end the episode:
+
+    r_t = ΔRC_t · Π_k p_k          (0 on the terminating step)     + terminal hint
+
+* ``ΔRC_t``: increase of route completion, in percent of the route (the best-so-far completion,
+  so driving back and forth earns nothing twice).
+* Soft penalties ``p_k`` in [0, 1]:
+  - speeding: ``max(0, 1 - (v - v_limit) / 2.23 m/s)`` once ``v > v_limit``;
+  - time to collision: 0.5 once a constant-velocity forecast (1 s) hits a vehicle ahead, then held
+    for ``ttc_hold_steps`` steps (``None``: the rest of the episode, as CaRL's nuPlan builder);
+  - comfort: the share of nuPlan's six kinematic comfort limits that the current kinematics keep
+    (zoo choice on the window: CaRL's nuPlan builder checks the whole history so far, so one
+    violation lasts; with the simulators' coarse finite differences a single lane change would then
+    zero every later reward, so the simulator reports the kinematics of its last few steps);
+  - lane distance: ``1 - 0.5 clip((d_c - t) / (d_c + min(d_l, d_r) - t + 1e-6), 0, 1)`` with
+    ``d_c`` the distance to the lane centre, ``d_l``/``d_r`` to the lane's borders, ``t`` = 0.5 m;
+  - off route (centre outside the route's lanes): 0, i.e. no progress counts there.
+* Hard constraints end the episode (``terminated``): collision, off-road, red light, blocked.
+  Reaching the end of the route is a truncation, not a termination (CaRL's CARLA reward).
+* Terminal hint (optional, CaRL's CARLA setting ``terminal_hint 1.0``): ``-terminal_hint`` on the
+  step that ends the episode by a collision or a red light.
+
+Where the formulas come from: CaRL's nuPlan reward builder (``autonomousvision/CaRL``,
+``nuPlan/carl_nuplan/planning/gym/environment/reward_builder/default_reward_builder.py``, regular
+accumulation; ``components/time_to_collision.py`` for the 0.5 held TTC; ``components/comfort.py``,
+``calculate_kinematics_comfort``, for the comfort share) and its CARLA reward for the terminal hint.
+The code is re-implemented from those descriptions (the authors' licence forbids copying).
+Choices of this project where the paper's setting does not carry over are marked "zoo choice".
+
+The wrapper reads the simulator's measurements from ``info["driving"]`` (a
+:class:`DrivingMeasurement`), so any simulator that fills it gets the same reward;
+:mod:`domains.driving.carl_env` does so for highway-env.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+try:
+    import gymnasium as gym
+except ImportError as err:  # the driving RL parts need the `driving` extra
+    raise ImportError("CaRL's reward wrapper needs gymnasium: pip install -e '.[driving]'") from err
+
+#: nuPlan's comfort limits, in the order of :attr:`DrivingMeasurement.kinematics` (CaRL's comfort term).
+COMFORT_LIMITS: dict[str, tuple[float, float]] = {
+    "lon_acceleration": (-4.05, 2.40),  # m/s²
+    "lat_acceleration": (-4.89, 4.89),  # m/s²
+    "jerk": (-8.37, 8.37),  # m/s³ (magnitude)
+    "lon_jerk": (-4.13, 4.13),  # m/s³
+    "yaw_rate": (-0.95, 0.95),  # rad/s
+    "yaw_acceleration": (-1.93, 1.93),  # rad/s²
+}
+
+#: Hard constraints, in the order they are reported when several happen on one step.
+HARD_CONSTRAINTS = ("collision", "red_light", "off_road", "blocked")
+
+
+@dataclass(frozen=True)
+class DrivingMeasurement:
+    """What a simulator reports after one step, in SI units.
+
+    ``red_light`` stays ``False`` in simulators without traffic lights (highway-env has none).
+    """
+
+    route_completion: float
+    """Share of the route driven so far, in percent [0, 100]."""
+    speed: float
+    """Ego speed, m/s."""
+    speed_limit: float | None
+    """Speed limit of the ego's lane, m/s (``None``: no limit known)."""
+    center_distance: float
+    """Distance of the ego's centre to its lane's centre line, m."""
+    border_distance: float
+    """Distance of the ego's centre to the nearer border of its lane, m."""
+    on_route: bool
+    """Whether the ego's centre is on one of the route's lanes."""
+    ttc_violation: bool
+    """Whether a constant-velocity forecast hits a vehicle ahead within the TTC horizon."""
+    kinematics: dict[str, float] = field(default_factory=dict)
+    """Current values of the :data:`COMFORT_LIMITS` quantities (missing: not yet measurable)."""
+    collision: bool = False
+    off_road: bool = False
+    red_light: bool = False
+    blocked: bool = False
+
+
+@dataclass(frozen=True)
+class CarlRewardConfig:
+    """Settings of the CaRL reward (defaults: CaRL's published values unless marked zoo choice)."""
+
+    overspeed_tolerance: float = 2.23
+    """Overspeed (m/s) at which the speeding factor reaches 0 (CaRL: 2.23 m/s = 5 mph)."""
+    ttc_factor: float = 0.5
+    """Multiplier while the TTC penalty holds (CaRL: 0.5)."""
+    ttc_hold_steps: int | None = None
+    """Steps the TTC penalty holds after a violation (None: rest of the episode, CaRL nuPlan;
+    CARLA holds 500 ticks at 10 Hz)."""
+    lane_distance_threshold: float = 0.5
+    """Distance to the lane centre (m) below which there is no lane penalty (CaRL nuPlan: 0.5)."""
+    lane_distance_max_penalty: float = 0.5
+    """Lane factor at the lane border (CaRL: 1 - 0.5)."""
+    use_comfort: bool = True
+    """Multiply by the comfort share (CaRL nuPlan: kinematics comfort)."""
+    terminal_hint: float = 1.0
+    """Penalty on a step that ends the episode by collision or red light (CaRL CARLA: 1.0; 0: off)."""
+
+
+@dataclass
+class PenaltyState:
+    """What the reward remembers within an episode (the best completion, held penalties)."""
+
+    best_completion: float = 0.0
+    ttc_steps_left: int = 0
+    ttc_latched: bool = False
+
+
+@dataclass(frozen=True)
+class RewardStep:
+    """One step of the CaRL reward: the reward, whether a hard constraint ended the episode and why."""
+
+    reward: float
+    terminated: bool
+    reason: str | None
+    components: dict[str, float]
+
+
+def speeding_factor(speed: float, limit: float | None, tolerance: float) -> float:
+    """``max(0, 1 - overspeed / tolerance)`` above the limit, else 1 (CaRL's ``too_fast``)."""
+    if limit is None or speed <= limit:
+        return 1.0
+    return max(0.0, 1.0 - (speed - limit) / max(tolerance, 1e-3))
+
+
+def lane_distance_factor(center: float, border: float, threshold: float, max_penalty: float) -> float:
+    """CaRL's lane-distance factor: 1 within ``threshold`` of the centre, ``1 - max_penalty`` at the border."""
+    normed = (center - threshold) / (center + border - threshold + 1e-6)
+    return 1.0 - max_penalty * float(np.clip(normed, 0.0, 1.0))
+
+
+def comfort_share(kinematics: dict[str, float]) -> float:
+    """Share of the six comfort limits that ``kinematics`` keep (a quantity not measured counts as kept)."""
+    broken = sum(not low <= kinematics.get(name, 0.0) <= high for name, (low, high) in COMFORT_LIMITS.items())
+    return 1.0 - broken / len(COMFORT_LIMITS)
+
+
+def carl_step(m: DrivingMeasurement, state: PenaltyState, config: CarlRewardConfig) -> RewardStep:
+    """The CaRL reward of one step from its measurement; updates ``state`` (see the module docstring)."""
+    progress = max(0.0, m.route_completion - state.best_completion)
+    state.best_completion = max(state.best_completion, m.route_completion)
+    if m.ttc_violation:
+        state.ttc_latched = config.ttc_hold_steps is None
+        state.ttc_steps_left = config.ttc_hold_steps or 0
+    ttc = config.ttc_factor if (m.ttc_violation or state.ttc_latched or state.ttc_steps_left > 0) else 1.0
+    if not m.ttc_violation and state.ttc_steps_left > 0:
+        state.ttc_steps_left -= 1
+    components = {
+        "progress": progress,
+        "speeding": speeding_factor(m.speed, m.speed_limit, config.overspeed_tolerance),
+        "ttc": ttc,
+        "comfort": comfort_share(m.kinematics) if config.use_comfort else 1.0,
+        "lane_distance": lane_distance_factor(
+            m.center_distance, m.border_distance, config.lane_distance_threshold, config.lane_distance_max_penalty
+        ),
+        "off_route": 1.0 if m.on_route else 0.0,
+    }
+    reason = next((name for name in HARD_CONSTRAINTS if getattr(m, name)), None)
+    if reason is not None:  # the terminating step earns no progress, only the hint
+        hint = -config.terminal_hint if reason in ("collision", "red_light") else 0.0
+        return RewardStep(hint, True, reason, components)
+    factors = [v for k, v in components.items() if k != "progress"]
+    return RewardStep(progress * float(np.prod(factors)), False, None, components)
+
+
+class CarlReward(gym.Wrapper):
+    """Replace the simulator's reward by CaRL's and end episodes on its hard constraints.
+
+    The inner environment must put a :class:`DrivingMeasurement` in ``info["driving"]`` every step.
+    ``info["carl"]`` receives the reward's components and, on termination, ``info["termination"]``
+    the hard constraint that ended the episode.
+    """
+
+    def __init__(self, env: gym.Env, config: CarlRewardConfig | None = None) -> None:
+        super().__init__(env)
+        self.config = config or CarlRewardConfig()
+        self.state = PenaltyState()
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        self.state = PenaltyState()
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, _, terminated, truncated, info = self.env.step(action)
+        measurement = info.get("driving")
+        if not isinstance(measurement, DrivingMeasurement):
+            raise TypeError(f"CarlReward needs info['driving'] to be a DrivingMeasurement from the inner environment; "
+                            f"got {type(measurement).__name__}")  # fmt: skip
+        result = carl_step(measurement, self.state, self.config)
+        info["carl"] = result.components
+        if result.terminated:
+            info["termination"] = result.reason
+        return obs, result.reward, terminated or result.terminated, truncated and not result.terminated, info

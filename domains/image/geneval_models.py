@@ -1,0 +1,153 @@
+"""The models GenEval judges with, on transformers, and the ``geneval`` reward built on them.
+
+* :class:`Mask2FormerDetector`: instance segmentation with ``Mask2FormerForUniversalSegmentation``
+  (default ``facebook/mask2former-swin-small-coco-instance``, the Swin-S COCO model GenEval runs through
+  mmdetection; transformers' port of those weights, so scores can differ slightly from mmdetection's);
+  boxes are the masks' extents, labels renamed to GenEval's object names.
+* :class:`ClipColourClassifier`: GenEval's colour check: CLIP ViT-L/14 zero-shot over its ten colours, each
+  colour's text embedding the normalised mean of its three templates' normalised embeddings (as
+  ``clip_benchmark.zero_shot_classifier``), on the object pasted by its mask onto grey ``#999`` and
+  cropped to its box.
+* :class:`GenEvalReward` (``geneval``): 1 when the image passes :func:`domains.image.geneval.judge`, else 0;
+  ``sample.target`` is a GenEval metadata row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from domains.image.geneval import COCO_TO_GENEVAL, COLORS, ColourClassifier, Detection, Detector, judge, keep_objects
+from domains.image.scorers import clip_features, load_clip_model, load_clip_processor, to_pil
+from rewards.base import RewardResult, check_lengths, require, target_of
+from rewards.image_stats import as_rgb_array
+
+COLOUR_TEMPLATES = ("a photo of a {c} {name}", "a photo of a {c}-colored {name}", "a photo of a {c} object")
+BACKGROUND = (153, 153, 153)  # their bgcolor "#999"
+
+
+class Mask2FormerDetector:
+    """Image -> GenEval :class:`Detection` s, from a transformers Mask2Former instance-segmentation model."""
+
+    def __init__(self, repo: str = "facebook/mask2former-swin-small-coco-instance", *, device: str = "cpu",
+                 model: Any = None, processor: Any = None, min_score: float = 0.3) -> None:  # fmt: skip
+        self.repo, self.device, self.model, self.processor, self.min_score = repo, device, model, processor, min_score
+
+    def _load(self) -> None:
+        from transformers import AutoImageProcessor, Mask2FormerForUniversalSegmentation
+
+        from zoo.hub import resolve_repo
+
+        if self.model is None:
+            path = resolve_repo(self.repo).path
+            self.model = Mask2FormerForUniversalSegmentation.from_pretrained(path, use_safetensors=True).to(self.device).eval()
+        if self.processor is None:
+            self.processor = AutoImageProcessor.from_pretrained(resolve_repo(self.repo).path)
+
+    def __call__(self, image: Any) -> list[Detection]:
+        import torch
+
+        self._load()
+        pil = to_pil(image)
+        inputs = self.processor(images=pil, return_tensors="pt").to(self.device)
+        with torch.inference_mode():
+            outputs = self.model(**inputs)
+        # keep everything the lower GenEval threshold could keep; judge() applies the tag's threshold
+        result = self.processor.post_process_instance_segmentation(
+            outputs, threshold=self.min_score, target_sizes=[pil.size[::-1]], return_binary_maps=True)[0]
+        masks = result["segmentation"]
+        detections = []
+        for index, info in enumerate(result["segments_info"]):
+            mask = masks[index].bool().cpu().numpy() if masks is not None and masks.ndim == 3 else None
+            if mask is None or not mask.any():
+                continue
+            ys, xs = np.nonzero(mask)
+            name = self.model.config.id2label[int(info["label_id"])]
+            detections.append(Detection(COCO_TO_GENEVAL.get(name, name), float(info["score"]),
+                                        (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max())), mask))  # fmt: skip
+        return detections
+
+
+class ClipColourClassifier:
+    """GenEval's zero-shot colour classifier on a transformers ``CLIPModel`` (default ``openai/clip-vit-large-patch14``)."""
+
+    def __init__(self, repo: str = "openai/clip-vit-large-patch14", *, device: str = "cpu", model: Any = None,
+                 processor: Any = None) -> None:  # fmt: skip
+        self.repo, self.device, self.model, self.processor = repo, device, model, processor
+        self._weights: dict[str, Any] = {}
+
+    def _classifier(self, name: str) -> Any:
+        """(D, 10) normalised colour embeddings for class ``name`` (cached per class, as theirs)."""
+        import torch
+
+        if name not in self._weights:
+            columns = []
+            for colour in COLORS:
+                texts = [t.format(c=colour, name=name) for t in COLOUR_TEMPLATES]
+                tokens = self.processor(text=texts, padding=True, truncation=True, return_tensors="pt").to(self.device)
+                emb = torch.nn.functional.normalize(clip_features(self.model.get_text_features(**tokens)), dim=-1)
+                columns.append(torch.nn.functional.normalize(emb.mean(0), dim=-1))
+            self._weights[name] = torch.stack(columns, dim=1)
+        return self._weights[name]
+
+    def crops(self, image: Any, detections: Sequence[Detection]) -> list[Any]:
+        """Each object on grey (where its mask is set) cropped to its box, as their ``ImageCrops``."""
+        from PIL import Image
+
+        pil = to_pil(image)
+        blank = Image.new("RGB", pil.size, BACKGROUND)
+        out = []
+        for det in detections:
+            shown = pil if det.mask is None else Image.composite(pil, blank, Image.fromarray(det.mask.astype(np.uint8) * 255))
+            out.append(shown.crop(tuple(det.box)))
+        return out
+
+    def __call__(self, image: Any, detections: Sequence[Detection], name: str) -> list[str]:
+        import torch
+
+        if self.model is None:
+            self.model = load_clip_model(self.repo, self.device)
+        if self.processor is None:
+            self.processor = load_clip_processor(self.repo)
+        with torch.inference_mode():
+            pixels = self.processor(images=self.crops(image, detections), return_tensors="pt")["pixel_values"]
+            emb = torch.nn.functional.normalize(clip_features(self.model.get_image_features(pixel_values=pixels.to(self.device))), dim=-1)
+            return [COLORS[i] for i in (emb @ self._classifier(name)).argmax(1).tolist()]
+
+
+class GenEvalReward:
+    """GenEval correctness as a reward: 1.0 when the image passes its metadata row's rules, else 0.0.
+
+    Args:
+        detector: ``image -> [Detection]`` (default :class:`Mask2FormerDetector`, built on first use).
+        colours: the colour classifier (default :class:`ClipColourClassifier`).
+    """
+
+    name = "geneval"
+
+    def __init__(self, detector: Detector | None = None, colours: ColourClassifier | None = None) -> None:
+        self.detector, self.colours = detector, colours
+
+    def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
+        check_lengths(predictions, samples, self.name)
+        self.detector = self.detector or Mask2FormerDetector()
+        self.colours = self.colours or ClipColourClassifier()
+        results = []
+        for image, sample in zip(predictions, samples):
+            row = target_of(sample)
+            tag = str(require(row, "tag", self.name))
+            require(row, "include", self.name)
+            try:
+                as_rgb_array(image)
+            except (TypeError, ValueError) as err:
+                results.append(RewardResult(0.0, {"correct": 0.0}, f"{self.name}: {err}"))
+                continue
+            objects = keep_objects(self.detector(image), tag)
+            correct, reason = judge(image, objects, row, self.colours)
+            results.append(RewardResult(float(correct), {"correct": float(correct)}, reason or None))
+        return results
+
+    def __repr__(self) -> str:
+        return f"GenEvalReward(detector={type(self.detector).__name__}, colours={type(self.colours).__name__})"
