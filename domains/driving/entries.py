@@ -9,6 +9,7 @@ in :mod:`domains.driving.refine` and its metric (NAVSIM v1 PDMS) in :mod:`domain
 
 from __future__ import annotations
 
+from domains.driving.prompts import DRIVING_USER, parse_waypoints
 from zoo.kinds import PolicySpec, VLMSpec
 from zoo.registry import ModelEntry, register
 
@@ -35,6 +36,34 @@ REFLECTDRIVE = register(
             "VLAs (`zoo eval <model> --data synthetic-refine`) and the PDMS it is scored with; the discrete-"
             "diffusion planner itself is unreleased."
         ),
+    )
+)
+
+# The checkpoint this repository trains itself (python -m domains.driving.release, from three recipes).
+DRIVING_VLA_TINY = register(
+    ModelEntry(
+        name="driving-vla-tiny",
+        repo_id=None,
+        architecture="qwen2_5_vl",
+        base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)",
+        domain="driving",
+        task="8 waypoints (x, y, heading; 0.5 s apart) from a 112-px synthetic bird's-eye scene and ego speed + command",
+        # Trained on 112x112 renders with the question as the whole user turn, image first; the
+        # processor limits keep them unresized (the recipe's tiny-model min/max pixels).
+        spec=VLMSpec(
+            user=DRIVING_USER,
+            min_pixels=56 * 56,
+            max_pixels=112 * 112,
+            coord_frame="none",
+            max_new_tokens=160,
+            parser=parse_waypoints,
+        ),
+        license="apache-2.0",
+        license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
+        revision_note="shipped in this repository (checkpoints/driving-vla-tiny), not on the Hub",
+        rl_methods=("grpo",),
+        notes="A teaching/demo checkpoint trained on CPU by `python -m domains.driving.release`; it only knows the "
+        "synthetic scenes and is not a driving policy. Card: model_cards/driving-vla-tiny/README.md.",
     )
 )
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from zoo.release import plot_curves
+
 TEMPLATE = """
 # gui-grounding-tiny
 
@@ -102,8 +104,7 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
     )
     control = training.get("sft_continue_equal_time") or []
     control_rows = "\n".join(
-        f"| control: SFT continued for GRPO's time, seed {c['seed']} ({c['steps']} more steps) "
-        f"| {c['final_hit']:.3f} |"
+        f"| control: SFT continued for GRPO's time, seed {c['seed']} ({c['steps']} more steps) | {c['final_hit']:.3f} |"
         for c in control
     )
     if control:
@@ -116,7 +117,7 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
             f"GRPO averages {grpo_mean:.3f} and continued SFT {ctl:.3f} ({grpo_mean - ctl:+.3f}). Continued SFT "
             f"lands anywhere between {lo_c:.3f} and {hi_c:.3f} depending on the seed (its held-out hit keeps "
             f"oscillating on this plateau); GRPO lands between {lo_g:.3f} and {hi_g:.3f}. Read the gain as "
-            "\"GRPO reliably moves the policy to the top of the SFT plateau\", not as a jump SFT could never make."
+            '"GRPO reliably moves the policy to the top of the SFT plateau", not as a jump SFT could never make.'
         )
     else:
         note = "The continued-SFT control was not run."
@@ -154,39 +155,6 @@ def render(training: dict[str, Any], size_mb: float) -> str:
     )
 
 
-def _xy(curve: list[dict[str, float]], offset: float) -> tuple[list[float], list[float]]:
-    return [offset + p["minutes"] for p in curve], [p["hit"] for p in curve]
-
-
-def plot_curves(training: dict[str, Any], path: Path) -> None:
-    """Held-out hit against training CPU-minutes: the SFT warm start (left), then GRPO against
-    continued SFT from the same start, per seed (right, minutes since the end of SFT)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [3, 2]})
-    left.plot(*_xy(training["sft"]["curve"], 0.0), "k-o", ms=3)
-    left.set_title("SFT warm start")
-    start = [(0.0, training["sft"]["final_hit"])]
-    for i, g in enumerate(training["grpo"]):
-        xs, ys = _xy(g["curve"], 0.0)
-        right.plot([0.0, *xs], [start[0][1], *ys], "-", color=f"C{i}", label=f"GRPO seed {g['seed']}")
-    for i, c in enumerate(training.get("sft_continue_equal_time") or []):
-        xs, ys = _xy(c["curve"], 0.0)
-        right.plot([0.0, *xs], [start[0][1], *ys], "--", color=f"C{i}", label=f"more SFT seed {c['seed']}")
-    right.set_title("from the SFT checkpoint: GRPO vs more SFT")
-    for ax in (left, right):
-        ax.set_xlabel("training CPU-minutes (evaluation excluded)")
-        ax.grid(alpha=0.3)
-    left.set_ylabel("held-out hit")
-    right.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = None) -> Path:
     """Write ``README.md`` (validated ``huggingface_hub.ModelCard``) and ``curves.png`` into ``path``'s folder."""
     from huggingface_hub import ModelCard, ModelCardData
@@ -213,5 +181,5 @@ def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = N
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(str(card))
     ModelCard(path.read_text())  # parse back: malformed metadata raises here
-    plot_curves(training, path.parent / "curves.png")
+    plot_curves(training, path.parent / "curves.png", metric="hit")
     return path

@@ -1,0 +1,206 @@
+"""The Hugging Face model card of ``driving-vla-tiny``, rendered from its ``training.json``.
+
+Every number in the card is read from the training record written by ``python -m domains.driving.release``;
+nothing is typed in by hand, so re-running the release re-writes a card that matches its checkpoint.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from zoo.release import plot_curves
+
+TEMPLATE = """
+# driving-vla-tiny
+
+A **~1M-parameter Qwen2.5-VL-architecture model trained from scratch on CPU** to write a 4-second
+plan — 8 waypoints `(x, y, heading)` every 0.5 s in the ego frame — for a 112-px synthetic
+bird's-eye scene: supervised warm start on the scenes' expert plans, then GRPO on the PDMS-style
+reward. It is the runnable, offline example of the driving domain of the RL model zoo, small enough
+to ship in the repository ({size_mb:.1f} MB of safetensors), trained by three recipes you can re-run.
+
+**It is not a driving policy.** It only knows this project's synthetic scenes (cruise, follow,
+stop, curve; lanes as centrelines, constant-velocity boxes). Not for controlling a vehicle: its
+outputs have not been validated for safety in closed-loop driving.
+
+## Use
+
+```python
+import zoo
+
+pipe = zoo.load("driving-vla-tiny")          # checkpoints/driving-vla-tiny, no network
+pred = pipe("examples/driving-scene.png", "{example_question}")
+print(pred.trajectory or pred.parse_error)   # [[x, y, heading] * 8], metres and radians
+```
+
+`examples/driving-scene.png` is the first held-out scene (seed {example_seed}), not a chosen success.
+
+`zoo eval driving-vla-tiny --data synthetic` scores it on the held-out scenes below and draws
+`trajectories.png` (prediction in cyan over the expert in red).
+
+## Results
+
+Held-out metric: mean **PDMS-style score** — NAVSIM v1 aggregation `NC·DAC·(5EP+5TTC+2C)/12` on this
+project's synthetic-scene geometry, parse failure = 0 — greedy decoding, {n_final} held-out scenes
+(seeds from {eval_seed} on, never drawn in training). Not comparable with NAVSIM leaderboards.
+
+| stage | held-out PDMS |
+|---|---|
+| after SFT warm start ({sft_steps} steps, {sft_minutes:.1f} CPU-min) | {sft_pdms:.3f} |
+{grpo_rows}
+{control_rows}
+{verdict}
+
+The released model (GRPO seed {released_seed}) on `zoo eval --data {benchmark}` ({released_n} scenes): PDMS
+{rel_pdms:.3f}, EPDMS {rel_epdms:.3f}, NC {rel_nc:.3f}, DAC {rel_dac:.3f}, EP {rel_ep:.3f}, TTC {rel_ttc:.3f},
+comfort {rel_c:.3f}, parse failures {rel_parse:.3f}. Per-scene rows are in `eval/` in the checkpoint.
+
+![trajectories](trajectories.png)
+
+Curves (held-out PDMS during training, on {n_curve_sft} scenes for SFT and {n_curve} for GRPO and the
+control) are in `training.json` (`sft.curve`, `grpo[*].curve`, `sft_continue_equal_time[*].curve`) and
+plotted in `curves.png` next to this card.
+
+## Training
+
+* **Architecture**: Qwen2.5-VL (`Qwen2_5_VLForConditionalGeneration`), text 128 hidden × 4 layers,
+  vision 64 hidden, frozen at its random initialisation; byte-level BPE tokenizer trained on the task's
+  text. Built offline with `zoo.tiny`.
+* **SFT** (`domains/driving/recipes/driving-vla-tiny-sft.yaml`, the `vlm-sft` engine): lr {sft_lr},
+  batch 16, loss on the answer tokens only, fresh synthetic scenes every step.
+* **GRPO** (`domains/driving/recipes/driving-vla-tiny-cpu.yaml`, the `vlm-trl` engine): group-normalised
+  advantages, β = {beta}, G = {generations}, lr {grpo_lr}, temperature {temperature}, {grpo_steps} steps of
+  {prompts} prompts × {generations} completions; reward `driving-pdms` (parse failure = 0).
+* **Control** (`domains/driving/recipes/driving-vla-tiny-sft-control.yaml`): the SFT continued from the
+  same start for each GRPO seed's CPU minutes (`training.max_minutes`).
+* **Reproduce**: `{release}` (about {total_minutes:.0f} CPU-minutes of training) runs the three
+  recipes and evaluates their checkpoints; seeds are in `training.json`. The GRPO stage alone starts
+  from the shipped SFT weights in `sft/`: `python -m domains.driving.release grpo --seed 2 --run-dir runs/repro`.
+
+## Files
+
+`model.safetensors` (the GRPO model, float32), `config.json`, tokenizer and processor files,
+`training.json` (recipes, seeds, curves, every number above), `eval/` (metrics.json, predictions.jsonl,
+trajectories.png of the released model), `sft/` (the SFT warm start GRPO began from).
+
+## Limitations and out-of-scope use
+
+* Sub-metrics are scored on a cubic spline through the poses against synthetic lanes and
+  constant-velocity agents, not NAVSIM's LQR-tracked rollout on nuPlan maps; no NAVSIM number is claimed.
+* Trained on four synthetic scene kinds at 112 px; nothing transfers to camera images.
+* Not for controlling a vehicle.
+"""
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
+    grpo, control, start = training["grpo"], training.get("sft_continue_equal_time") or [], training["sft"]
+    grpo_rows = "\n".join(
+        f"| after GRPO, seed {g['seed']} (+{g['train_minutes']:.1f} CPU-min){' — released' if i == 0 else ''} "
+        f"| **{g['final_pdms']:.3f}** |"
+        for i, g in enumerate(grpo)
+    )
+    control_rows = "\n".join(
+        f"| control: SFT continued for GRPO seed {c['seed']}'s CPU time ({c['steps']} more steps, "
+        f"{c['train_minutes']:.1f} CPU-min) | {c['final_pdms']:.3f} |"
+        for c in control
+    )
+    g_mean = _mean([g["final_pdms"] for g in grpo])
+    verdict = (
+        f"GRPO over its SFT start: mean change **{g_mean - start['final_pdms']:+.3f}** over {len(grpo)} seeds "
+        f"(smallest {training['summary']['grpo_gain_min']:+.3f})."
+    )
+    if control:
+        c_mean = _mean([c["final_pdms"] for c in control])
+        verdict += (
+            f" Against the honest baseline — spending GRPO's CPU time on more SFT from the same start — GRPO "
+            f"averages {g_mean:.3f} and continued SFT {c_mean:.3f} ({g_mean - c_mean:+.3f}); "
+            + ("GRPO is ahead on this budget." if g_mean > c_mean else "GRPO is not ahead on this budget.")
+        )
+    else:
+        verdict += " The continued-SFT control was not run."
+    verdict += (
+        f" Each number is one greedy pass over the same {training['held_out']['n_final']} scenes; no confidence "
+        "interval is computed, so read differences of a few hundredths as unresolved."
+    )
+    return grpo_rows, control_rows + ("\n" if control_rows else ""), verdict
+
+
+def render(training: dict[str, Any], size_mb: float) -> str:
+    """The card's markdown body for a training record."""
+    recipe, released = training["recipe_grpo"], training["released_eval"]
+    grpo_rows, control_rows, verdict = _rows(training)
+    minutes = training["sft"]["train_minutes"] + sum(g["train_minutes"] for g in training["grpo"])
+    minutes += sum(c["train_minutes"] for c in training.get("sft_continue_equal_time") or [])
+    generations = recipe["algorithm"]["num_generations"]
+    return TEMPLATE.format(
+        size_mb=size_mb,
+        n_final=training["held_out"]["n_final"],
+        n_curve=training["held_out"]["n_curve"],
+        n_curve_sft=training["held_out"]["n_curve"] // 2,
+        eval_seed=training["seeds"]["held_out_eval"],
+        sft_steps=training["sft"]["steps"],
+        sft_minutes=training["sft"]["train_minutes"],
+        sft_pdms=training["sft"]["final_pdms"],
+        sft_lr=training["sft"]["lr"],
+        grpo_rows=grpo_rows,
+        control_rows=control_rows,
+        verdict=verdict,
+        released_seed=training["seeds"]["released_grpo_seed"],
+        benchmark=released["benchmark"],
+        released_n=released["n"],
+        rel_pdms=released["pdms"],
+        rel_epdms=released["epdms"],
+        rel_nc=released["nc"],
+        rel_dac=released["dac"],
+        rel_ep=released["ep"],
+        rel_ttc=released["ttc"],
+        rel_c=released["c"],
+        rel_parse=released["parse_failure_rate"],
+        beta=recipe["algorithm"]["beta"],
+        generations=generations,
+        prompts=recipe["training"]["batch_size"] // generations,
+        grpo_lr=recipe["training"]["lr"],
+        temperature=recipe["algorithm"]["temperature"],
+        grpo_steps=recipe["training"]["steps"],
+        release=training["release"],
+        example_question=training["example"]["question"],
+        example_seed=training["example"]["seed"],
+        total_minutes=minutes,
+    )
+
+
+def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = None) -> Path:
+    """Write ``README.md`` (validated ``huggingface_hub.ModelCard``), ``curves.png`` and the released
+    model's ``trajectories.png`` into ``path``'s folder."""
+    from huggingface_hub import ModelCard, ModelCardData
+    from huggingface_hub.repocard_data import EvalResult
+
+    checkpoint = checkpoint or Path(__file__).resolve().parents[2] / "checkpoints" / training["entry"]
+    size_mb = sum(p.stat().st_size for p in checkpoint.glob("*.safetensors")) / 1e6
+    results = [
+        EvalResult(task_type="image-text-to-text", task_name="waypoint planning (PDMS-style)", dataset_type="synthetic",
+                   dataset_name="synthetic bird's-eye scenes (held-out)", metric_type="pdms",
+                   metric_name=f"PDMS-style score after {stage}", metric_value=round(value, 4))
+        for stage, value in (("SFT", training["sft"]["final_pdms"]), ("GRPO", training["grpo"][0]["final_pdms"]))
+    ]  # fmt: skip
+    data = ModelCardData(
+        license="apache-2.0",
+        library_name="transformers",
+        pipeline_tag="image-text-to-text",
+        tags=["driving", "trajectory-planning", "grpo", "pdms", "qwen2_5_vl", "synthetic-data", "rl-model-zoo"],
+        model_name=training["entry"],
+        eval_results=results,
+    )
+    card = ModelCard(f"---\n{data.to_yaml()}\n---\n{render(training, size_mb)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(card))
+    ModelCard(path.read_text())  # parse back: malformed metadata raises here
+    plot_curves(training, path.parent / "curves.png", metric="pdms")
+    shutil.copyfile(checkpoint / "eval" / "trajectories.png", path.parent / "trajectories.png")
+    return path

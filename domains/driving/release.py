@@ -1,0 +1,132 @@
+"""Build ``checkpoints/driving-vla-tiny`` from its three recipes, with the numbers its card quotes.
+
+A randomly initialised Qwen2.5-VL of ~1M parameters learns to write 8 waypoints for a 112-px
+synthetic bird's-eye scene: supervised warm start on the expert plans, then GRPO on the PDMS-style
+reward, against the control of spending GRPO's CPU minutes on more SFT. Every stage is a recipe
+``zoo train`` runs (:mod:`zoo.release` runs them in order); this module names the recipes, the
+held-out metric and writes the record::
+
+    python -m domains.driving.release sft                    # zoo train domains/driving/recipes/driving-vla-tiny-sft.yaml
+    python -m domains.driving.release grpo --seed 0          # zoo train domains/driving/recipes/driving-vla-tiny-cpu.yaml
+    python -m domains.driving.release sft-continue --seed 0  # control: driving-vla-tiny-sft-control.yaml, GRPO's CPU time
+    python -m domains.driving.release finalize --seed 0 --seed 1  # checkpoint + training.json + eval + card
+    python -m domains.driving.release all --seed 0 --seed 1  # everything above
+
+The metric is the mean v1 PDMS (NAVSIM's aggregation on this project's synthetic-scene geometry; a
+parse failure scores 0) of greedy answers through the pipeline ``zoo.load`` returns, on held-out
+scenes drawn from :data:`~domains.driving.data.EVAL_SEED`, which no training loader reaches.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from domains.driving.data import EVAL_SEED
+from zoo.data import Sample
+from zoo.release import Ladder, ReleaseArgs, copy_weights, load_stages, summarise, write_json
+from zoo.release import main as release_main
+
+logger = logging.getLogger("domains.driving.release")
+ENTRY = "driving-vla-tiny"
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = Path(__file__).resolve().parent / "recipes"
+SFT_RECIPE = RECIPES / "driving-vla-tiny-sft.yaml"
+GRPO_RECIPE = RECIPES / "driving-vla-tiny-cpu.yaml"
+CONTROL_RECIPE = RECIPES / "driving-vla-tiny-sft-control.yaml"
+#: The released checkpoint's knobs: 20 held-out scenes per curve point (10 for SFT), 100 for the final numbers
+#: (the scenes of ``zoo eval driving-vla-tiny --data synthetic``).
+DEFAULTS = ReleaseArgs(
+    run_dir=ROOT / "runs/driving-tiny",
+    checkpoint=ROOT / "checkpoints" / ENTRY,
+    card=ROOT / "model_cards" / ENTRY / "README.md",
+    eval_n=20,
+    final_eval_n=100,
+)
+
+_EVAL_CACHE: dict[int, list[Sample]] = {}
+
+
+def held_out(n: int) -> list[Sample]:
+    """The first ``n`` held-out scenes (cached: every checkpoint is scored on the same ones)."""
+    from domains.driving.data import synthetic_driving
+
+    if n not in _EVAL_CACHE:
+        _EVAL_CACHE[n] = synthetic_driving(n=n, seed=EVAL_SEED)
+    return _EVAL_CACHE[n]
+
+
+def pipeline(model_dir: Path) -> Any:
+    """The pipeline ``zoo.load("driving-vla-tiny")`` builds, around the weights in ``model_dir``."""
+    import zoo
+
+    return zoo.load(str(model_dir), entry=ENTRY)
+
+
+def evaluate(model_dir: Path, n: int) -> float:
+    """Held-out mean PDMS of the model in ``model_dir`` on ``n`` scenes (greedy; parse failure = 0)."""
+    from domains.driving.evaluate import plan, score_rows, summarise
+
+    samples, pipe = held_out(n), pipeline(model_dir)
+    return summarise(score_rows(samples, [plan(pipe, s) for s in samples]))["overall"]["pdms"]
+
+
+LADDER = Ladder(SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE, metric="pdms", evaluate=evaluate)
+
+
+def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
+    """Copy the first seed's GRPO model (and its SFT start, in ``sft/``) to checkpoints/, score it with
+    ``zoo eval``'s driving benchmark into ``eval/`` (metrics, predictions, trajectories.png), write
+    training.json and the model card."""
+    from domains.driving import evaluate as driving_eval
+    from domains.driving.card import write_card
+    from zoo.recipe import load_recipe
+
+    sft, grpo, control = load_stages(args, seeds)
+    copy_weights(args, seeds[0], ENTRY, {"held_out_pdms": sft["final_pdms"]})
+    benchmark = "synthetic" if args.final_eval_n >= driving_eval.SYNTHETIC["synthetic"] else "synthetic-tiny"
+    n = min(args.final_eval_n, driving_eval.SYNTHETIC[benchmark])
+    released = driving_eval.run(pipeline(args.checkpoint), benchmark, None, args.checkpoint / "eval", limit=n)
+    training = {
+        "entry": ENTRY,
+        "card": "domains.driving.card:write_card",  # `zoo card driving-vla-tiny` renders with it
+        "release": "python -m domains.driving.release all " + " ".join(f"--seed {s}" for s in seeds),
+        "args": args.to_record(),
+        "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
+        "recipe_grpo": load_recipe(GRPO_RECIPE, list(args.grpo_overrides)).to_dict(),
+        "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
+        "seeds": {"grpo": seeds, "grpo_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
+                  "held_out_eval": EVAL_SEED, "released_grpo_seed": seeds[0]},
+        "held_out": {"task": "synthetic 112-px bird's-eye scenes (cruise, follow, stop, curve)",
+                     "metric": "mean v1 PDMS-style score (parse failure = 0), greedy decoding",
+                     "n_final": args.final_eval_n, "n_curve": args.eval_n},
+        "sft": sft,
+        "grpo": grpo,
+        "sft_continue_equal_time": control,
+        "summary": summarise(LADDER, sft, grpo, control),
+        "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},
+    }  # fmt: skip
+    training["example"] = write_example(ROOT / "examples/driving-scene.png")
+    write_json(args.checkpoint / "training.json", training)  # before the card, which reads the checkpoint
+    write_card(args.card, training, args.checkpoint)
+    logger.info("summary: %s", json.dumps(training["summary"], indent=2))
+
+
+def write_example(out: Path) -> dict[str, Any]:
+    """``examples/driving-scene.png`` (+ ``.json``): the first held-out scene, whatever the model does on it."""
+    [sample] = held_out(1)
+    sample.images[0].save(out)
+    meta = {"question": sample.question, "seed": sample.meta["seed"], "kind": sample.meta["kind"],
+            "expert": sample.target["reference"]}  # fmt: skip
+    write_json(out.with_suffix(".json"), meta)
+    return {k: meta[k] for k in ("question", "seed", "kind")}
+
+
+def main(argv: list[str] | None = None) -> None:
+    release_main(LADDER, DEFAULTS, stage_finalize, "python -m domains.driving.release", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

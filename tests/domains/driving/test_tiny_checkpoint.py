@@ -1,0 +1,66 @@
+"""The shipped ``checkpoints/driving-vla-tiny`` and the release driver that builds it from its recipes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+CHECKPOINT = ROOT / "checkpoints" / "driving-vla-tiny"
+
+
+def test_checkpoint_is_small_safetensors_with_its_training_record():
+    files = {p.name for p in CHECKPOINT.iterdir()}
+    assert "model.safetensors" in files and not any(n.endswith((".bin", ".pt", ".pth")) for n in files)
+    assert (CHECKPOINT / "model.safetensors").stat().st_size < 8e6
+    record = json.loads((CHECKPOINT / "training.json").read_text())
+    assert record["entry"] == "driving-vla-tiny"
+    assert record["recipe_grpo"]["rewards"][0]["name"] == "driving-pdms"
+    assert record["sft"]["curve"] and all(g["curve"] for g in record["grpo"])
+    summary = record["summary"]
+    assert summary["pdms_after_sft"] == record["sft"]["final_pdms"]
+    assert len(summary["pdms_after_grpo"]) >= 2  # several seeds
+    # the control spent (at most a logging interval more than) each GRPO seed's CPU minutes
+    for grpo, control in zip(record["grpo"], record["sft_continue_equal_time"], strict=True):
+        assert control["seed"] == grpo["seed"]
+        assert control["train_minutes"] == pytest.approx(grpo["train_minutes"], rel=0.25)
+    metrics = json.loads((CHECKPOINT / "eval" / "metrics.json").read_text())
+    assert metrics["overall"]["pdms"] == pytest.approx(record["released_eval"]["pdms"])
+    assert (CHECKPOINT / "eval" / "trajectories.png").stat().st_size > 1000
+
+
+def test_checkpoint_loads_by_name_and_plans_the_example_scene():
+    import zoo
+    from domains.driving.data import EVAL_SEED, synthetic_driving
+
+    pipe = zoo.load("driving-vla-tiny")
+    assert pipe.source == "checkpoints" and pipe.entry.name == "driving-vla-tiny"
+    example = json.loads((ROOT / "examples" / "driving-scene.json").read_text())
+    [scene] = synthetic_driving(n=1, seed=EVAL_SEED)
+    assert example["question"] == scene.question and example["expert"] == scene.target["reference"]
+    pred = pipe(str(ROOT / "examples" / "driving-scene.png"), example["question"])
+    assert pred.text  # the answer parses or says why not, never raises
+    assert (pred.trajectory is None) == (pred.parse_error is not None)
+    if pred.trajectory is not None:
+        assert len(pred.trajectory) == 8 and all(len(p) == 3 for p in pred.trajectory)
+
+
+@pytest.mark.slow
+def test_release_stages_run_end_to_end_small(tmp_path):
+    """Every training stage of ``python -m domains.driving.release`` at toy scale (minutes, not the release run)."""
+    common = ["--run-dir", str(tmp_path), "--eval-n", "4", "--final-eval-n", "2", "--seed", "0"]
+    release = [sys.executable, "-m", "domains.driving.release"]
+    subprocess.run([*release, "sft", "--sft-set", "training.steps=4", "--sft-set", "training.save_steps=2", *common],
+                   check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run([*release, "grpo", "--set", "training.steps=2", "--set", "training.save_steps=1",
+                    "--set", "algorithm.max_completion_length=16", *common], check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run([*release, "sft-continue", *common], check=True, cwd=ROOT)
+    for stage in ("sft", "grpo-s0", "sft-continue-s0"):
+        record = json.loads((tmp_path / f"{stage}.json").read_text())
+        assert 0.0 <= record["final_pdms"] <= 1.0 and record["curve"] and record["train_minutes"] > 0
+    grpo = json.loads((tmp_path / "grpo-s0.json").read_text())
+    assert [p["step"] for p in grpo["curve"]] == [1, 2]

@@ -1,0 +1,80 @@
+"""``zoo.release``: the SFT -> GRPO -> equal-time control ladder's bookkeeping, on hand-made run folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zoo.release import Ladder, ReleaseArgs, copy_weights, curve, load_stages, minutes, plot_curves, summarise
+from zoo.runs import mark_complete
+
+
+def fake_run(run: Path, rows: list[tuple[int, float, float]], saved: list[int]) -> Path:
+    """A run folder as ``zoo train`` leaves it: metrics.csv (step, cpu_minutes, loss), checkpoints, final/."""
+    run.mkdir(parents=True)
+    lines = ["step,cpu_minutes,loss,lr", *(f"{s},{m},{loss},0.001" for s, m, loss in rows)]
+    (run / "metrics.csv").write_text("\n".join(lines) + "\n")
+    for step in saved:
+        folder = run / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_text(str(step))
+        mark_complete(folder, step)
+    (run / "checkpoint-999").mkdir()  # a killed write: no marker, must be skipped
+    (run / "final").mkdir()
+    (run / "final" / "model.safetensors").write_text("final")
+    return run
+
+
+def step_score(model_dir: Path, n: int) -> float:
+    """A stand-in metric: the checkpoint's step / 100 (final/ scores 0.9), whatever ``n``."""
+    text = (model_dir / "model.safetensors").read_text()
+    return 0.9 if text == "final" else int(text) / 100
+
+
+LADDER = Ladder(Path("sft.yaml"), Path("grpo.yaml"), Path("control.yaml"), metric="pdms", evaluate=step_score)
+
+
+def test_curve_reads_complete_checkpoints_with_their_logged_minutes_and_loss(tmp_path):
+    run = fake_run(tmp_path / "grpo-s0", [(10, 0.5, 1.0), (20, 1.25, 0.5)], saved=[20, 10])
+    points = curve(LADDER, run, n=8)
+    assert points == [{"step": 10, "pdms": 0.1, "minutes": 0.5, "loss": 1.0},
+                      {"step": 20, "pdms": 0.2, "minutes": 1.25, "loss": 0.5}]  # fmt: skip
+    assert minutes(run) == 1.25
+
+
+def test_summary_gains_are_against_the_sft_start_per_seed():
+    sft = {"final_pdms": 0.5}
+    grpo = [{"seed": 0, "final_pdms": 0.6}, {"seed": 1, "final_pdms": 0.45}]
+    control = [{"seed": 0, "final_pdms": 0.55}]
+    out = summarise(LADDER, sft, grpo, control)
+    assert out["pdms_after_sft"] == 0.5 and out["pdms_after_grpo"] == {"seed0": 0.6, "seed1": 0.45}
+    assert out["grpo_gain_over_sft"] == pytest.approx({"seed0": 0.1, "seed1": -0.05})
+    assert out["grpo_gain_min"] == pytest.approx(-0.05) and out["grpo_gain_mean"] == pytest.approx(0.025)
+    assert out["pdms_after_sft_continue_equal_time"] == {"seed0": 0.55}
+    assert "pdms_after_sft_continue_equal_time" not in summarise(LADDER, sft, grpo, [])
+
+
+def test_finalize_helpers_copy_weights_and_plot(tmp_path):
+    args = ReleaseArgs(run_dir=tmp_path / "runs", checkpoint=tmp_path / "ckpt", card=tmp_path / "card.md",
+                       eval_n=4, final_eval_n=8, sft_overrides=("training.steps=4",))  # fmt: skip
+    fake_run(args.run_dir / "sft", [(10, 0.1, 2.0)], saved=[10])
+    fake_run(args.run_dir / "grpo-s0", [(5, 0.3, 0.0)], saved=[5])
+    records = {"sft": {"curve": curve(LADDER, args.run_dir / "sft", 2), "final_pdms": 0.4},
+               "grpo-s0": {"seed": 0, "curve": curve(LADDER, args.run_dir / "grpo-s0", 4), "final_pdms": 0.6}}  # fmt: skip
+    for name, record in records.items():
+        (args.run_dir / f"{name}.json").write_text(json.dumps(record))
+    sft, grpo, control = load_stages(args, [0])
+    assert sft == records["sft"] and grpo == [records["grpo-s0"]] and control == []  # no control run yet
+
+    copy_weights(args, 0, "tiny", {"held_out_pdms": 0.4})
+    assert (args.checkpoint / "model.safetensors").read_text() == "final"
+    assert json.loads((args.checkpoint / "sft" / "training.json").read_text()) == {
+        "entry": "tiny", "stage": "SFT warm start (GRPO's starting point)", "held_out_pdms": 0.4,
+        "record": "../training.json"}  # fmt: skip
+    assert args.to_record() == {"eval_n": 4, "final_eval_n": 8, "sft_overrides": ["training.steps=4"],
+                                "grpo_overrides": []}  # fmt: skip
+
+    plot_curves({"sft": sft, "grpo": grpo}, tmp_path / "curves.png", metric="pdms")
+    assert (tmp_path / "curves.png").stat().st_size > 1000

@@ -1,0 +1,284 @@
+"""The release ladder of a tiny in-repo checkpoint: SFT start -> GRPO -> equal-CPU-time SFT control.
+
+A domain's ``release.py`` (``python -m domains.<d>.release``) describes its ladder with a
+:class:`Ladder` — three recipes and a held-out metric — and keeps only what is its own (the
+checkpoint record, the card, a demo). The stages here run each recipe through ``zoo train`` into
+``<run_dir>/<stage>/`` and write ``<run_dir>/<stage>.json``; curves are read back from the run's
+``checkpoint-N`` folders after training, so evaluation never runs inside (or slows) a training run,
+and CPU minutes are the runs' own ``metrics.csv`` column (:class:`zoo.run_logging.MetricsLog`).
+
+The control arm is the honest baseline of an RL stage: the same SFT continued from the same start
+for the CPU minutes the GRPO seed used (``training.max_minutes``). If it matches GRPO, RL bought nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+STAGES = ("sft", "grpo", "sft-continue", "finalize", "all")
+
+
+@dataclass(frozen=True)
+class ReleaseArgs:
+    """Knobs of one release run (a domain fills the defaults of its checkpoint)."""
+
+    run_dir: Path
+    """Where the stages' run directories go (``sft/``, ``grpo-s0/``, ``sft-continue-s0/``)."""
+    checkpoint: Path
+    """Where ``finalize`` writes the released checkpoint."""
+    card: Path
+    """Where ``finalize`` writes the model card."""
+    eval_n: int
+    """Held-out samples per curve point (half of it for the SFT curve, which only locates the plateau)."""
+    final_eval_n: int
+    """Held-out samples for the before/after numbers in training.json and the card."""
+    sft_overrides: tuple[str, ...] = ()
+    """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
+    grpo_overrides: tuple[str, ...] = ()
+    """Extra overrides for the GRPO recipe."""
+
+    def to_record(self) -> dict[str, Any]:
+        """The non-path knobs, as ``training.json`` stores them."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items() if not isinstance(v, Path)}
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """One domain's ladder: its three recipes and the held-out metric the stages report."""
+
+    sft_recipe: Path
+    grpo_recipe: Path
+    control_recipe: Path
+    metric: str
+    """Key of the metric in curve points (``hit``) and results (``final_hit``)."""
+    evaluate: Callable[[Path, int], float]
+    """``evaluate(model_dir, n)``: the held-out metric of the weights in ``model_dir`` on ``n`` samples."""
+
+    @property
+    def final(self) -> str:
+        return f"final_{self.metric}"
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def metric_rows(run: Path) -> list[dict[str, str]]:
+    """The run's ``metrics.csv`` rows."""
+    with (run / "metrics.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def minutes(run: Path) -> float:
+    """CPU minutes of a finished run (the last ``metrics.csv`` row)."""
+    return float(metric_rows(run)[-1]["cpu_minutes"])
+
+
+def curve(ladder: Ladder, run: Path, n: int) -> list[dict[str, float]]:
+    """The held-out metric of every ``checkpoint-N`` of ``run``, with the step's loss and CPU minutes."""
+    from zoo.runs import checkpoint_step, is_complete
+
+    logged = {int(r["step"]): r for r in metric_rows(run)}
+    points = []
+    for folder in sorted((p for p in run.glob("checkpoint-*") if is_complete(p)), key=checkpoint_step):
+        step = checkpoint_step(folder)
+        row = logged.get(step, {})
+        point = {
+            "step": step,
+            ladder.metric: ladder.evaluate(folder, n),
+            "minutes": float(row.get("cpu_minutes") or "nan"),
+        }
+        if row.get("loss"):
+            point["loss"] = float(row["loss"])
+        points.append(point)
+        logger.info("%s step %d held-out %s %.3f", run.name, step, ladder.metric, point[ladder.metric])
+    return points
+
+
+def train(recipe: Path, overrides: list[str], out: Path) -> Path:
+    """``zoo train RECIPE --set ... --output-dir OUT`` (a fresh run: a stale one is removed)."""
+    from zoo.train import run
+
+    if out.exists():
+        shutil.rmtree(out)
+    return run(str(recipe), overrides, output_dir=str(out))
+
+
+def stage_sft(ladder: Ladder, args: ReleaseArgs) -> None:
+    """The supervised warm start; its curve and final held-out metric go to ``sft.json``."""
+    from zoo.recipe import load_recipe
+
+    out = train(ladder.sft_recipe, list(args.sft_overrides), args.run_dir / "sft")
+    recipe = load_recipe(ladder.sft_recipe, list(args.sft_overrides))
+    write_json(args.run_dir / "sft.json", {
+        "curve": curve(ladder, out, args.eval_n // 2), "train_minutes": minutes(out), "steps": recipe.training.steps,
+        "lr": recipe.training.lr, ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
+
+
+def sft_start(args: ReleaseArgs) -> Path:
+    """GRPO's starting point: this release's SFT run, else the SFT start shipped with the checkpoint."""
+    start = args.run_dir / "sft" / "final"
+    if start.is_dir():
+        return start
+    logger.info("no SFT stage in %s; starting from the shipped %s", args.run_dir, args.checkpoint / "sft")
+    return args.checkpoint / "sft"
+
+
+def stage_grpo(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
+    """GRPO from the SFT start, seed ``seed`` (its data seed is ``100 + seed``)."""
+    overrides = [f"training.seed={seed}", f"model.name={sft_start(args)}", f"data.kwargs.seed={100 + seed}",
+                 *args.grpo_overrides]  # fmt: skip
+    out = train(ladder.grpo_recipe, overrides, args.run_dir / f"grpo-s{seed}")
+    history = [{k: v for k, v in row.items() if k != "step"} | {"step": int(row["step"])} for row in metric_rows(out)]
+    write_json(args.run_dir / f"grpo-s{seed}.json", {
+        "seed": seed, "curve": curve(ladder, out, args.eval_n), "train_minutes": minutes(out),
+        ladder.final: ladder.evaluate(out / "final", args.final_eval_n), "log_history": history})  # fmt: skip
+
+
+def stage_sft_continue(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
+    """Control arm: SFT continued from the same start for the CPU minutes GRPO seed ``seed`` used.
+
+    The budget is read from the GRPO run's own ``metrics.csv``, so the control can start as soon as
+    GRPO's training ends, while its checkpoints are still being evaluated."""
+    grpo = args.run_dir / f"grpo-s{seed}"
+    if not (grpo / "final").is_dir():
+        raise FileNotFoundError(f"{grpo}/final does not exist: run the grpo stage for seed {seed} first")
+    budget = minutes(grpo)
+    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
+    out = train(ladder.control_recipe, overrides, args.run_dir / f"sft-continue-s{seed}")
+    write_json(args.run_dir / f"sft-continue-s{seed}.json", {
+        "seed": seed, "curve": curve(ladder, out, args.eval_n), "train_minutes": minutes(out),
+        "steps": int(metric_rows(out)[-1]["step"]),
+        ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
+
+
+def load_stages(
+    args: ReleaseArgs, seeds: list[int]
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The SFT record, the GRPO records of ``seeds`` and the control records that exist."""
+    sft = read_json(args.run_dir / "sft.json")
+    grpo = [read_json(args.run_dir / f"grpo-s{s}.json") for s in seeds]
+    control_files = [args.run_dir / f"sft-continue-s{s}.json" for s in seeds]
+    return sft, grpo, [read_json(p) for p in control_files if p.is_file()]
+
+
+def copy_weights(args: ReleaseArgs, seed: int, entry: str, sft_numbers: dict[str, Any]) -> None:
+    """The GRPO model of ``seed`` to the checkpoint folder, its SFT start to ``sft/`` (so ``zoo train``
+    on the GRPO recipe reproduces that stage alone), with ``sft_numbers`` and a pointer to the full
+    record in ``sft/training.json``."""
+    if args.checkpoint.exists():
+        shutil.rmtree(args.checkpoint)
+    pickles = shutil.ignore_patterns(
+        "*.bin", "*.pt", "*.pth"
+    )  # TRL's training_args.bin: weights ship as safetensors only
+    shutil.copytree(args.run_dir / f"grpo-s{seed}" / "final", args.checkpoint, ignore=pickles)
+    shutil.copytree(args.run_dir / "sft" / "final", args.checkpoint / "sft", ignore=pickles)
+    write_json(args.checkpoint / "sft" / "training.json", {
+        "entry": entry, "stage": "SFT warm start (GRPO's starting point)", **sft_numbers, "record": "../training.json"})  # fmt: skip
+
+
+def summarise(
+    ladder: Ladder, sft: dict[str, Any], grpo: list[dict[str, Any]], control: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Before/after numbers and the gain per seed (the cards quote these)."""
+    m, final = ladder.metric, ladder.final
+    gains = [g[final] - sft[final] for g in grpo]
+    out = {
+        f"{m}_after_sft": sft[final],
+        f"{m}_after_grpo": {f"seed{g['seed']}": g[final] for g in grpo},
+        "grpo_gain_over_sft": {f"seed{g['seed']}": gain for g, gain in zip(grpo, gains)},
+        "grpo_gain_min": min(gains),
+        "grpo_gain_mean": sum(gains) / len(gains),
+    }
+    if control:
+        out[f"{m}_after_sft_continue_equal_time"] = {f"seed{c['seed']}": c[final] for c in control}
+    return out
+
+
+def plot_curves(training: dict[str, Any], path: Path, metric: str) -> None:
+    """Held-out ``metric`` against training CPU-minutes: the SFT warm start (left), then GRPO against
+    continued SFT from the same start, per seed (right, minutes since the end of SFT)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def xy(points: list[dict[str, float]]) -> tuple[list[float], list[float]]:
+        return [p["minutes"] for p in points], [p[metric] for p in points]
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [3, 2]})
+    left.plot(*xy(training["sft"]["curve"]), "k-o", ms=3)
+    left.set_title("SFT warm start")
+    start = training["sft"][f"final_{metric}"]
+    for i, g in enumerate(training["grpo"]):
+        xs, ys = xy(g["curve"])
+        right.plot([0.0, *xs], [start, *ys], "-", color=f"C{i}", label=f"GRPO seed {g['seed']}")
+    for i, c in enumerate(training.get("sft_continue_equal_time") or []):
+        xs, ys = xy(c["curve"])
+        right.plot([0.0, *xs], [start, *ys], "--", color=f"C{i}", label=f"more SFT seed {c['seed']}")
+    right.set_title("from the SFT checkpoint: GRPO vs more SFT")
+    for ax in (left, right):
+        ax.set_xlabel("training CPU-minutes (evaluation excluded)")
+        ax.grid(alpha=0.3)
+    left.set_ylabel(f"held-out {metric}")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs, list[int]], None],
+         prog: str, description: str, argv: list[str] | None = None) -> None:  # fmt: skip
+    """The ``python -m domains.<d>.release STAGE`` command line around ``ladder``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("stage", choices=STAGES)
+    parser.add_argument("--seed", type=int, action="append", help="GRPO / control seed(s) (default 0 1 2)")
+    parser.add_argument("--run-dir", type=Path, default=defaults.run_dir)
+    parser.add_argument("--checkpoint", type=Path, default=defaults.checkpoint)
+    parser.add_argument("--card", type=Path, default=defaults.card)
+    parser.add_argument(
+        "--sft-set",
+        dest="sft_overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="SFT recipe override (training.steps=4 for a smoke run)",
+    )
+    parser.add_argument(
+        "--set", dest="grpo_overrides", action="append", default=[], metavar="KEY=VALUE", help="GRPO recipe override"
+    )
+    parser.add_argument("--eval-n", type=int, default=defaults.eval_n)
+    parser.add_argument("--final-eval-n", type=int, default=defaults.final_eval_n)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
+    ns = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    import torch
+
+    torch.set_num_threads(ns.threads)
+    args = ReleaseArgs(run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
+                       final_eval_n=ns.final_eval_n, sft_overrides=tuple(ns.sft_overrides),
+                       grpo_overrides=tuple(ns.grpo_overrides))  # fmt: skip
+    seeds = ns.seed or [0, 1, 2]
+    if ns.stage in ("sft", "all"):
+        stage_sft(ladder, args)
+    for seed in seeds if ns.stage in ("grpo", "all") else []:
+        stage_grpo(ladder, args, seed)
+    for seed in seeds if ns.stage in ("sft-continue", "all") else []:
+        stage_sft_continue(ladder, args, seed)
+    if ns.stage in ("finalize", "all"):
+        finalize(args, seeds)
