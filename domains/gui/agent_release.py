@@ -1,4 +1,4 @@
-"""Build ``checkpoints/gui-agent-tiny`` and its record: does UI-S1's semi-online RL beat more SFT?
+"""Does UI-S1's semi-online RL beat more SFT for a tiny agent? The experiment, and ``checkpoints/gui-agent-tiny``.
 
 A randomly initialised ~1M-parameter Qwen2.5-VL learns to act on synthetic 2-4 step phone episodes
 (click a labelled button, type the word the goal names, press Back, finish) in UI-S1's answer
@@ -11,6 +11,7 @@ episodes and writes the record::
     python -m domains.gui.agent_release sft-continue --seed 0  # ui-s1-tiny-sft-control.yaml, RL's CPU time
     python -m domains.gui.agent_release report                 # before/after table of both arms
     python -m domains.gui.agent_release finalize               # checkpoint + training.json + card
+                                                               # (when the result is worth releasing)
     python -m domains.gui.agent_release all                    # everything above, seeds 0 1
 
 ``record`` re-evaluates runs already trained (e.g. started by hand with ``zoo train`` and the
@@ -59,7 +60,7 @@ class Args:
     """Where ``finalize`` writes the model card."""
     eval_n: int = 60
     """Held-out episodes per curve point."""
-    final_eval_n: int = 200
+    final_eval_n: int = 300
     """Held-out episodes for the before/after numbers."""
     sft_overrides: tuple[str, ...] = ()
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
@@ -118,7 +119,10 @@ def curve(run: Path, n: int, until: Path | None = None, points: int = 4) -> list
 
 
 def matched_checkpoint(run: Path, budget: float) -> Path:
-    """The first complete checkpoint of ``run`` whose CPU minutes reach ``budget`` (else ``final/``)."""
+    """The first complete checkpoint of ``run`` whose logged CPU minutes reach ``budget`` (else ``final/``).
+
+    Only checkpoints at logged steps have minutes; the control recipe logs at every checkpoint.
+    """
     from zoo.runs import checkpoint_step
 
     logged = {int(r["step"]): float(r["cpu_minutes"]) for r in csv.DictReader((run / "metrics.csv").open())}
@@ -161,7 +165,12 @@ def record_control(args: Args, seed: int) -> dict[str, Any]:
 
 
 def sft_start(args: Args) -> Path:
-    return args.run_dir / "sft" / "final"
+    """RL's and the control's starting point: this release's SFT run, else the SFT start shipped in ``sft/``."""
+    start = args.run_dir / "sft" / "final"
+    if start.is_dir():
+        return start
+    logger.info("no SFT stage in %s; starting from the shipped %s", args.run_dir, args.checkpoint / "sft")
+    return args.checkpoint / "sft"
 
 
 def stage_sft(args: Args) -> None:
@@ -205,19 +214,20 @@ def report(args: Args, seeds: list[int]) -> tuple[str, dict[str, Any]]:
     control = [json.loads(p.read_text()) for p in paths if p.is_file()]
     lines = [f"held-out synthetic episodes (seed {SYNTHETIC_EPISODES_SEED}, n={args.final_eval_n}), greedy",
              f"{'model':<34}{'CPU-min':>8}{'step success':>14}{'episode success':>17}",
-             (f"{'SFT start':<34}{sft['train_minutes']:>8.1f}{sft['final']['step_success']:>14.3f}"
+             (f"{'SFT start':<34}{sft['train_minutes']:>8.2f}{sft['final']['step_success']:>14.3f}"
               f"{sft['final']['episode_success']:>17.3f}")]  # fmt: skip
     for r in rl:
-        lines.append(f"{'+ UI-S1 RL, seed ' + str(r['seed']):<34}{r['train_minutes']:>8.1f}"
+        lines.append(f"{'+ UI-S1 RL, seed ' + str(r['seed']):<34}{r['train_minutes']:>8.2f}"
                      f"{r['final']['step_success']:>14.3f}{r['final']['episode_success']:>17.3f}")  # fmt: skip
     for c in control:
-        lines.append(f"{'+ SFT continued (equal), seed ' + str(c['seed']):<34}{c['matched_minutes']:>8.1f}"
+        lines.append(f"{'+ SFT continued (equal), seed ' + str(c['seed']):<34}{c['matched_minutes']:>8.2f}"
                      f"{c['final']['step_success']:>14.3f}{c['final']['episode_success']:>17.3f}")  # fmt: skip
     return "\n".join(lines), summarise(sft, rl, control)
 
 
 def stage_finalize(args: Args, seeds: list[int]) -> None:
-    """Copy the seed-``seeds[0]`` RL model to checkpoints/, write training.json and the model card."""
+    """Copy the seed-``seeds[0]`` RL model (and its SFT start, in ``sft/``) to checkpoints/, write
+    training.json and the model card."""
     from domains.gui.agent_card import write_card
     from zoo.recipe import load_recipe
 
@@ -226,6 +236,11 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
     if args.checkpoint.exists():
         shutil.rmtree(args.checkpoint)
     shutil.copytree(args.run_dir / f"rl-s{seeds[0]}" / "final", args.checkpoint)
+    # The SFT start ships too, so `zoo train` on the RL or control recipe reproduces that stage alone.
+    shutil.copytree(args.run_dir / "sft" / "final", args.checkpoint / "sft")
+    write_json(args.checkpoint / "sft" / "training.json", {
+        "entry": ENTRY, "stage": "SFT start (the UI-S1 RL run's and the control's starting point)",
+        "held_out": json.loads((args.run_dir / "sft.json").read_text())["final"], "record": "../training.json"})  # fmt: skip
 
     def read(name: str) -> Any:
         return json.loads((args.run_dir / name).read_text())

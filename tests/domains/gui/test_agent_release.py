@@ -46,3 +46,10 @@ def test_release_stages_run_end_to_end_small(tmp_path):
         assert 0.0 <= record["final"]["step_success"] <= 1.0
     table = subprocess.run([*release, "report", *common], check=True, cwd=ROOT, capture_output=True, text=True)
     assert "+ UI-S1 RL, seed 0" in table.stdout and "+ SFT continued (equal), seed 0" in table.stdout
+    card = tmp_path / "card" / "README.md"
+    subprocess.run([*release, "finalize", "--checkpoint", str(tmp_path / "ckpt"), "--card", str(card), *common],
+                   check=True, cwd=ROOT)  # fmt: skip
+    record = json.loads((tmp_path / "ckpt" / "training.json").read_text())
+    assert record["summary"]["sft_start"]["step_success"] == record["sft"]["final"]["step_success"]
+    assert (tmp_path / "ckpt" / "sft" / "model.safetensors").is_file() and (card.parent / "curves.png").is_file()
+    assert f"{record['rl'][0]['final']['step_success']:.3f}" in card.read_text()
