@@ -16,6 +16,7 @@ from torch.testing import assert_close
 from tests.rl._golden import load, t
 from zoo.rl import ADVANTAGE_ESTIMATORS
 from zoo.rl import semi_online as S
+from zoo.rl.batching import GroupTopUp, TopUpExhausted
 
 GOLDEN = load("ui_s1")
 CASES = GOLDEN["cases"]
@@ -175,12 +176,12 @@ def _upstream_top_up(batches: list[tuple[list[str], list[bool]]], prompt_bsz: in
 
 
 def _run_top_up(batches, target, max_gen_batches):
-    top_up = S.GroupTopUp(target, max_gen_batches)
+    top_up = GroupTopUp(target, max_gen_batches)
     base = 0
     for uids, keep in batches:
         try:
             top_up.add(list(range(base, base + len(uids))), uids, keep)
-        except S.TopUpExhausted:
+        except TopUpExhausted:
             return "raise"
         base += len(uids)
         if top_up.full:
@@ -201,7 +202,7 @@ def test_top_up_matches_the_authors_loop():
 
 
 def test_top_up_refills_then_trims_to_the_first_prompts():
-    top_up = S.GroupTopUp(target=3)
+    top_up = GroupTopUp(target=3)
     top_up.add(["a0", "a1", "b0", "b1", "c0", "c1"], ["a", "a", "b", "b", "c", "c"], torch.tensor([1, 1, 0, 0, 1, 1]).bool())
     assert not top_up.full and top_up.kept_prompts == 2  # "b" filtered out: roll out another batch
     top_up.add(["d0", "d1", "e0", "e1"], ["d", "d", "e", "e"], [True, True, True, True])
@@ -210,11 +211,11 @@ def test_top_up_refills_then_trims_to_the_first_prompts():
 
 
 def test_top_up_gives_up_after_max_gen_batches():
-    top_up = S.GroupTopUp(target=2, max_gen_batches=2)
+    top_up = GroupTopUp(target=2, max_gen_batches=2)
     top_up.add(["x"], ["p"], [False])
-    with pytest.raises(S.TopUpExhausted, match="kept 0 of the 2 prompts a step needs after 2 rollout batches"):
+    with pytest.raises(TopUpExhausted, match="kept 0 of the 2 prompts a step needs after 2 rollout batches"):
         top_up.add(["y"], ["q"], [False])
-    endless = S.GroupTopUp(target=1, max_gen_batches=0)
+    endless = GroupTopUp(target=1, max_gen_batches=0)
     for i in range(20):
         endless.add([i], [i], [False])
     assert not endless.full
@@ -223,4 +224,4 @@ def test_top_up_gives_up_after_max_gen_batches():
     with pytest.raises(ValueError, match="2 rows, 1 prompt ids and 2 keep flags"):
         endless.add([1, 2], ["p"], [True, True])
     with pytest.raises(ValueError, match="positive number of prompts"):
-        S.GroupTopUp(target=0)
+        GroupTopUp(target=0)

@@ -11,7 +11,7 @@ so this is a plain torch loop, reading top to bottom in training order:
 3. trajectories with an unscorable step are dropped whole (their returns would chain through a
    missing reward), then UI-S1's future-reward filter drops episodes whose copies all fared alike;
    further episodes are rolled out until ``episodes_per_step`` are kept, as upstream tops the
-   batch up (:class:`zoo.rl.semi_online.GroupTopUp`);
+   batch up (:class:`zoo.rl.batching.GroupTopUp`);
 4. UI-S1's advantage (:func:`zoo.rl.semi_online.ui_s1`: episode term on step rewards + step term
    on discounted future returns) over the kept episodes;
 5. the recipe's surrogate loss from the loss table over every generated turn (micro-batches of
@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
 from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
-from zoo.rl.semi_online import GroupTopUp
+from zoo.rl.batching import GroupTopUp
 from zoo.run_logging import MetricsLog
 from zoo.runs import latest_checkpoint
 
@@ -127,7 +127,7 @@ def collect(
 
     Each rollout batch draws ``episodes_per_step`` episodes; the sampler learns from every
     rollout; :meth:`SemiOnlineLearner.select` drops unscorable trajectories and applies the
-    future-reward filter; :class:`~zoo.rl.semi_online.GroupTopUp` keeps rolling out until
+    future-reward filter; :class:`~zoo.rl.batching.GroupTopUp` keeps rolling out until
     ``episodes_per_step`` episodes are kept and takes the first that many. Group and trajectory
     ids are offset per rollout batch, so an episode drawn twice in one step is two prompts, as
     upstream gives every drawn prompt a fresh ``uid``.
