@@ -37,21 +37,26 @@ AGENT_BENCHMARKS = ("android-control", "android-control-low", "synthetic-episode
 SYNTHETIC_EPISODES_SEED = 4242  # held out: training recipes draw other seeds
 
 
-def load_agent_data(data: str, path: str | None, limit: int | None) -> list[list[Sample]]:
-    """Episodes (lists of step samples with UI-S1 turns) for a ``--data`` name; ``limit`` counts episodes."""
+def load_agent_data(data: str, path: str | None, limit: int | None, ui_s1_prompt: bool = True) -> list[list[Sample]]:
+    """Episodes (lists of step samples) for a ``--data`` name; ``limit`` counts episodes.
+
+    ``ui_s1_prompt``: each step's prompt is UI-S1's turn (``MOBILE_USE`` system prompt, output
+    format); otherwise the goal alone, the layout the CPU-scale recipes train on.
+    """
     from domains.gui.data import load_synthetic_episodes, load_ui_s1_jsonl
     from zoo.engines.vlm.semi_online_rollout import group_episodes
 
     if data == "synthetic-episodes":
         if path is not None:
             raise ValueError("--data synthetic-episodes is generated; drop --path")
-        return group_episodes(load_synthetic_episodes(n=limit or 50, seed=SYNTHETIC_EPISODES_SEED))
+        return group_episodes(load_synthetic_episodes(n=limit or 50, seed=SYNTHETIC_EPISODES_SEED,
+                                                      ui_s1_prompt=ui_s1_prompt))  # fmt: skip
     if data not in AGENT_BENCHMARKS:
         raise ValueError(f"unknown GUI agent benchmark {data!r}; choose one of {', '.join(AGENT_BENCHMARKS)}")
     if path is None:
         raise ValueError(f"--data {data} needs --path pointing at an AndroidControl-format .jsonl (UI-S1 layout)")
     images = Path(path).parent / "images"
-    samples = load_ui_s1_jsonl(path, image_root=images if images.is_dir() else None, ui_s1_prompt=True,
+    samples = load_ui_s1_jsonl(path, image_root=images if images.is_dir() else None, ui_s1_prompt=ui_s1_prompt,
                                instruction_level="low" if data.endswith("-low") else "high")  # fmt: skip
     episodes = group_episodes(samples)
     return episodes if limit is None else episodes[:limit]
@@ -146,8 +151,14 @@ def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sampl
 
 
 def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None) -> dict[str, Any]:
-    """``zoo eval NAME --data android-control|android-control-low|synthetic-episodes``: metrics + strip."""
-    episodes = load_agent_data(data, path, limit)
+    """``zoo eval NAME --data android-control|android-control-low|synthetic-episodes``: metrics + strip.
+
+    Models trained with UI-S1's system prompt (its entry's ``spec.system``) get UI-S1's turns; others
+    (the CPU-scale ``gui-agent-tiny``) the goal as each turn's text, as they were trained.
+    """
+    from domains.gui.prompts import UI_S1_SYSTEM
+
+    episodes = load_agent_data(data, path, limit, ui_s1_prompt=pipe.entry.spec.system == UI_S1_SYSTEM)
     if not episodes:
         raise ValueError(f"--data {data} yielded no episodes (check --path and --limit)")
     rows, summary = evaluate_agent(pipe.model, pipe.processor, episodes, pipe.entry.spec.max_new_tokens)

@@ -11,7 +11,9 @@ that sentence is **this project's own design**, chosen to be simple and inspecta
 * :class:`CurriculumSampler` — draws episodes with per-bucket weights that depend on a stage
   (0: mostly easy, 1: mostly medium, 2: mostly hard); the stage advances when the rolling mean
   step success of the last ``window`` updates reaches ``advance_at``. It plugs into the
-  semi-online engine as ``multi_turn.sampler: domains.gui.curriculum:CurriculumSampler``.
+  semi-online engine as ``multi_turn.sampler: domains.gui.curriculum:CurriculumSampler``; its
+  state (stage, success window, per-episode success, draw RNG) travels in the engine's
+  checkpoints, so ``--resume`` continues the curriculum where it stopped.
 * :class:`CraftGuiReward` — ``(1 - judge_weight) * ui-s1 + judge_weight * judge``, the judge any
   callable returning a score in [0, 1] per answer (:class:`PipelineJudge` wraps a zoo VLM
   pipeline); a judge that cannot score (``None``) leaves the rule-based score alone.
@@ -56,7 +58,8 @@ class CurriculumSampler:
     """Episodes drawn by difficulty bucket with stage-dependent weights; the stage follows the policy's success.
 
     Protocol of the semi-online engine's sampler: ``CurriculumSampler(episodes, rng, **kwargs)``,
-    ``sample(k) -> episodes``, ``update(records)`` after each rollout, ``metrics() -> dict``.
+    ``sample(k) -> episodes``, ``update(records)`` after each rollout, ``metrics() -> dict``,
+    ``state_dict()`` / ``load_state_dict(state)`` for checkpoints.
     """
 
     def __init__(self, episodes: Sequence[Sequence[Any]], rng: random.Random, *, window: int = 4,
@@ -94,6 +97,24 @@ class CurriculumSampler:
         if full and self.stage < len(STAGE_WEIGHTS) - 1 and sum(self.window) / len(self.window) >= self.advance_at:
             self.stage += 1
             self.window.clear()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the next draws depend on: stage, success window, per-episode success, RNG.
+
+        Plain Python values (the engine saves them with ``torch.save`` and loads them tensors-only).
+        """
+        return {"stage": self.stage, "window": list(self.window), "success": dict(self.tracker.success),
+                "rng": self.rng.getstate()}  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; the window keeps its configured length."""
+        if not 0 <= int(state["stage"]) < len(STAGE_WEIGHTS):
+            raise ValueError(f"curriculum stage {state['stage']!r} is out of range 0..{len(STAGE_WEIGHTS) - 1}")
+        self.stage = int(state["stage"])
+        self.window.clear()
+        self.window.extend(float(v) for v in state["window"])
+        self.tracker.success = {k: float(v) for k, v in state["success"].items()}
+        self.rng.setstate(state["rng"])
 
     def metrics(self) -> dict[str, float]:
         counts = {b: 0 for b in BUCKETS}

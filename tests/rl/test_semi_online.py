@@ -16,6 +16,7 @@ from torch.testing import assert_close
 from tests.rl._golden import load, t
 from zoo.rl import ADVANTAGE_ESTIMATORS
 from zoo.rl import semi_online as S
+from zoo.rl.batching import GroupTopUp, TopUpExhausted
 
 GOLDEN = load("ui_s1")
 CASES = GOLDEN["cases"]
@@ -141,3 +142,86 @@ def test_bad_inputs_name_the_problem():
         S.step_discounted_returns([1.0, 0.0], ["a", "a"], [0, 0], [True, True])
     with pytest.raises(ValueError, match="patch_threshold must be an int >= -1"):
         S.patch_plan([True], -2)
+
+
+# --- batch top-up after the filter -----------------------------------------------------------
+
+
+def _upstream_top_up(batches: list[tuple[list[str], list[bool]]], prompt_bsz: int, max_num_gen_batches: int):
+    """The top-up of X-PLUG/MobileAgent@f7702e46 ``UI-S1/verl/trainer/ppo/dapo_ray_trainer.py::fit``
+    transcribed on (uid per row, keep per row) lists: count kept uids per generation batch, keep
+    generating while fewer than ``prompt_bsz`` (error past ``max_num_gen_batches``), then walk the
+    concatenated rows keeping those of the first ``prompt_bsz`` uids. Returns kept row indices
+    (into the concatenation of all batches' rows) and the number of batches used, or "raise"."""
+    batch, num_prompt_in_batch, num_gen_batches, base = [], 0, 0, 0
+    for uids, keep in batches:
+        num_gen_batches += 1
+        kept_prompt_uids = {u for u, k in zip(uids, keep) if k}
+        num_prompt_in_batch += len(kept_prompt_uids)
+        batch += [(base + i, u) for i, u in enumerate(uids) if u in kept_prompt_uids]
+        base += len(uids)
+        if num_prompt_in_batch < prompt_bsz:
+            if max_num_gen_batches <= 0 or num_gen_batches < max_num_gen_batches:
+                continue
+            return "raise"
+        seen, kept = set(), []
+        for idx, uid in batch:
+            if uid in seen:
+                kept.append(idx)
+            elif len(seen) < prompt_bsz:
+                seen.add(uid)
+                kept.append(idx)
+        return kept, num_gen_batches
+    return "more"
+
+
+def _run_top_up(batches, target, max_gen_batches):
+    top_up = GroupTopUp(target, max_gen_batches)
+    base = 0
+    for uids, keep in batches:
+        try:
+            top_up.add(list(range(base, base + len(uids))), uids, keep)
+        except TopUpExhausted:
+            return "raise"
+        base += len(uids)
+        if top_up.full:
+            return top_up.batch(), top_up.gen_batches
+    return "more"
+
+
+def test_top_up_matches_the_authors_loop():
+    rng = random.Random(0)
+    for case in range(300):
+        target, max_gen = rng.randint(1, 4), rng.choice([0, 1, 2, 3])
+        batches = []
+        for b in range(5):
+            uids = [f"{case}-{b}-{g}" for g in range(rng.randint(1, 4)) for _ in range(rng.randint(1, 3))]
+            dropped = {u for u in uids if rng.random() < 0.5}
+            batches.append((uids, [u not in dropped for u in uids]))
+        assert _run_top_up(batches, target, max_gen) == _upstream_top_up(batches, target, max_gen), case
+
+
+def test_top_up_refills_then_trims_to_the_first_prompts():
+    top_up = GroupTopUp(target=3)
+    top_up.add(["a0", "a1", "b0", "b1", "c0", "c1"], ["a", "a", "b", "b", "c", "c"], torch.tensor([1, 1, 0, 0, 1, 1]).bool())
+    assert not top_up.full and top_up.kept_prompts == 2  # "b" filtered out: roll out another batch
+    top_up.add(["d0", "d1", "e0", "e1"], ["d", "d", "e", "e"], [True, True, True, True])
+    assert top_up.full and top_up.gen_batches == 2
+    assert top_up.batch() == ["a0", "a1", "c0", "c1", "d0", "d1"]  # "e" is surplus
+
+
+def test_top_up_gives_up_after_max_gen_batches():
+    top_up = GroupTopUp(target=2, max_gen_batches=2)
+    top_up.add(["x"], ["p"], [False])
+    with pytest.raises(TopUpExhausted, match="kept 0 of the 2 prompts a step needs after 2 rollout batches"):
+        top_up.add(["y"], ["q"], [False])
+    endless = GroupTopUp(target=1, max_gen_batches=0)
+    for i in range(20):
+        endless.add([i], [i], [False])
+    assert not endless.full
+    with pytest.raises(ValueError, match="only 0 of 1 prompts kept"):
+        endless.batch()
+    with pytest.raises(ValueError, match="2 rows, 1 prompt ids and 2 keep flags"):
+        endless.add([1, 2], ["p"], [True, True])
+    with pytest.raises(ValueError, match="positive number of prompts"):
+        GroupTopUp(target=0)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 
 from rewards.base import RewardResult
 from zoo.engines.vlm.multiturn_policy import VLMPolicy, model_frame_size, turn_logps
 from zoo.engines.vlm.semi_online_engine import SemiOnlineLearner
-from zoo.engines.vlm.semi_online_rollout import group_episodes, semi_online_rollout
+from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
 from zoo.recipe import RecipeError, load_recipe
 
 RECIPE = "domains/gui/recipes/ui-s1-smoke.yaml"
@@ -37,8 +39,9 @@ def test_one_update_changes_the_policy_when_rewards_differ(setup):
                                   lambda s: "<action>{}</action>", rollout_n=2, patch_threshold=2)  # fmt: skip
     assert records and all(r.generation.token_ids for r in records)
     learner = SemiOnlineLearner(recipe, model, processor)
-    kept, adv, _ = learner.advantages(records)
-    assert len(kept) == len(records) and bool(adv.abs().sum() > 0)
+    kept, keep = learner.select(records)
+    adv = learner.advantages(kept)
+    assert len(kept) == len(records) and bool(keep.all()) and bool(adv.abs().sum() > 0)
     before = [p.detach().clone() for p in learner.params]
     metrics = learner.update(records)
     assert metrics["turns"] == len(records) and learner.step == 1
@@ -84,3 +87,27 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     assert steps == ["1", "2"] and (out / "checkpoint-2").is_dir() and (out / "final").is_dir()
     state = torch.load(out / "checkpoint-2" / "semi_online_state.pt", weights_only=False)
     assert state["step"] == 2
+
+
+def test_collect_tops_the_filtered_batch_up(setup):
+    """An episode whose copies all fare alike is filtered out; the step rolls out more until it has its quota."""
+    from zoo.engines.vlm.semi_online_engine import UniformSampler, collect
+    from zoo.engines.vlm.semi_online_rollout import Generation, Turn
+
+    recipe, samples, model, processor = setup
+    recipe = load_recipe(RECIPE, ["multi_turn.filter_std_threshold=0.3", "multi_turn.episodes_per_step=2"])
+    learner = SemiOnlineLearner(recipe, model, processor)
+    episodes = group_episodes(samples)
+    outcomes = iter([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]])  # per batch: copies 0-1 of episode 0, 2-3 of 1
+
+    def roll(batch):  # one-step stub rollout: copy k of episode g scores outcome[g * 2 + k]
+        scores = next(outcomes)
+        return [StepRecord(group=g, trajectory=g * 2 + k, step=0, sample=e[0], turn=Turn([], []),
+                           generation=Generation("x", (1,)), reward=scores[g * 2 + k], match=bool(scores[g * 2 + k]),
+                           patched=False, finished=True) for g, e in enumerate(batch) for k in range(2)]  # fmt: skip
+
+    batch, generated, gen_batches = collect(roll, UniformSampler(episodes, random.Random(0)), learner)
+    assert gen_batches == 2 and len(generated) == 8
+    # batch 1 keeps episode 1 (group 1); batch 2 keeps its second episode (group 2 + 1 = 3); both groups whole
+    assert sorted({r.group for r in batch}) == [1, 3] and len(batch) == 4
+    assert len({r.trajectory for r in generated}) == 8  # ids offset per rollout batch

@@ -16,7 +16,15 @@ from zoo.rl.advantages import (
     rloo,
     to_token_level,
 )
-from zoo.rl.batching import GroupFilter, dynamic_sampling_keep, failed, mask_failed, rewards_tensor
+from zoo.rl.batching import (
+    GroupFilter,
+    GroupTopUp,
+    TopUpExhausted,
+    dynamic_sampling_keep,
+    failed,
+    mask_failed,
+    rewards_tensor,
+)
 from zoo.rl.diffusion_loss import PerPromptStatTracker, mean_kl, step_policy_loss
 from zoo.rl.diffusion_steps import (
     StepOutput,
@@ -54,9 +62,11 @@ __all__ = [
     "POLICY_LOSSES",
     "TRL_LOSS_TYPES",
     "GroupFilter",
+    "GroupTopUp",
     "PatchPlan",
     "PerPromptStatTracker",
     "StepOutput",
+    "TopUpExhausted",
     "aggregate",
     "clipped_surrogate",
     "dance_sde_step",

@@ -9,7 +9,9 @@ Two kinds of samples carry no learning signal and must not reach the gradient:
   (:func:`mask_failed`). They are counted for the logs.
 - **zero-variance groups** — every sample of a prompt got the same reward, so every
   group-relative advantage is 0. DAPO (arXiv 2503.14476, "dynamic sampling") drops
-  them and samples more prompts; :func:`dynamic_sampling_keep` says which rows stay.
+  them and samples more prompts; :func:`dynamic_sampling_keep` says which rows stay, and
+  :class:`GroupTopUp` is the loop that refills the batch with further rollouts (as UI-S1's
+  trainer does after its own future-reward filter, :func:`zoo.rl.semi_online.future_reward_filter`).
 
 Shapes: rewards (B,), group_ids (B,), mask (B, T).
 """
@@ -18,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import torch
 
@@ -27,6 +30,9 @@ from rewards.base import RewardResult
 from zoo.rl.advantages import GroupIds, group_index
 
 logger = logging.getLogger(__name__)
+
+Row = TypeVar("Row")
+MAX_GEN_BATCHES = 10  # verl/trainer/config/ppo_trainer.yaml: algorithm.filter_groups.max_num_gen_batches
 
 
 def rewards_tensor(scores: Sequence[float | RewardResult | None] | torch.Tensor) -> torch.Tensor:
@@ -114,3 +120,83 @@ def dynamic_sampling_keep(rewards: torch.Tensor, group_ids: GroupIds) -> GroupFi
             keep[members] = False
             dropped += 1
     return GroupFilter(keep=keep, num_groups=num_groups, num_dropped_groups=dropped)
+
+
+class TopUpExhausted(RuntimeError):
+    """The filter kept too few prompts in ``max_gen_batches`` rollouts (upstream raises the same way)."""
+
+
+class GroupTopUp(Generic[Row]):
+    """UI-S1's batch top-up: filtered rollouts accumulate until ``target`` prompts are kept.
+
+    Reference: ``UI-S1/verl/trainer/ppo/dapo_ray_trainer.py::RayTrajDAPOTrainer.fit``
+    (X-PLUG/MobileAgent@f7702e46), the ``filter_groups.enable`` branch. Per generation batch:
+    the rows of the prompts the filter keeps are appended to the batch and the kept prompts are
+    counted (``num_prompt_in_batch``). While fewer than ``train_batch_size`` prompts are kept,
+    another batch is rolled out, unless ``max_num_gen_batches`` (> 0) batches have been, which is
+    an error. Once enough are kept, the batch is *aligned*: rows are walked in order and a row
+    stays when its prompt was already taken or fewer than ``train_batch_size`` prompts have been
+    taken, so the first ``train_batch_size`` prompts to appear are trained on, whole, and the
+    surplus of the last batch is dropped.
+
+    Prompt ids must be unique across the batches of one step (upstream draws a ``uuid`` per
+    prompt); a caller re-drawing the same episode gives it a fresh id. Rows are any objects; the
+    caller passes each row's prompt id and the filter's keep flag.
+
+    Example::
+
+        top_up = GroupTopUp(target=8)
+        while not top_up.full:
+            rows, ids, keep = rollout_and_filter()
+            top_up.add(rows, ids, keep)
+        batch = top_up.batch()
+    """
+
+    def __init__(self, target: int, max_gen_batches: int = MAX_GEN_BATCHES) -> None:
+        if isinstance(target, bool) or not isinstance(target, int) or target < 1:
+            raise ValueError(f"target must be a positive number of prompts, got {target!r}")
+        self.target, self.max_gen_batches = target, max_gen_batches
+        self.rows: list[Row] = []
+        self.ids: list[Hashable] = []
+        self.kept_prompts = 0
+        self.gen_batches = 0
+
+    @property
+    def full(self) -> bool:
+        """Enough prompts kept: :meth:`batch` may be taken."""
+        return self.kept_prompts >= self.target
+
+    def add(self, rows: Sequence[Row], group_ids: Sequence[Hashable], keep: torch.Tensor | Sequence[bool]) -> None:
+        """Add one generation batch: its rows, their prompt ids and the filter's (B,) keep flags.
+
+        Raises :class:`TopUpExhausted` when this batch still leaves fewer than ``target`` prompts
+        and ``max_gen_batches`` (> 0) batches have been added.
+        """
+        flags = keep.tolist() if isinstance(keep, torch.Tensor) else list(keep)
+        if not len(rows) == len(group_ids) == len(flags):
+            raise ValueError(f"got {len(rows)} rows, {len(group_ids)} prompt ids and {len(flags)} keep flags")
+        self.gen_batches += 1
+        kept = [(row, gid) for row, gid, k in zip(rows, group_ids, flags) if k]
+        self.kept_prompts += len({gid for _, gid in kept})
+        self.rows.extend(row for row, _ in kept)
+        self.ids.extend(gid for _, gid in kept)
+        if not self.full and 0 < self.max_gen_batches <= self.gen_batches:
+            raise TopUpExhausted(
+                f"the future-reward filter kept {self.kept_prompts} of the {self.target} prompts a step needs "
+                f"after {self.gen_batches} rollout batches; the tasks are too easy or too hard for the policy. "
+                "Lower multi_turn.filter_std_threshold, switch the filter off (null), or raise "
+                "multi_turn.max_gen_batches (0 = no limit)"
+            )
+
+    def batch(self) -> list[Row]:
+        """The rows of the first ``target`` prompts, in the order they were added (upstream's alignment)."""
+        if not self.full:
+            raise ValueError(f"only {self.kept_prompts} of {self.target} prompts kept; add more batches first")
+        taken: set[Hashable] = set()
+        out = []
+        for row, gid in zip(self.rows, self.ids):
+            if gid not in taken and len(taken) < self.target:
+                taken.add(gid)
+            if gid in taken:
+                out.append(row)
+        return out

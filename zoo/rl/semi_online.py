@@ -14,7 +14,8 @@ number for number against the authors' code (``tests/rl/golden/ui_s1.json``, wri
   ``episode_norm_reward``, ``step_norm_reward`` and ``compute_uis1_outcome_advantage``;
   ``ui_s1`` is registered as the ``ui-s1`` advantage estimator.
 - :func:`future_reward_filter` — the dynamic filter inlined in ``dapo_ray_trainer.py::fit``
-  (``filter_groups.metric=seq_future_reward``).
+  (``filter_groups.metric=seq_future_reward``); the same ``fit``'s refill of the batch to
+  ``train_batch_size`` prompts with further rollouts is :class:`zoo.rl.batching.GroupTopUp`.
 
 The multi-turn rollout loop that calls them (building each turn's prompt from the history,
 generating, scoring, patching, batching across trajectories) is
@@ -355,8 +356,8 @@ def future_reward_filter(
     no step-0 sample is dropped (upstream too). Computed in float32 like upstream;
     a std within rounding of the threshold may decide differently.
 
-    Not here: the trainer's loop around it (sample more batches until ``train_batch_size``
-    prompts are kept, then keep the first ``train_batch_size`` prompts).
+    The trainer's loop around it (roll out more batches until ``train_batch_size`` prompts are
+    kept, then keep the first ``train_batch_size``) is :class:`zoo.rl.batching.GroupTopUp`.
 
     Args:
         step_returns: (B,) from :func:`step_discounted_returns`.

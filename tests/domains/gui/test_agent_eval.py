@@ -46,8 +46,8 @@ def test_zoo_eval_writes_metrics_predictions_and_strip(tmp_path):
     from zoo.tiny import build_tiny_vlm
 
     model, processor = build_tiny_vlm("qwen2_5_vl", hidden=32, layers=1, vision_hidden=32, seed=0)
-    pipe = SimpleNamespace(model=model, processor=processor,
-                           entry=SimpleNamespace(name="tiny", spec=SimpleNamespace(max_new_tokens=8)))  # fmt: skip
+    spec = SimpleNamespace(max_new_tokens=8, system=None)  # no UI-S1 system prompt: goal-only turns
+    pipe = SimpleNamespace(model=model, processor=processor, entry=SimpleNamespace(name="tiny", spec=spec))
     metrics = run(pipe, "synthetic-episodes", None, tmp_path, limit=2)
     written = json.loads((tmp_path / "metrics.json").read_text())
     assert written == metrics and written["episodes"]["n"] == 2
@@ -62,3 +62,12 @@ def test_rows_read_the_reward_components():
                              components={"type_match": 1.0, "extract_match": 0.0})  # fmt: skip
     (row,) = agent_rows([record])
     assert row["type_match"] is True and row["exact_match"] is False and row["action_type"] == sample.target["action"]["action"]
+
+
+def test_turn_layout_follows_the_entry():
+    from domains.gui.prompts import UI_S1_SYSTEM
+
+    ui_s1 = load_agent_data("synthetic-episodes", None, limit=1)[0][0]
+    plain = load_agent_data("synthetic-episodes", None, limit=1, ui_s1_prompt=False)[0][0]
+    assert ui_s1.prompt[0] == {"role": "system", "content": UI_S1_SYSTEM}
+    assert plain.prompt == plain.meta["goal"]  # the layout the CPU-scale recipes train on

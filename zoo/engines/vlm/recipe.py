@@ -164,15 +164,19 @@ class MultiTurnConfig:
     step_weight: float = 1.0
     """Weight of the step-level advantage term."""
     filter_std_threshold: float | None = 0.3
-    """Keep episodes whose step-0 future returns have a std above this (DAPO-style filter); ``None`` keeps all."""
+    """Keep episodes whose step-0 future returns have a std above this (DAPO-style filter); ``None`` keeps all.
+    Filtered-out episodes are replaced by further rollouts until ``episodes_per_step`` are kept, as upstream."""
+    max_gen_batches: int = 10
+    """Rollout batches one optimiser step may draw to refill the filtered batch before it fails (verl's
+    ``filter_groups.max_num_gen_batches``); 0 = no limit."""
     expert_format: str = "ui-s1-action"
     """Registered answer format (``zoo.data.ANSWER_FORMATS``) writing the expert's turn that patches a wrong one."""
     match_component: str = "extract_match"
     """Component of the first reward that says a step matched the expert (type and arguments)."""
     sampler: str | None = None
     """``"module:Class"`` drawing each step's episodes (e.g. ``domains.gui.curriculum:CurriculumSampler``);
-    ``None`` draws uniformly. Built as ``Class(episodes, rng, **sampler_kwargs)``; its state is not
-    checkpointed (a resumed run restarts its curriculum)."""
+    ``None`` draws uniformly. Built as ``Class(episodes, rng, **sampler_kwargs)``; its ``state_dict()``
+    (curriculum state and RNG) is checkpointed and restored by ``--resume``."""
     sampler_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of ``sampler``."""
 
@@ -345,3 +349,5 @@ class VLMRecipe(Recipe):
             raise RecipeError(f"multi_turn.patch_threshold={mt.patch_threshold!r}: an int >= -1 (-1 = always patch)")
         if mt.mode not in ("mean_std_norm", "mean_norm"):
             raise RecipeError(f"multi_turn.mode={mt.mode!r}; choose mean_std_norm or mean_norm")
+        if isinstance(mt.max_gen_batches, bool) or not isinstance(mt.max_gen_batches, int) or mt.max_gen_batches < 0:
+            raise RecipeError(f"multi_turn.max_gen_batches={mt.max_gen_batches!r}: an int >= 0 (0 = no limit)")

@@ -8,12 +8,17 @@ so this is a plain torch loop, reading top to bottom in training order:
 2. roll ``num_generations`` copies of each out with the policy sampling its answers
    (:func:`~zoo.engines.vlm.semi_online_rollout.semi_online_rollout`: own history, expert patches,
    two screenshots of memory), scored by the recipe's rewards;
-3. UI-S1's advantage (:func:`zoo.rl.semi_online.ui_s1`: episode term on step rewards + step term
-   on discounted future returns), optionally its future-reward filter; trajectories with an
-   unscorable step are dropped whole (their returns would chain through a missing reward);
-4. the recipe's surrogate loss from the loss table over every generated turn (micro-batches of
+3. trajectories with an unscorable step are dropped whole (their returns would chain through a
+   missing reward), then UI-S1's future-reward filter drops episodes whose copies all fared alike;
+   further episodes are rolled out until ``episodes_per_step`` are kept, as upstream tops the
+   batch up (:class:`zoo.rl.batching.GroupTopUp`);
+4. UI-S1's advantage (:func:`zoo.rl.semi_online.ui_s1`: episode term on step rewards + step term
+   on discounted future returns) over the kept episodes;
+5. the recipe's surrogate loss from the loss table over every generated turn (micro-batches of
    ``training.batch_size`` turns, gradients accumulated), KL to the initial policy when ``beta > 0``;
-5. metrics (reward, step success, type match, patch rate) and atomic ``checkpoint-N/`` folders.
+6. metrics (reward, step success, type match, patch rate) and atomic ``checkpoint-N/`` folders
+   holding the weights, the optimiser, both RNGs and the episode sampler's state (a curriculum's
+   buckets and statistics), so ``--resume`` continues the run exactly.
 
 One optimisation pass per rollout (``num_iterations: 1``, UI-S1's on-policy setting with fixed
 mini-batches folded into one step), so the old log-probabilities are the current ones detached.
@@ -25,6 +30,8 @@ import copy
 import inspect
 import logging
 import random
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +41,7 @@ from tqdm.auto import tqdm
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
 from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
+from zoo.rl.batching import GroupTopUp
 from zoo.run_logging import MetricsLog
 from zoo.runs import latest_checkpoint
 
@@ -72,32 +80,37 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
         model, processor = load_policy(recipe, samples, corpus=corpus)
     learner = SemiOnlineLearner(recipe, model, processor)
+    sampler = _sampler(recipe, episodes, random.Random(tr.seed))
     if checkpoint is not None:
-        learner.load_state_dict(torch.load(checkpoint / STATE_FILE, weights_only=True))
+        state = torch.load(checkpoint / STATE_FILE, weights_only=True)
+        learner.load_state_dict(state)
+        sampler.load_state_dict(state["sampler"])
     model = learner.model
     score, match_key = _score(recipe)
     policy = VLMPolicy(model, processor, temperature=alg.temperature, top_p=alg.top_p,
                        max_new_tokens=alg.max_completion_length)  # fmt: skip
-    sampler = _sampler(recipe, episodes, learner.rng)
-    log = MetricsLog(output_dir)
-    log.start(learner.step)
-    bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=None)
-    while learner.step < tr.steps:
-        batch = sampler.sample(mt.episodes_per_step)
+
+    def roll(batch: Sequence[Sequence[Any]]) -> list[StepRecord]:
         model.eval()
-        records = semi_online_rollout(
+        return semi_online_rollout(
             [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
             rollout_n=alg.num_generations, patch_threshold=mt.patch_threshold, image_limit=mt.image_limit,
             match_component=match_key,
         )  # fmt: skip
-        metrics = learner.update(records)
-        sampler.update(records)
-        metrics.update(sampler.metrics())
+
+    log = MetricsLog(output_dir)
+    log.start(learner.step)
+    bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=None)
+    while learner.step < tr.steps:
+        batch, generated, gen_batches = collect(roll, sampler, learner)
+        metrics = {**learner.update(batch, generated), "gen_batches": float(gen_batches), **sampler.metrics()}
         bar.update(1)
         if learner.step % tr.logging_steps == 0 or learner.step == tr.steps:
             log.log(learner.step, metrics)
         if learner.step % tr.save_steps == 0 or learner.step == tr.steps:
-            learner.save(output_dir / f"checkpoint-{learner.step}", tr.save_total_limit)
+            save_checkpoint(output_dir / f"checkpoint-{learner.step}", learner.model, processor,
+                            {**learner.state_dict(), "sampler": sampler.state_dict()}, STATE_FILE, learner.step,
+                            tr.save_total_limit)  # fmt: skip
     bar.close()
     log.finish()
     model.eval()
@@ -105,6 +118,32 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         model = model.merge_and_unload()
     save_model(model, processor, output_dir / "final")
     return output_dir
+
+
+def collect(
+    roll: Callable[[Sequence[Sequence[Any]]], list[StepRecord]], sampler: Any, learner: SemiOnlineLearner
+) -> tuple[list[StepRecord], list[StepRecord], int]:
+    """``(batch, generated, rollout batches)`` of one optimiser step: UI-S1's filtered, topped-up batch.
+
+    Each rollout batch draws ``episodes_per_step`` episodes; the sampler learns from every
+    rollout; :meth:`SemiOnlineLearner.select` drops unscorable trajectories and applies the
+    future-reward filter; :class:`~zoo.rl.batching.GroupTopUp` keeps rolling out until
+    ``episodes_per_step`` episodes are kept and takes the first that many. Group and trajectory
+    ids are offset per rollout batch, so an episode drawn twice in one step is two prompts, as
+    upstream gives every drawn prompt a fresh ``uid``.
+    """
+    mt, n = learner.recipe.multi_turn, learner.recipe.algorithm.num_generations
+    top_up: GroupTopUp[StepRecord] = GroupTopUp(mt.episodes_per_step, mt.max_gen_batches)
+    generated: list[StepRecord] = []
+    while not top_up.full:
+        offset = top_up.gen_batches * mt.episodes_per_step
+        records = [replace(r, group=r.group + offset, trajectory=r.trajectory + offset * n)
+                   for r in roll(sampler.sample(mt.episodes_per_step))]  # fmt: skip
+        sampler.update(records)
+        generated.extend(records)
+        kept, keep = learner.select(records)
+        top_up.add(kept, [r.group for r in kept], keep)
+    return top_up.batch(), generated, top_up.gen_batches
 
 
 class UniformSampler:
@@ -121,6 +160,13 @@ class UniformSampler:
 
     def metrics(self) -> dict[str, float]:
         return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The draw RNG: all a uniform sampler needs to continue a run exactly."""
+        return {"rng": self.rng.getstate()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.setstate(state["rng"])
 
 
 def _sampler(recipe: VLMRecipe, episodes: list[list[Any]], rng: random.Random) -> Any:
@@ -151,7 +197,7 @@ def _score(recipe: VLMRecipe) -> tuple[Any, str]:
 
 
 class SemiOnlineLearner:
-    """Advantages and one optimiser step over a rollout's turns; owns the optimiser and the data RNG."""
+    """Batch selection, advantages and one optimiser step over a rollout's turns; owns the optimiser."""
 
     def __init__(self, recipe: VLMRecipe, model: torch.nn.Module, processor: Any) -> None:
         from zoo.engines.vlm.sft import freeze_vision_tower
@@ -159,7 +205,6 @@ class SemiOnlineLearner:
 
         tr = recipe.training
         torch.manual_seed(tr.seed)
-        self.rng = random.Random(tr.seed)
         device = "cpu" if tr.use_cpu or not torch.cuda.is_available() else "cuda"
         model.to(device)
         self.reference = copy.deepcopy(model).eval() if recipe.algorithm.beta > 0 else None
@@ -177,36 +222,45 @@ class SemiOnlineLearner:
         self.optimizer = torch.optim.AdamW(self.params, lr=tr.lr, weight_decay=tr.weight_decay)
         self.step = 0
 
-    def advantages(self, records: list[StepRecord]) -> tuple[list[StepRecord], torch.Tensor, torch.Tensor]:
-        """``(kept records, advantages, keep mask)``: unscorable trajectories dropped, UI-S1's filter applied."""
-        from zoo.rl.semi_online import future_reward_filter, step_discounted_returns, ui_s1
+    def select(self, records: list[StepRecord]) -> tuple[list[StepRecord], torch.Tensor]:
+        """``(scorable records, keep flags)``: trajectories with an unscored step dropped whole, then
+        UI-S1's future-reward filter over the episodes (all kept when ``filter_std_threshold`` is null)."""
+        from zoo.rl.semi_online import future_reward_filter, step_discounted_returns
 
         mt = self.recipe.multi_turn
         broken = {r.trajectory for r in records if r.reward is None}
         records = [r for r in records if r.trajectory not in broken]
-        if not records:
-            return records, torch.zeros(0), torch.zeros(0, dtype=torch.bool)
-        ids = {"traj_ids": [r.trajectory for r in records], "step_ids": [r.step for r in records]}
-        rewards, groups, matches = [r.reward for r in records], [r.group for r in records], [r.match for r in records]
-        adv = ui_s1(rewards, groups, matches=matches, gamma=mt.gamma, mode=mt.mode, episode_weight=mt.episode_weight,
-                    step_weight=mt.step_weight, **ids)  # fmt: skip
         keep = torch.ones(len(records), dtype=torch.bool)
-        if mt.filter_std_threshold is not None:
-            returns = step_discounted_returns(rewards, ids["traj_ids"], ids["step_ids"], matches, gamma=mt.gamma)
-            keep = future_reward_filter(returns, groups, ids["step_ids"], threshold=mt.filter_std_threshold).keep
-        return records, adv, keep
+        if records and mt.filter_std_threshold is not None:
+            steps = [r.step for r in records]
+            returns = step_discounted_returns([r.reward for r in records], [r.trajectory for r in records], steps,
+                                              [r.match for r in records], gamma=mt.gamma)  # fmt: skip
+            keep = future_reward_filter(returns, [r.group for r in records], steps,
+                                        threshold=mt.filter_std_threshold).keep  # fmt: skip
+        return records, keep
 
-    def update(self, records: list[StepRecord]) -> dict[str, float]:
-        """One optimiser step on the rollout; returns the step's metrics."""
+    def advantages(self, records: list[StepRecord]) -> torch.Tensor:
+        """(B,) UI-S1 advantages of scored records (episode and step terms, normalised per episode)."""
+        from zoo.rl.semi_online import ui_s1
+
+        mt = self.recipe.multi_turn
+        if not records:
+            return torch.zeros(0)
+        return ui_s1([r.reward for r in records], [r.group for r in records], matches=[r.match for r in records],
+                     traj_ids=[r.trajectory for r in records], step_ids=[r.step for r in records], gamma=mt.gamma,
+                     mode=mt.mode, episode_weight=mt.episode_weight, step_weight=mt.step_weight)  # fmt: skip
+
+    def update(self, records: list[StepRecord], generated: list[StepRecord] | None = None) -> dict[str, float]:
+        """One optimiser step on the selected ``records``; metrics over everything ``generated`` (default: them)."""
         from zoo.rl import losses
         from zoo.rl.losses import POLICY_LOSSES
 
         alg, tr = self.recipe.algorithm, self.recipe.training
-        metrics = _rollout_metrics(records)
-        generated = len(records)
-        records, adv, keep = self.advantages(records)
-        rows = [i for i in range(len(records)) if keep[i] and records[i].generation.token_ids]
-        metrics["frac_trained"] = len(rows) / max(1, generated)
+        generated = records if generated is None else generated
+        metrics = _rollout_metrics(generated)
+        adv = self.advantages(records)
+        rows = [i for i in range(len(records)) if records[i].generation.token_ids]
+        metrics["frac_trained"] = len(rows) / max(1, len(generated))
         self.model.train()
         clip_low, clip_high = alg.clips()
         loss_fn = POLICY_LOSSES.get(alg.loss.loss)
@@ -237,18 +291,13 @@ class SemiOnlineLearner:
         return metrics
 
     def state_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "data_rng": self.rng.getstate(),
-                "torch_rng": torch.get_rng_state()}  # fmt: skip
+        """Step, optimiser and the torch RNG (it drives sampling); the engine adds the episode sampler's."""
+        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "torch_rng": torch.get_rng_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.step = int(state["step"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.rng.setstate(state["data_rng"])
         torch.set_rng_state(state["torch_rng"])
-
-    def save(self, folder: Path, keep: int | None) -> None:
-        """Weights, processor and loop state, then the completion marker; rotate beyond ``keep``."""
-        save_checkpoint(folder, self.model, self.processor, self.state_dict(), STATE_FILE, self.step, keep)
 
 
 def _rollout_metrics(records: list[StepRecord]) -> dict[str, float]:

@@ -1,0 +1,174 @@
+"""The Hugging Face model card of ``gui-agent-tiny``, rendered from its ``training.json``.
+
+Every number is read from the record ``python -m domains.gui.agent_release finalize`` writes, so a
+re-run release re-writes a card that matches its checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TEMPLATE = """
+# gui-agent-tiny
+
+A **~1M-parameter Qwen2.5-VL-architecture phone agent trained from scratch on CPU**: a multi-turn
+supervised warm start, then UI-S1's semi-online RL (Lu et al., arXiv:2509.11543), next to an
+equal-CPU-time control that spends RL's time on more SFT instead. It is the runnable, offline
+example of the GUI-agent path of the RL model zoo ({size_mb:.1f} MB of safetensors).
+
+**It is not a usable phone agent.** It only knows synthetic 2-4 step episodes on 112×112 screens:
+tap a labelled button, type the word the goal names, press Back, finish. For real devices see
+`ui-s1-7b` (mPLUG/UI-S1-7B).
+
+## Use
+
+```python
+import zoo
+from domains.gui.data import load_synthetic_episodes
+
+pipe = zoo.load("gui-agent-tiny")                  # checkpoints/gui-agent-tiny, no network
+step = load_synthetic_episodes(n=1, seed=4242, ui_s1_prompt=False)[0]   # a held-out episode's first step
+pred = pipe(step.images[0], step.prompt)           # one turn, no history
+print(pred.text, pred.action)
+```
+
+`zoo eval gui-agent-tiny --data synthetic-episodes --limit {n_final}` walks whole episodes (the
+numbers below). Each turn's user text is the goal (e.g. `tap OK, then type milk, then finish`) followed by the
+screenshot; the last two screenshots and the agent's earlier answers stay in the dialogue. The answer
+is UI-S1's: `<think>...</think>` then `<action>{{"action": "click", "coordinate": [x, y]}}</action>`,
+coordinates in the 112-px frame the model sees.
+
+## Results
+
+AndroidControl's step-wise protocol on {n_final} held-out episodes (seed {eval_seed}, never used in
+training): greedy; every step is asked on its recorded screen after the expert's history; UI-S1's
+matcher decides. **Step success** = action type and arguments right (click inside the element box
+enlarged 1.2×); **episode success** = every step of the episode right.
+
+| model | CPU-min | step success | episode success |
+|---|---|---|---|
+| SFT start ({sft_steps} steps) | {sft_minutes:.1f} | {sft_step:.3f} | {sft_episode:.3f} |
+{rows}
+
+{verdict}
+
+Per action type, step success (SFT start → released RL model): {by_type}.
+Curves (held-out step success per checkpoint, {n_curve} episodes) are in `training.json` and `curves.png`.
+
+## Training
+
+* **Architecture**: Qwen2.5-VL, text 128 hidden × 4 layers, vision 64 × 2 frozen at random
+  initialisation, 400-token byte-level BPE trained on the task's text (`zoo.tiny`).
+* **SFT** (`domains/gui/recipes/ui-s1-tiny-sft.yaml`): every step taught in its expert-history
+  dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16.
+* **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
+  the authors' patch module (threshold 2), step reward, episode + step advantages (γ 0.5,
+  mean-std), future-reward filter (std > 0.3) with the batch topped up by further rollouts,
+  token-mean clipped loss (ε 0.2, dual clip 3). CPU-scale changes: {rl_episodes} episodes × {rl_n}
+  copies per step, lr {rl_lr}, β 0, {rl_steps} steps.
+* **Control** (`ui-s1-tiny-sft-control.yaml`): the same SFT from the same start, stopped at RL's CPU time.
+* **Reproduce**: `python -m domains.gui.agent_release all` (seeds in `training.json`).
+
+## Limitations and out-of-scope use
+
+* Synthetic screens only; no AndroidControl or AndroidWorld number is claimed.
+* Not for controlling real devices or user interfaces.
+
+## Citation
+
+Lu et al., *UI-S1: Advancing GUI Automation via Semi-online Reinforcement Learning*, arXiv:2509.11543
+(code: github.com/X-PLUG/MobileAgent, folder `UI-S1/`).
+"""
+
+
+def _rows(training: dict[str, Any]) -> str:
+    rows = [f"| + UI-S1 RL, seed {r['seed']}{' (released)' if i == 0 else ''} | +{r['train_minutes']:.1f} "
+            f"| **{r['final']['step_success']:.3f}** | {r['final']['episode_success']:.3f} |"
+            for i, r in enumerate(training["rl"])]  # fmt: skip
+    rows += [f"| + SFT continued for RL's time, seed {c['seed']} | +{c['matched_minutes']:.1f} "
+             f"| {c['final']['step_success']:.3f} | {c['final']['episode_success']:.3f} |"
+             for c in training["sft_continue_equal_time"]]  # fmt: skip
+    return "\n".join(rows)
+
+
+def _mean(runs: list[dict[str, Any]], key: str) -> float:
+    return sum(r["final"][key] for r in runs) / len(runs)
+
+
+def _verdict(training: dict[str, Any]) -> str:
+    start, rl, control = training["sft"]["final"], training["rl"], training["sft_continue_equal_time"]
+    text = (f"UI-S1 RL moves mean step success from {start['step_success']:.3f} to {_mean(rl, 'step_success'):.3f} "
+            f"({_mean(rl, 'step_success') - start['step_success']:+.3f}) and episode success from "
+            f"{start['episode_success']:.3f} to {_mean(rl, 'episode_success'):.3f}.")  # fmt: skip
+    if not control:
+        return text + " The continued-SFT control was not run."
+    gap = _mean(rl, "step_success") - _mean(control, "step_success")
+    return text + (f" Continued SFT for the same CPU time reaches {_mean(control, 'step_success'):.3f} step success "
+                   f"and {_mean(control, 'episode_success'):.3f} episode success: RL {'leads' if gap > 0 else 'trails'} "
+                   f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
+
+
+def render(training: dict[str, Any], size_mb: float) -> str:
+    """The card's markdown body for a training record."""
+    sft, rl_recipe = training["sft"], training["recipe_rl"]
+    released = training["rl"][0]["final"]["by_action_type"]
+    by_type = ", ".join(f"{k} {sft['final']['by_action_type'][k]:.2f} → {v:.2f}" for k, v in sorted(released.items()))
+    return TEMPLATE.format(
+        size_mb=size_mb, n_final=training["held_out"]["n_final"], n_curve=training["held_out"]["n_curve"],
+        eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
+        sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
+        verdict=_verdict(training), by_type=by_type, sft_lr=training["recipe_sft"]["training"]["lr"],
+        rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
+        rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"],
+    )  # fmt: skip
+
+
+def plot_curves(training: dict[str, Any], path: Path) -> None:
+    """Held-out step success against CPU-minutes since the SFT start: RL (solid) vs more SFT (dashed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    start = training["sft"]["final"]["step_success"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for style, name, label in (("-o", "rl", "UI-S1 RL"), ("--s", "sft_continue_equal_time", "more SFT")):
+        for i, run in enumerate(training[name]):
+            xs = [0.0, *(p["minutes"] for p in run["curve"])]
+            ys = [start, *(p["step_success"] for p in run["curve"])]
+            ax.plot(xs, ys, style, color=f"C{i}", ms=3, label=f"{label}, seed {run['seed']}")
+    ax.set_xlabel("training CPU-minutes after the SFT start")
+    ax.set_ylabel("held-out step success")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = None) -> Path:
+    """Write ``README.md`` (validated ``huggingface_hub.ModelCard``) and ``curves.png`` into ``path``'s folder."""
+    from huggingface_hub import ModelCard, ModelCardData
+    from huggingface_hub.repocard_data import EvalResult
+
+    checkpoint = checkpoint or Path(__file__).resolve().parents[2] / "checkpoints" / training["entry"]
+    size_mb = sum(p.stat().st_size for p in checkpoint.glob("*.safetensors")) / 1e6
+    results = [
+        EvalResult(task_type="image-text-to-text", task_name="GUI agent (step-wise)", dataset_type="synthetic",
+                   dataset_name="synthetic phone episodes (held-out)", metric_type="accuracy",
+                   metric_name=f"step success after {stage}", metric_value=round(value, 4))
+        for stage, value in (("SFT", training["sft"]["final"]["step_success"]),
+                             ("UI-S1 RL", training["rl"][0]["final"]["step_success"]))
+    ]  # fmt: skip
+    data = ModelCardData(
+        license="apache-2.0", library_name="transformers", pipeline_tag="image-text-to-text",
+        tags=["gui-agent", "ui-s1", "semi-online-rl", "qwen2_5_vl", "synthetic-data", "cpu-trained", "rl-model-zoo"],
+        model_name=training["entry"], eval_results=results,
+    )  # fmt: skip
+    card = ModelCard(f"---\n{data.to_yaml()}\n---\n{render(training, size_mb)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(card))
+    ModelCard(path.read_text())  # parse back: malformed metadata raises here
+    plot_curves(training, path.parent / "curves.png")
+    return path

@@ -1,0 +1,316 @@
+"""Does UI-S1's semi-online RL beat more SFT for a tiny agent? The experiment, and ``checkpoints/gui-agent-tiny``.
+
+A randomly initialised ~1M-parameter Qwen2.5-VL learns to act on synthetic 2-4 step phone episodes
+(click a labelled button, type the word the goal names, press Back, finish) in UI-S1's answer
+format, each step in its dialogue with two screenshots of memory. Every stage is a recipe
+``zoo train`` runs; this driver runs them in order, evaluates their checkpoints on held-out
+episodes and writes the record::
+
+    python -m domains.gui.agent_release sft                    # ui-s1-tiny-sft.yaml: the SFT start
+    python -m domains.gui.agent_release rl --seed 0            # ui-s1-tiny-cpu.yaml: UI-S1 from it
+    python -m domains.gui.agent_release sft-continue --seed 0  # ui-s1-tiny-sft-control.yaml, RL's CPU time
+    python -m domains.gui.agent_release report                 # before/after table of both arms
+    python -m domains.gui.agent_release finalize               # checkpoint + training.json + card
+                                                               # (when the result is worth releasing)
+    python -m domains.gui.agent_release all                    # everything above, seeds 0 1
+
+``record`` re-evaluates runs already trained (e.g. started by hand with ``zoo train`` and the
+same overrides) without training again. The metric is AndroidControl's step-wise protocol
+(:mod:`domains.gui.agent_eval`): greedy, every step asked on its recorded screen after the
+expert's history, scored by UI-S1's matcher. **Step success** = type and arguments right;
+**episode success** = every step of the episode right. Held-out episodes use a seed no training
+run draws. The control arm is read at the first of its checkpoints whose CPU minutes reach the
+RL run's (its ``training.max_minutes`` ends it there when run after RL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
+from domains.gui.release import minutes, train, write_json
+
+logger = logging.getLogger("domains.gui.agent_release")
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = Path(__file__).resolve().parent / "recipes"
+SFT_RECIPE = RECIPES / "ui-s1-tiny-sft.yaml"
+RL_RECIPE = RECIPES / "ui-s1-tiny-cpu.yaml"
+CONTROL_RECIPE = RECIPES / "ui-s1-tiny-sft-control.yaml"
+CHECKPOINT = ROOT / "checkpoints/gui-agent-tiny"
+CARD = ROOT / "model_cards/gui-agent-tiny/README.md"
+ENTRY = "gui-agent-tiny"
+
+
+@dataclass(frozen=True)
+class Args:
+    """Knobs of the release; defaults are the released checkpoint's."""
+
+    run_dir: Path = ROOT / "runs/gui-agent"
+    """Where the stages' run directories go (``sft/``, ``rl-s0/``, ``sft-continue-s0/``) and their records."""
+    checkpoint: Path = CHECKPOINT
+    """Where ``finalize`` writes the released checkpoint."""
+    card: Path = CARD
+    """Where ``finalize`` writes the model card."""
+    eval_n: int = 60
+    """Held-out episodes per curve point."""
+    final_eval_n: int = 300
+    """Held-out episodes for the before/after numbers."""
+    sft_overrides: tuple[str, ...] = ()
+    """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
+    overrides: tuple[str, ...] = ()
+    """Extra overrides for the RL recipe (``training.steps=2`` for a smoke run)."""
+
+
+# --- evaluation --------------------------------------------------------------------------------
+
+_EPISODES: dict[int, list[list[Any]]] = {}
+
+
+def evaluate(model_dir: Path, n: int) -> dict[str, Any]:
+    """Step and episode success of the model in ``model_dir`` on ``n`` held-out episodes (greedy)."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from domains.gui.agent_eval import evaluate_agent
+    from domains.gui.data import load_synthetic_episodes
+    from zoo.engines.vlm.semi_online_rollout import group_episodes
+
+    if n not in _EPISODES:  # the training recipes' layout: no MOBILE_USE system prompt, goal in every turn
+        _EPISODES[n] = group_episodes(load_synthetic_episodes(n=n, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False))
+    model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
+    _, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n], max_new_tokens=48)
+    return {"step_success": summary["steps"]["exact_match"], "type_match": summary["steps"]["type_match"],
+            "episode_success": summary["episodes"]["episode_success"], "progress": summary["episodes"]["progress"],
+            "by_action_type": {k: v["exact_match"] for k, v in summary["by_action_type"].items()}}  # fmt: skip
+
+
+def checkpoints(run: Path) -> list[Path]:
+    """The complete ``checkpoint-N`` folders of ``run``, oldest first."""
+    from zoo.runs import checkpoint_step, is_complete
+
+    return sorted((p for p in run.glob("checkpoint-*") if is_complete(p)), key=checkpoint_step)
+
+
+def curve(run: Path, n: int, until: Path | None = None, points: int = 4) -> list[dict[str, Any]]:
+    """Held-out success at up to ``points`` evenly spaced checkpoints of ``run`` (the last one, or
+    ``until``, always among them), with each step's CPU minutes."""
+    from zoo.runs import checkpoint_step
+
+    logged = {int(r["step"]): r for r in csv.DictReader((run / "metrics.csv").open())}
+    folders = checkpoints(run)
+    if until is not None and until in folders:
+        folders = folders[: folders.index(until) + 1]
+    stride = max(1, -(-len(folders) // points))
+    chosen = folders[::-1][::stride][::-1]  # counted back from the last, so the last is always in
+    points_out = []
+    for folder in chosen:
+        step = checkpoint_step(folder)
+        scores = evaluate(folder, n)
+        points_out.append({"step": step, "minutes": float(logged.get(step, {}).get("cpu_minutes") or "nan"),
+                           "step_success": scores["step_success"], "episode_success": scores["episode_success"]})
+        logger.info("%s step %d: step success %.3f", run.name, step, scores["step_success"])
+    return points_out
+
+
+def matched_checkpoint(run: Path, budget: float) -> Path:
+    """The first complete checkpoint of ``run`` whose logged CPU minutes reach ``budget`` (else ``final/``).
+
+    Only checkpoints at logged steps have minutes; the control recipe logs at every checkpoint.
+    """
+    from zoo.runs import checkpoint_step
+
+    logged = {int(r["step"]): float(r["cpu_minutes"]) for r in csv.DictReader((run / "metrics.csv").open())}
+    for folder in checkpoints(run):
+        if logged.get(checkpoint_step(folder), 0.0) >= budget:
+            return folder
+    return run / "final"
+
+
+# --- stages ------------------------------------------------------------------------------------
+
+
+def record_sft(args: Args) -> dict[str, Any]:
+    out = args.run_dir / "sft"
+    data = {"steps": int(list(csv.DictReader((out / "metrics.csv").open()))[-1]["step"]),
+            "train_minutes": minutes(out), "final": evaluate(out / "final", args.final_eval_n)}  # fmt: skip
+    write_json(args.run_dir / "sft.json", data)
+    return data
+
+
+def record_rl(args: Args, seed: int) -> dict[str, Any]:
+    out = args.run_dir / f"rl-s{seed}"
+    history = [{k: float(v) for k, v in row.items() if v} for row in csv.DictReader((out / "metrics.csv").open())]
+    data = {"seed": seed, "train_minutes": minutes(out), "steps": len(history), "curve": curve(out, args.eval_n),
+            "final": evaluate(out / "final", args.final_eval_n), "log_history": history}  # fmt: skip
+    write_json(args.run_dir / f"rl-s{seed}.json", data)
+    return data
+
+
+def record_control(args: Args, seed: int) -> dict[str, Any]:
+    out = args.run_dir / f"sft-continue-s{seed}"
+    budget = json.loads((args.run_dir / f"rl-s{seed}.json").read_text())["train_minutes"]
+    matched = matched_checkpoint(out, budget)
+    logged = {r["step"]: float(r["cpu_minutes"]) for r in csv.DictReader((out / "metrics.csv").open())}
+    step = matched.name.removeprefix("checkpoint-") if matched.name != "final" else list(logged)[-1]
+    data = {"seed": seed, "rl_minutes": budget, "matched_step": int(step), "matched_minutes": logged[step],
+            "curve": curve(out, args.eval_n, until=matched), "final": evaluate(matched, args.final_eval_n)}  # fmt: skip
+    write_json(args.run_dir / f"sft-continue-s{seed}.json", data)
+    return data
+
+
+def sft_start(args: Args) -> Path:
+    """RL's and the control's starting point: this release's SFT run, else the SFT start shipped in ``sft/``."""
+    start = args.run_dir / "sft" / "final"
+    if start.is_dir():
+        return start
+    logger.info("no SFT stage in %s; starting from the shipped %s", args.run_dir, args.checkpoint / "sft")
+    return args.checkpoint / "sft"
+
+
+def stage_sft(args: Args) -> None:
+    """The supervised warm start (the RL arm's and the control's starting point)."""
+    train(SFT_RECIPE, list(args.sft_overrides), args.run_dir / "sft")
+    record_sft(args)
+
+
+def stage_rl(args: Args, seed: int) -> None:
+    """UI-S1 semi-online RL from the SFT start, seed ``seed`` (its training episodes: seed ``100 + seed``)."""
+    overrides = [f"model.name={sft_start(args)}", f"training.seed={seed}", f"data.kwargs.seed={100 + seed}",
+                 *args.overrides]  # fmt: skip
+    train(RL_RECIPE, overrides, args.run_dir / f"rl-s{seed}")
+    record_rl(args, seed)
+
+
+def stage_control(args: Args, seed: int) -> None:
+    """Control arm: the same SFT continued from the same start for the CPU minutes RL seed ``seed`` used."""
+    budget = json.loads((args.run_dir / f"rl-s{seed}.json").read_text())["train_minutes"]
+    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
+    train(CONTROL_RECIPE, overrides, args.run_dir / f"sft-continue-s{seed}")
+    record_control(args, seed)
+
+
+def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[str, Any]]) -> dict[str, Any]:
+    """Before/after step and episode success per seed, and each arm's gain over the SFT start."""
+    out: dict[str, Any] = {"sft_start": {k: sft["final"][k] for k in ("step_success", "episode_success")}}
+    for name, runs in (("ui_s1_rl", rl), ("sft_continue_equal_time", control)):
+        out[name] = {f"seed{r['seed']}": {k: r["final"][k] for k in ("step_success", "episode_success")} for r in runs}
+        gains = [r["final"]["step_success"] - sft["final"]["step_success"] for r in runs]
+        if gains:
+            out[f"{name}_step_success_gain_mean"] = sum(gains) / len(gains)
+    return out
+
+
+def report(args: Args, seeds: list[int]) -> tuple[str, dict[str, Any]]:
+    """The before/after table from the stage records, and the summary."""
+    sft = json.loads((args.run_dir / "sft.json").read_text())
+    rl = [json.loads((args.run_dir / f"rl-s{s}.json").read_text()) for s in seeds]
+    paths = [args.run_dir / f"sft-continue-s{s}.json" for s in seeds]
+    control = [json.loads(p.read_text()) for p in paths if p.is_file()]
+    lines = [f"held-out synthetic episodes (seed {SYNTHETIC_EPISODES_SEED}, n={args.final_eval_n}), greedy",
+             f"{'model':<34}{'CPU-min':>8}{'step success':>14}{'episode success':>17}",
+             (f"{'SFT start':<34}{sft['train_minutes']:>8.2f}{sft['final']['step_success']:>14.3f}"
+              f"{sft['final']['episode_success']:>17.3f}")]  # fmt: skip
+    for r in rl:
+        lines.append(f"{'+ UI-S1 RL, seed ' + str(r['seed']):<34}{r['train_minutes']:>8.2f}"
+                     f"{r['final']['step_success']:>14.3f}{r['final']['episode_success']:>17.3f}")  # fmt: skip
+    for c in control:
+        lines.append(f"{'+ SFT continued (equal), seed ' + str(c['seed']):<34}{c['matched_minutes']:>8.2f}"
+                     f"{c['final']['step_success']:>14.3f}{c['final']['episode_success']:>17.3f}")  # fmt: skip
+    return "\n".join(lines), summarise(sft, rl, control)
+
+
+def stage_finalize(args: Args, seeds: list[int]) -> None:
+    """Copy the seed-``seeds[0]`` RL model (and its SFT start, in ``sft/``) to checkpoints/, write
+    training.json and the model card."""
+    from domains.gui.agent_card import write_card
+    from zoo.recipe import load_recipe
+
+    table, summary = report(args, seeds)
+    logger.info("\n%s", table)
+    if args.checkpoint.exists():
+        shutil.rmtree(args.checkpoint)
+    shutil.copytree(args.run_dir / f"rl-s{seeds[0]}" / "final", args.checkpoint)
+    # The SFT start ships too, so `zoo train` on the RL or control recipe reproduces that stage alone.
+    shutil.copytree(args.run_dir / "sft" / "final", args.checkpoint / "sft")
+    write_json(args.checkpoint / "sft" / "training.json", {
+        "entry": ENTRY, "stage": "SFT start (the UI-S1 RL run's and the control's starting point)",
+        "held_out": json.loads((args.run_dir / "sft.json").read_text())["final"], "record": "../training.json"})  # fmt: skip
+
+    def read(name: str) -> Any:
+        return json.loads((args.run_dir / name).read_text())
+
+    paths = [f"sft-continue-s{s}.json" for s in seeds]
+    training = {
+        "entry": ENTRY,
+        "card": "domains.gui.agent_card:write_card",
+        "release": "python -m domains.gui.agent_release all",
+        "args": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items() if not isinstance(v, Path)},
+        "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
+        "recipe_rl": load_recipe(RL_RECIPE, list(args.overrides)).to_dict(),
+        "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
+        "seeds": {"rl": seeds, "rl_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
+                  "held_out_eval": SYNTHETIC_EPISODES_SEED, "released_rl_seed": seeds[0]},
+        "held_out": {"task": "synthetic 2-4 step phone episodes, 112x112 screens, UI-S1 answer format",
+                     "protocol": "AndroidControl step-wise: greedy, expert history, UI-S1 matcher",
+                     "n_final": args.final_eval_n, "n_curve": args.eval_n},
+        "sft": read("sft.json"),
+        "rl": [read(f"rl-s{s}.json") for s in seeds],
+        "sft_continue_equal_time": [read(p) for p in paths if (args.run_dir / p).is_file()],
+        "summary": summary,
+    }  # fmt: skip
+    write_json(args.checkpoint / "training.json", training)
+    write_card(args.card, training, args.checkpoint)
+    logger.info("summary: %s", json.dumps(summary, indent=2))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m domains.gui.agent_release", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    stages = ["sft", "rl", "sft-continue", "record", "report", "finalize", "all"]
+    parser.add_argument("stage", choices=stages, help="what to run (record: evaluate existing runs only)")
+    parser.add_argument("--seed", type=int, action="append", help="RL / control seed(s) (default 0 1)")
+    parser.add_argument("--run-dir", type=Path, default=Args.run_dir)
+    parser.add_argument("--checkpoint", type=Path, default=Args.checkpoint)
+    parser.add_argument("--card", type=Path, default=Args.card)
+    parser.add_argument("--sft-set", dest="sft_overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="SFT recipe override (training.steps=4 for a smoke run)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="RL recipe override (training.steps=2 for a smoke run)")
+    parser.add_argument("--eval-n", type=int, default=Args.eval_n, help="held-out episodes per curve point")
+    parser.add_argument("--final-eval-n", type=int, default=Args.final_eval_n, help="held-out episodes, final numbers")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
+    ns = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    import torch
+
+    torch.set_num_threads(ns.threads)
+    args = replace(Args(), run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
+                   final_eval_n=ns.final_eval_n, overrides=tuple(ns.overrides),
+                   sft_overrides=tuple(ns.sft_overrides))  # fmt: skip
+    seeds = ns.seed or [0, 1]
+    if ns.stage in ("sft", "all"):
+        stage_sft(args)
+    for seed in seeds if ns.stage in ("rl", "all") else []:
+        stage_rl(args, seed)
+    for seed in seeds if ns.stage in ("sft-continue", "all") else []:
+        stage_control(args, seed)
+    if ns.stage == "record":
+        record_sft(args)
+        for seed in seeds:
+            record_rl(args, seed)
+            if (args.run_dir / f"sft-continue-s{seed}").is_dir():
+                record_control(args, seed)
+    if ns.stage == "report":
+        print(report(args, seeds)[0])  # the command's output
+    if ns.stage in ("finalize", "all"):
+        stage_finalize(args, seeds)
+
+
+if __name__ == "__main__":
+    main()

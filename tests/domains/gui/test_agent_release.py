@@ -1,0 +1,55 @@
+"""The release driver of ``gui-agent-tiny``: equal-time matching and its stages end to end at toy scale."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from domains.gui.agent_release import matched_checkpoint
+from zoo.runs import mark_complete
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_control_is_read_at_the_first_checkpoint_reaching_rl_time(tmp_path):
+    (tmp_path / "metrics.csv").write_text("step,cpu_minutes\n5,0.4\n10,0.9\n15,1.3\n20,1.8\n")
+    for step in (5, 10, 15, 20):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"x")
+        mark_complete(folder, step)
+    (tmp_path / "checkpoint-25").mkdir()  # incomplete: never chosen
+    assert matched_checkpoint(tmp_path, 1.0).name == "checkpoint-15"
+    assert matched_checkpoint(tmp_path, 0.9).name == "checkpoint-10"
+    assert matched_checkpoint(tmp_path, 5.0).name == "final"  # the run never reached RL's time
+
+
+@pytest.mark.slow
+def test_release_stages_run_end_to_end_small(tmp_path):
+    """SFT, UI-S1 RL, the equal-time control and the report at toy scale (minutes, not the release run)."""
+    common = ["--run-dir", str(tmp_path), "--eval-n", "2", "--final-eval-n", "2", "--seed", "0"]
+    release = [sys.executable, "-m", "domains.gui.agent_release"]
+    subprocess.run([*release, "sft", "--sft-set", "training.steps=2", "--sft-set", "training.save_steps=1", *common],
+                   check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run([*release, "rl", "--set", "training.steps=2", "--set", "training.save_steps=1",
+                    "--set", "multi_turn.episodes_per_step=1", *common], check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run([*release, "sft-continue", *common], check=True, cwd=ROOT)
+    rl = json.loads((tmp_path / "rl-s0.json").read_text())
+    assert [p["step"] for p in rl["curve"]] == [1, 2] and rl["train_minutes"] > 0
+    control = json.loads((tmp_path / "sft-continue-s0.json").read_text())
+    assert control["matched_minutes"] >= control["rl_minutes"]
+    for record in (rl, control, json.loads((tmp_path / "sft.json").read_text())):
+        assert 0.0 <= record["final"]["step_success"] <= 1.0
+    table = subprocess.run([*release, "report", *common], check=True, cwd=ROOT, capture_output=True, text=True)
+    assert "+ UI-S1 RL, seed 0" in table.stdout and "+ SFT continued (equal), seed 0" in table.stdout
+    card = tmp_path / "card" / "README.md"
+    subprocess.run([*release, "finalize", "--checkpoint", str(tmp_path / "ckpt"), "--card", str(card), *common],
+                   check=True, cwd=ROOT)  # fmt: skip
+    record = json.loads((tmp_path / "ckpt" / "training.json").read_text())
+    assert record["summary"]["sft_start"]["step_success"] == record["sft"]["final"]["step_success"]
+    assert (tmp_path / "ckpt" / "sft" / "model.safetensors").is_file() and (card.parent / "curves.png").is_file()
+    assert f"{record['rl'][0]['final']['step_success']:.3f}" in card.read_text()
