@@ -209,6 +209,34 @@ def summarise(
     return out
 
 
+def write_model_card(
+    path: Path, checkpoint: Path, entry: str, render: Callable[[float], str], *, task: str, dataset: str,
+    metric_type: str, results: list[tuple[str, float]], tags: list[str],
+) -> Path:
+    """Write ``path`` as a validated ``huggingface_hub.ModelCard`` of a tiny image-text-to-text release.
+
+    ``results``: ``(metric name, value)`` pairs (one per stage) for the Hub's ``eval_results``;
+    ``render(size_mb)`` writes the card's body, given the size of the checkpoint's safetensors. The
+    card is parsed back after writing, so malformed metadata fails the release, not the upload.
+    """
+    from huggingface_hub import ModelCard, ModelCardData
+    from huggingface_hub.repocard_data import EvalResult
+
+    size_mb = sum(p.stat().st_size for p in checkpoint.glob("*.safetensors")) / 1e6
+    data = ModelCardData(
+        license="apache-2.0", library_name="transformers", pipeline_tag="image-text-to-text", tags=tags,
+        model_name=entry, eval_results=[
+            EvalResult(task_type="image-text-to-text", task_name=task, dataset_type="synthetic", dataset_name=dataset,
+                       metric_type=metric_type, metric_name=name, metric_value=round(value, 4))
+            for name, value in results
+        ],
+    )  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(ModelCard(f"---\n{data.to_yaml()}\n---\n{render(size_mb)}")))
+    ModelCard(path.read_text())
+    return path
+
+
 def plot_curves(training: dict[str, Any], path: Path, metric: str) -> None:
     """Held-out ``metric`` against training CPU-minutes: the SFT warm start (left), then GRPO against
     continued SFT from the same start, per seed (right, minutes since the end of SFT)."""

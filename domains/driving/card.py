@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import plot_curves
+from zoo.release import plot_curves, write_model_card
 
 TEMPLATE = """
 # driving-vla-tiny
@@ -178,29 +178,14 @@ def render(training: dict[str, Any], size_mb: float) -> str:
 def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = None) -> Path:
     """Write ``README.md`` (validated ``huggingface_hub.ModelCard``), ``curves.png`` and the released
     model's ``trajectories.png`` into ``path``'s folder."""
-    from huggingface_hub import ModelCard, ModelCardData
-    from huggingface_hub.repocard_data import EvalResult
-
     checkpoint = checkpoint or Path(__file__).resolve().parents[2] / "checkpoints" / training["entry"]
-    size_mb = sum(p.stat().st_size for p in checkpoint.glob("*.safetensors")) / 1e6
-    results = [
-        EvalResult(task_type="image-text-to-text", task_name="waypoint planning (PDMS-style)", dataset_type="synthetic",
-                   dataset_name="synthetic bird's-eye scenes (held-out)", metric_type="pdms",
-                   metric_name=f"PDMS-style score after {stage}", metric_value=round(value, 4))
-        for stage, value in (("SFT", training["sft"]["final_pdms"]), ("GRPO", training["grpo"][0]["final_pdms"]))
-    ]  # fmt: skip
-    data = ModelCardData(
-        license="apache-2.0",
-        library_name="transformers",
-        pipeline_tag="image-text-to-text",
+    write_model_card(
+        path, checkpoint, training["entry"], lambda size_mb: render(training, size_mb),
+        task="waypoint planning (PDMS-style)", dataset="synthetic bird's-eye scenes (held-out)", metric_type="pdms",
+        results=[("PDMS-style score after SFT", training["sft"]["final_pdms"]),
+                 ("PDMS-style score after GRPO", training["grpo"][0]["final_pdms"])],
         tags=["driving", "trajectory-planning", "grpo", "pdms", "qwen2_5_vl", "synthetic-data", "rl-model-zoo"],
-        model_name=training["entry"],
-        eval_results=results,
-    )
-    card = ModelCard(f"---\n{data.to_yaml()}\n---\n{render(training, size_mb)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(str(card))
-    ModelCard(path.read_text())  # parse back: malformed metadata raises here
+    )  # fmt: skip
     plot_curves(training, path.parent / "curves.png", metric="pdms")
     shutil.copyfile(checkpoint / "eval" / "trajectories.png", path.parent / "trajectories.png")
     return path

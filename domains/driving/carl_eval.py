@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from zoo.engines.policy.evaluate import wilson_interval
+from zoo.engines.policy.evaluate import run_episodes, wilson_interval
 
 
 @dataclass(frozen=True)
@@ -59,15 +59,7 @@ def drive(env: Any, act: Callable[[np.ndarray], np.ndarray], episodes: int, seed
     if episodes < 1:
         raise ValueError(f"episodes={episodes}: need at least one")
     rc, reasons, successes, returns = [], [], [], []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        if on_reset is not None:
-            on_reset()
-        done, total, info = False, 0.0, {}
-        while not done:
-            obs, reward, terminated, truncated, info = env.step(act(obs))
-            total += float(reward)
-            done = terminated or truncated
+    for total, info in run_episodes(env, act, episodes, seed, on_reset):
         rc.append(float(info["route_completion"]))
         reasons.append(info.get("termination"))
         successes.append(bool(info.get("is_success", False)))

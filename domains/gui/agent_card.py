@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from zoo.release import write_model_card
+
 TEMPLATE = """
 # gui-agent-tiny
 
@@ -149,26 +151,13 @@ def plot_curves(training: dict[str, Any], path: Path) -> None:
 
 def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = None) -> Path:
     """Write ``README.md`` (validated ``huggingface_hub.ModelCard``) and ``curves.png`` into ``path``'s folder."""
-    from huggingface_hub import ModelCard, ModelCardData
-    from huggingface_hub.repocard_data import EvalResult
-
     checkpoint = checkpoint or Path(__file__).resolve().parents[2] / "checkpoints" / training["entry"]
-    size_mb = sum(p.stat().st_size for p in checkpoint.glob("*.safetensors")) / 1e6
-    results = [
-        EvalResult(task_type="image-text-to-text", task_name="GUI agent (step-wise)", dataset_type="synthetic",
-                   dataset_name="synthetic phone episodes (held-out)", metric_type="accuracy",
-                   metric_name=f"step success after {stage}", metric_value=round(value, 4))
-        for stage, value in (("SFT", training["sft"]["final"]["step_success"]),
-                             ("UI-S1 RL", training["rl"][0]["final"]["step_success"]))
-    ]  # fmt: skip
-    data = ModelCardData(
-        license="apache-2.0", library_name="transformers", pipeline_tag="image-text-to-text",
+    write_model_card(
+        path, checkpoint, training["entry"], lambda size_mb: render(training, size_mb),
+        task="GUI agent (step-wise)", dataset="synthetic phone episodes (held-out)", metric_type="accuracy",
+        results=[("step success after SFT", training["sft"]["final"]["step_success"]),
+                 ("step success after UI-S1 RL", training["rl"][0]["final"]["step_success"])],
         tags=["gui-agent", "ui-s1", "semi-online-rl", "qwen2_5_vl", "synthetic-data", "cpu-trained", "rl-model-zoo"],
-        model_name=training["entry"], eval_results=results,
     )  # fmt: skip
-    card = ModelCard(f"---\n{data.to_yaml()}\n---\n{render(training, size_mb)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(str(card))
-    ModelCard(path.read_text())  # parse back: malformed metadata raises here
     plot_curves(training, path.parent / "curves.png")
     return path

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
-from domains.gui.release import minutes, train, write_json
+from zoo.release import minutes, train, write_json
 
 logger = logging.getLogger("domains.gui.agent_release")
 ROOT = Path(__file__).resolve().parents[2]

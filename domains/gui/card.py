@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.release import plot_curves
+from zoo.release import plot_curves, write_model_card
 
 TEMPLATE = """
 # gui-grounding-tiny
@@ -157,29 +157,13 @@ def render(training: dict[str, Any], size_mb: float) -> str:
 
 def write_card(path: Path, training: dict[str, Any], checkpoint: Path | None = None) -> Path:
     """Write ``README.md`` (validated ``huggingface_hub.ModelCard``) and ``curves.png`` into ``path``'s folder."""
-    from huggingface_hub import ModelCard, ModelCardData
-    from huggingface_hub.repocard_data import EvalResult
-
     checkpoint = checkpoint or Path(__file__).resolve().parents[2] / "checkpoints" / training["entry"]
-    size_mb = sum(p.stat().st_size for p in checkpoint.glob("*.safetensors")) / 1e6
-    results = [
-        EvalResult(task_type="image-text-to-text", task_name="GUI grounding (point in box)", dataset_type="synthetic",
-                   dataset_name="synthetic one-button screens (held-out)", metric_type="accuracy",
-                   metric_name=f"hit after {stage}", metric_value=round(value, 4))
-        for stage, value in (("SFT", training["summary"]["hit_after_sft"]),
-                             ("GRPO", training["grpo"][0]["final_hit"]))
-    ]  # fmt: skip
-    data = ModelCardData(
-        license="apache-2.0",
-        library_name="transformers",
-        pipeline_tag="image-text-to-text",
+    write_model_card(
+        path, checkpoint, training["entry"], lambda size_mb: render(training, size_mb),
+        task="GUI grounding (point in box)", dataset="synthetic one-button screens (held-out)", metric_type="accuracy",
+        results=[("hit after SFT", training["summary"]["hit_after_sft"]),
+                 ("hit after GRPO", training["grpo"][0]["final_hit"])],
         tags=["gui-grounding", "grpo", "gui-g1", "qwen2_5_vl", "synthetic-data", "cpu-trained", "rl-model-zoo"],
-        model_name=training["entry"],
-        eval_results=results,
-    )
-    card = ModelCard(f"---\n{data.to_yaml()}\n---\n{render(training, size_mb)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(str(card))
-    ModelCard(path.read_text())  # parse back: malformed metadata raises here
+    )  # fmt: skip
     plot_curves(training, path.parent / "curves.png", metric="hit")
     return path

@@ -8,7 +8,7 @@ end of the episode.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -48,10 +48,10 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def success_rate(env: Any, act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int,
-                 on_reset: Callable[[], None] | None = None) -> SuccessRate:  # fmt: skip
-    """Run ``episodes`` episodes of ``act`` in ``env`` (episode i seeded ``seed + i``)."""
-    successes, returns = [], []
+def run_episodes(env: Any, act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int,
+                 on_reset: Callable[[], None] | None = None) -> Iterator[tuple[float, dict[str, Any]]]:  # fmt: skip
+    """Play ``episodes`` episodes of ``act`` in ``env`` (episode i seeded ``seed + i``, ``on_reset`` after
+    each reset, e.g. to clear a chunked policy's queue); yields each episode's return and last ``info``."""
     for i in range(episodes):
         obs, _ = env.reset(seed=seed + i)
         if on_reset is not None:
@@ -61,6 +61,11 @@ def success_rate(env: Any, act: Callable[[np.ndarray], np.ndarray], episodes: in
             obs, reward, terminated, truncated, info = env.step(act(obs))
             total += float(reward)
             done = terminated or truncated
-        successes.append(bool(info.get("is_success", False)))
-        returns.append(total)
-    return SuccessRate(tuple(successes), tuple(returns))
+        yield total, info
+
+
+def success_rate(env: Any, act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int,
+                 on_reset: Callable[[], None] | None = None) -> SuccessRate:  # fmt: skip
+    """Run ``episodes`` episodes of ``act`` in ``env`` (episode i seeded ``seed + i``)."""
+    played = list(run_episodes(env, act, episodes, seed, on_reset))
+    return SuccessRate(tuple(bool(info.get("is_success", False)) for _, info in played), tuple(r for r, _ in played))
