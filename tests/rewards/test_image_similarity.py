@@ -134,7 +134,7 @@ def test_a_failure_the_job_causes_scores_zero(render_pool, case: str) -> None:
 def test_a_lost_worker_is_masked_and_counted_apart() -> None:
     from rewards.rendering import RenderPool
 
-    with RenderPool(1, kinds=("svg",), preload=()) as pool:
+    with RenderPool(1, kinds=("svg",), preload=(), max_batch=1) as pool:  # one job per sample: the first is lost
         os.killpg(pool.worker_pids[0], signal.SIGKILL)
         reward = RenderedImageSimilarity("svg", "pixel", size=(8, 8), timeout=2.0, pool=pool)
         lost, fine = reward([SVG.format(c="red")] * 2, [RewardSample(target={"image": A})] * 2)
