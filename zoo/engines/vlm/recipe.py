@@ -69,6 +69,10 @@ class AlgorithmConfig:
     """Optimisation passes over each generated batch (PPO epochs, mu in the GRPO paper)."""
     dynamic_sampling: bool = False
     """Drop groups whose rewards are all equal from the loss (DAPO); they carry no signal."""
+    reward_chunks: int = 1
+    """Generate each batch in this many chunks (whole groups each) and score a chunk on a background
+    thread while the next one generates, so a render reward's sandbox work overlaps generation
+    (:mod:`zoo.engines.vlm.overlap`); 1 scores after generation, as TRL does. One process only."""
 
     @property
     def loss(self) -> LossType:
@@ -223,6 +227,8 @@ class VLMRecipe(Recipe):
         for key in ("clip_low", "clip_high"):
             if (getattr(alg, key) or 0) < 0:
                 raise RecipeError(f"algorithm.{key} must be >= 0, got {getattr(alg, key)}")
+        if alg.reward_chunks < 1:
+            raise RecipeError(f"algorithm.reward_chunks must be >= 1 (1: no overlap), got {alg.reward_chunks}")
         if alg.dual_clip is not None and alg.dual_clip <= 1:
             raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {alg.dual_clip}")
         self._validate_tables()

@@ -38,6 +38,7 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import rotate_checkpoints
 from trl import GRPOTrainer
 
+from zoo.engines.vlm import overlap
 from zoo.engines.vlm.recipe import AlgorithmConfig
 from zoo.engines.vlm.trl_data import META_COLUMN
 from zoo.load import from_pretrained_checked
@@ -62,17 +63,40 @@ class ZooGRPOTrainer(GRPOTrainer):
         self.algorithm = algorithm
         self._estimator = ADVANTAGE_ESTIMATORS.get(algorithm.adv_estimator)
         self._rewards_per_func: torch.Tensor | None = None
+        self._scorer = overlap.ChunkScorer()
+        self._chunk_inputs: list | None = None
         super().__init__(*args, **kwargs)
 
     # --- advantages -----------------------------------------------------------------------
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        # Keep TRL's gathered (N, n_funcs) reward matrix (NaN = no score) for our estimator.
-        self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        # Keep TRL's gathered (N, n_funcs) reward matrix (NaN = no score) for our estimator; with
+        # reward_chunks > 1 the chunks were scored while the next ones generated (_generate).
+        if self._scorer.pending:
+            self._rewards_per_func = self._scorer.result()
+        else:
+            self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         return self._rewards_per_func
 
+    def _generate(self, prompts):
+        inputs = self._chunk_inputs
+        if inputs is None or len(inputs) != len(prompts):
+            return super()._generate(prompts)
+        group = self.num_generations if self.model.training else self.num_generations_eval
+        score, parts = super()._calculate_rewards, []
+        for rows in overlap.row_chunks(len(prompts), self.algorithm.reward_chunks, group):
+            part = super()._generate(prompts[rows])
+            self._scorer.submit(score, inputs[rows], prompts[rows], part[3], part[1])  # completions, their ids
+            parts.append(part)
+        return overlap.merge_generations(parts)
+
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+        chunked = self.algorithm.reward_chunks > 1 and self.accelerator.num_processes == 1 and self.rollout_func is None
+        self._chunk_inputs = inputs if chunked else None
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._chunk_inputs = None
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         weights = self.reward_weights.to(self._rewards_per_func.device)
