@@ -10,9 +10,9 @@ evaluates their checkpoints on held-out scenes and writes the record::
     python -m domains.visual_code.release finalize --seed 0 --seed 1
     python -m domains.visual_code.release all                    # everything above, seeds 0 1
 
-The held-out metric is the GRPO stage's own render reward (``rlrf-svg`` without its perceptual
-term: 0.4 pixel + 0.2 edge + 0.1 length, -1 when no SVG renders), greedy decoding through the
-pipeline ``zoo.load`` returns, on scenes whose seed no training stage draws. CPU minutes of a stage
+The held-out metric is the GRPO stage's own render reward (``svg-shape-iou``: IoU of the drawn
+pixels whose colours agree, 0 when nothing renders), with the RLRF-style score beside it, greedy
+decoding through the pipeline ``zoo.load`` returns, on scenes whose seed no training stage draws. CPU minutes of a stage
 are its training process's (``metrics.csv``) plus its render workers' (the children's rusage after
 the pools are closed), so the GRPO arm pays for its renders and the control gets the same total.
 """
@@ -41,9 +41,11 @@ EVAL_SEED = 7_777  # held-out scenes: SFT streams seeds >= 10**6, GRPO draws 100
 
 
 def evaluate(model_dir: Path, n: int) -> dict[str, float]:
-    """Mean held-out reward, its image term and the share of answers that render, greedy."""
+    """Held-out means, greedy: the GRPO reward (``svg-shape-iou``), the RLRF-style score without its
+    perceptual term and its image term, and the share of answers that render."""
     import zoo
     from domains.visual_code.data import synthetic_svgs
+    from rewards import get
     from rewards.rlrf import RlrfSvgReward
     from zoo.recipe import load_recipe
 
@@ -51,9 +53,12 @@ def evaluate(model_dir: Path, n: int) -> dict[str, float]:
     samples = synthetic_svgs(n=n, seed=EVAL_SEED, **kwargs)
     pipe = zoo.load(str(model_dir), entry=ENTRY)
     predictions = pipe([s.images[0] for s in samples], "")
-    results = RlrfSvgReward("svg-skia", encoder=None, size=(kwargs["pixels"],) * 2)(predictions, samples)
-    return {"reward": _mean([r.score for r in results]), "image": _mean([r.components["image"] for r in results]),
-            "renders": _mean([r.components["rendered"] for r in results])}
+    size = (kwargs["pixels"],) * 2
+    shape = get("svg-shape-iou").with_options(size=size)(predictions, samples)
+    rlrf = RlrfSvgReward("svg-skia", encoder=None, size=size)(predictions, samples)
+    return {"reward": _mean([r.score for r in shape]), "rlrf": _mean([r.score for r in rlrf]),
+            "rlrf_image": _mean([r.components["image"] for r in rlrf]),
+            "renders": _mean([r.components["rendered"] for r in rlrf])}
 
 
 def _mean(values: list[float]) -> float:
@@ -113,7 +118,9 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
     """Copy the first seed's GRPO model (and its SFT start, in ``sft/``) to checkpoints/ with ``training.json``."""
     from zoo.recipe import load_recipe
 
-    read = lambda name: json.loads((args.run_dir / f"{name}.json").read_text())  # noqa: E731
+    def read(name: str) -> dict[str, Any]:
+        return json.loads((args.run_dir / f"{name}.json").read_text())
+
     sft, grpo = read("sft"), [read(f"grpo-s{s}") for s in seeds]
     control = [read(f"sft-continue-s{s}") for s in seeds if (args.run_dir / f"sft-continue-s{s}.json").is_file()]
     if CHECKPOINT.exists():
@@ -126,8 +133,9 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
         "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
         "seeds": {"grpo": seeds, "grpo_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
                   "held_out_eval": EVAL_SEED, "released_grpo_seed": seeds[0]},
-        "held_out": {"scenes": args.final_eval_n, "curve_scenes": args.eval_n, "metric": "rlrf-svg without the "
-                     "perceptual term (0.4 image + 0.2 edge + 0.1 length; -1 when no SVG renders), greedy"},
+        "held_out": {"scenes": args.final_eval_n, "curve_scenes": args.eval_n, "metric": "svg-shape-iou (IoU of "
+                     "the drawn pixels whose colours agree; 0 when nothing renders), greedy; 'rlrf': rlrf-svg "
+                     "without its perceptual term, reported beside it"},
         "sft": sft, "grpo": grpo, "sft_continue_equal_time": control,
     }
     record.update(card_fields(record))
@@ -139,13 +147,13 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
     sft, grpo, control = record["sft"], record["grpo"], record["sft_continue_equal_time"]
     split = f"held-out seed {record['seeds']['held_out_eval']}, {record['held_out']['scenes']} scenes"
     rows = [{"dataset": "svg-synthetic one-shape scenes", "split": split, "stage": "SFT start",
-             "metric": "render reward", "value": round(sft["final"]["reward"], 4)}]
+             "metric": "drawn-pixel IoU", "value": round(sft["final"]["reward"], 4)}]
     for i, g in enumerate(grpo):
         rows.append({"dataset": "svg-synthetic one-shape scenes", "split": split,
-                     "stage": "final" if i == 0 else f"GRPO seed {g['seed']}", "metric": "render reward",
+                     "stage": "final" if i == 0 else f"GRPO seed {g['seed']}", "metric": "drawn-pixel IoU",
                      "value": round(g["final"]["reward"], 4)})
     rows += [{"dataset": "svg-synthetic one-shape scenes", "split": split, "stage": f"control seed {c['seed']}",
-              "metric": "render reward", "value": round(c["final"]["reward"], 4)} for c in control]
+              "metric": "drawn-pixel IoU", "value": round(c["final"]["reward"], 4)} for c in control]
     gains = ", ".join(f"seed {g['seed']}: {g['final']['reward'] - sft['final']['reward']:+.3f} in "
                       f"{g['total_minutes']:.2f} CPU-min" for g in grpo)
     controls = ", ".join(f"seed {c['seed']}: {c['final']['reward'] - sft['final']['reward']:+.3f} in "
@@ -155,12 +163,14 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
         "summary": ("A ~1M-parameter Qwen2.5-VL trained from scratch on CPU to write the SVG of a 112-px picture of "
                     "one circle or rectangle: SFT, then GRPO with a render reward computed in the sandbox. A teaching "
                     "checkpoint for the visual-code domain, not an image vectoriser."),
-        "evaluation_note": (f"Render reward over the SFT start (the first row), GRPO {gains}; equal-time continued "
-                            f"SFT from the same start {controls} (CPU minutes include the render workers). "
-                            "Share of answers that render and the image term per stage are in training.json."),
+        "evaluation_note": (f"Drawn-pixel IoU (svg-shape-iou, the GRPO reward) over the SFT start (the first row): "
+                            f"GRPO {gains}; equal-time continued SFT from the same start {controls} (CPU minutes "
+                            "include the render workers). The RLRF-style score and the share of answers that render "
+                            "per stage are in training.json. A first GRPO run with the RLRF-style reward raised that "
+                            "reward by drawing nothing (a blank canvas scores 0.4 there); it was not released."),
         "training_text": ("SFT: domains/visual_code/recipes/svg-tiny-sft.yaml (vlm-sft, fresh scenes every batch). "
-                          "GRPO: svg-tiny-grpo.yaml (vlm-trl, G=8, beta 0, reward rlrf-svg without the perceptual "
-                          "term). Control: svg-tiny-sft-control.yaml for GRPO's CPU time. Rebuild: "
+                          "GRPO: svg-tiny-grpo.yaml (vlm-trl, G=8, beta 0, reward svg-shape-iou rendered in "
+                          "the sandbox). Control: svg-tiny-sft-control.yaml for GRPO's CPU time. Rebuild: "
                           "python -m domains.visual_code.release all."),
         "intended_use": "Running and reading the visual-code RL loop end to end on a laptop; tests and demos.",
         "limitations": ("Knows only synthetic one-shape scenes in four colours on a 56-unit canvas; numbers are on "

@@ -4,6 +4,7 @@ and the trainer sees the reward matrix one call after generation would have give
 from __future__ import annotations
 
 import threading
+from typing import ClassVar
 
 import torch
 
@@ -17,7 +18,7 @@ class RecordsCalls:
     """Vowel rate, recording the size and thread of every call."""
 
     name = "test-records-calls"
-    calls: list[tuple[int, str]] = []
+    calls: ClassVar[list[tuple[int, str]]] = []
 
     def __call__(self, predictions, samples):
         self.calls.append((len(predictions), threading.current_thread().name))
