@@ -171,10 +171,10 @@ class RenderedImageSimilarity:
     def _images(self, predictions: Sequence[Any]) -> list[tuple[Any, RewardResult | None]]:
         if self.kind is None:
             return [self._given_image(p) for p in predictions]
-        from rewards.rendering import default_pool
+        from rewards.rendering import pool_for
 
         sources = [getattr(p, "code", None) or strip_code_fence(text_of(p)) for p in predictions]
-        pool = self.pool or default_pool()
+        pool = self.pool or pool_for(self.kind)  # the shared pool of this kind (svg-skia has its own)
         out = []
         for r in pool.render_many(self.kind, sources, size=self.size, timeout=self.timeout):
             if r.ok:
