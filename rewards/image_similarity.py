@@ -28,10 +28,16 @@ ImageLike = Any  # PIL.Image.Image | np.ndarray
 
 
 def to_array(image: ImageLike, size: tuple[int, int] | None = None) -> np.ndarray:
-    """``HxWx3`` uint8 RGB (transparent pixels over white), resized to ``size`` = (w, h) when given."""
+    """``HxWx3`` uint8 RGB (transparent pixels over white), resized to ``size`` = (w, h) when given.
+    A string may be a path or a ``data:image/...;base64,`` URI (how loaders keep targets JSON)."""
+    import base64
+    import io
+
     from PIL import Image
 
-    if isinstance(image, (str, bytes)) or hasattr(image, "__fspath__"):
+    if isinstance(image, str) and image.startswith("data:image/"):
+        image = io.BytesIO(base64.b64decode(image.partition(",")[2]))
+    if isinstance(image, (str, bytes, io.BytesIO)) or hasattr(image, "__fspath__"):
         image = Image.open(image)
     if isinstance(image, np.ndarray):
         image = Image.fromarray(image.astype(np.uint8))
