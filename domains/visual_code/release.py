@@ -125,8 +125,9 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
     control = [read(f"sft-continue-s{s}") for s in seeds if (args.run_dir / f"sft-continue-s{s}.json").is_file()]
     if CHECKPOINT.exists():
         shutil.rmtree(CHECKPOINT)
-    shutil.copytree(args.run_dir / f"grpo-s{seeds[0]}" / "final", CHECKPOINT)
-    shutil.copytree(args.run_dir / "sft" / "final", CHECKPOINT / "sft")
+    pickles = shutil.ignore_patterns("training_args.bin")  # the release ships safetensors and JSON only
+    shutil.copytree(args.run_dir / f"grpo-s{seeds[0]}" / "final", CHECKPOINT, ignore=pickles)
+    shutil.copytree(args.run_dir / "sft" / "final", CHECKPOINT / "sft", ignore=pickles)
     record = {
         "entry": ENTRY, "release": "python -m domains.visual_code.release all",
         "recipe_sft": load_recipe(SFT_RECIPE).to_dict(), "recipe_grpo": load_recipe(GRPO_RECIPE).to_dict(),
