@@ -175,7 +175,9 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
                           "python -m domains.visual_code.release all."),
         "intended_use": "Running and reading the visual-code RL loop end to end on a laptop; tests and demos.",
         "limitations": ("Knows only synthetic one-shape scenes in four colours on a 56-unit canvas; numbers are on "
-                        "that held-out set only."),
+                        "that held-out set only. Compare GRPO with the control rows: when continued SFT gains more "
+                        "in the same CPU time, the SFT start was not converged and RL is not yet the better use "
+                        "of that time."),
     }
 
 
