@@ -8,6 +8,11 @@ parallelism (``--workers`` at a time); the baseline is what chart-to-code evalua
 matplotlib or cairosvg each time, with no sandbox at all. The pool's start-up is timed
 separately and excluded from its rate (it is paid once per training run).
 Prints renders/s for both, the ratio (target >= 8x for matplotlib) and SVG renders/s per core.
+
+Last, SVG per core at 224 px with skia (the ``svg-skia`` kind, 200-element scenes of
+``bench/svg_renderers.py``) on one worker, so one core: one sandboxed job per SVG (``max_batch=1``,
+how the pool rendered SVG before batch jobs) against batch jobs (the default, see
+:mod:`rewards.rendering.batching`), with the ratio after / before (target >= 50 renders/s per core).
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
+from svg_renderers import scene  # bench/, beside this script
+
 from rewards.rendering import RenderPool
+from rewards.rendering.batching import DEFAULT_MAX_BATCH
 
 BASELINE = {
     "matplotlib": """
@@ -83,6 +91,23 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - start, out
 
 
+def skia_per_core(n: int, size: int = 224) -> dict[str, float]:
+    """svg-skia renders/s on one worker: one job per SVG, then the default batch jobs."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    svgs = [scene(rng, 200) for _ in range(n)]
+    rates = {}
+    for label, max_batch in (("one job per SVG", 1), (f"batches of <= {DEFAULT_MAX_BATCH}", DEFAULT_MAX_BATCH)):
+        with RenderPool(1, kinds=("svg-skia",), max_batch=max_batch) as pool:
+            pool.render_many("svg-skia", svgs[:4], size=(size, size))  # first-touch warm-up
+            elapsed, results = timed(partial(pool.render_many, "svg-skia", svgs, size=(size, size)))
+        if not all(r.ok for r in results):
+            raise RuntimeError(f"svg-skia renders failed: {[r.error for r in results if not r.ok][:3]}")
+        rates[label] = n / elapsed
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=64, help="samples per kind")
@@ -110,6 +135,10 @@ def main() -> None:
                 print(f"svg        pool {rate_pool / cores:7.2f} renders/s per core ({cores} cores)")
     finally:
         pool.close()
+    before, after = skia_per_core(args.n).items()
+    for label, rate in (before, after):
+        print(f"svg-skia   224 px, one worker: {rate:7.2f} renders/s per core ({label})")
+    print(f"svg-skia   batch jobs / one job per SVG = {after[1] / before[1]:.2f}x")
 
 
 if __name__ == "__main__":

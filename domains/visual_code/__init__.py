@@ -16,6 +16,7 @@ DOMAIN = Domain(
         "svg-stack": "domains.visual_code.data:load_svg_stack",
         "text2cad": "domains.visual_code.data:load_text2cad",
     },
+    answer_formats={"svg-code": "domains.visual_code.prompts:reference_code"},
     evaluate="domains.visual_code.evaluate:run",
     benchmarks=("chartmimic", "plot2code", "chart-synthetic"),
 )

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from domains.visual_code import prompts
-from domains.visual_code.synthetic import random_cad_part, random_chart_code, random_svg
+from domains.visual_code.synthetic import PALETTE, SHAPES, random_cad_part, random_chart_code, random_svg
 from zoo.data import Sample
 
 logger = logging.getLogger(__name__)
@@ -79,11 +79,15 @@ def synthetic_charts(n: int = 8, seed: int = 0, size: int = 64) -> list[Sample]:
             for i, ((code, facts), image) in enumerate(zip(made, images, strict=True))]
 
 
-def synthetic_svgs(n: int = 8, seed: int = 0, size: int = 64, kind: str = "svg") -> list[Sample]:
-    """``n`` random SVG scenes; ``kind`` is the renderer of the references (``svg`` or ``svg-skia``)."""
+def synthetic_svgs(n: int = 8, seed: int = 0, size: int = 64, kind: str = "svg", shapes: tuple[int, int] = (2, 5),
+                   kinds: tuple[str, ...] = SHAPES, colors: int = len(PALETTE), pixels: int | None = None,
+                   compact: bool = False) -> list[Sample]:
+    """``n`` random SVG scenes drawn on a ``size``-unit canvas and rendered at ``pixels`` px (default
+    ``size``); ``kind`` is the renderer of the references (``svg`` or ``svg-skia``); ``shapes``,
+    ``kinds``, ``colors`` and ``compact`` as in :func:`~domains.visual_code.synthetic.random_svg`."""
     rng = np.random.default_rng(seed)
-    codes = [random_svg(rng) for _ in range(n)]
-    images = _render_targets(kind, codes, size)
+    codes = [random_svg(rng, size, tuple(shapes), tuple(kinds), colors, compact) for _ in range(n)]
+    images = _render_targets(kind, codes, pixels or size)
     return [Sample(f"synth-svg-{i}", (image,), messages(prompts.SVG_PROMPT),
                    {"code": code, "language": "svg", "image": data_uri(image)})
             for i, (code, image) in enumerate(zip(codes, images, strict=True))]

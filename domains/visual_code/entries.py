@@ -14,6 +14,7 @@ from domains.visual_code.prompts import (
     MSRL_MAX_PIXELS,
     MSRL_MIN_PIXELS,
     MSRL_PROMPT,
+    SVG_PROMPT,
     parse_cadquery_block,
     parse_python_block,
     parse_svg,
@@ -120,3 +121,18 @@ for name, paper, task, note, parser in _UNRELEASED:
         license_source="no weights are published, so there is no weights licence to read",
         revision_note="no public weights to pin",
     ))
+
+# The checkpoint this repository trains itself (python -m domains.visual_code.release, three recipes).
+register(ModelEntry(
+    name="svg-scenes-tiny", repo_id=None, architecture="qwen2_5_vl",
+    base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)", domain="visual_code",
+    task="image to SVG code on 112-px synthetic scenes of one circle or rectangle",
+    spec=VLMSpec(user=SVG_PROMPT + "{question}", min_pixels=112 * 112, max_pixels=112 * 112, coord_frame="none",
+                 max_new_tokens=48, parser=parse_svg),
+    license="apache-2.0", license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
+    revision_note="shipped in this repository (checkpoints/svg-scenes-tiny), not on the Hub",
+    rl_methods=("grpo",),
+    notes="A teaching checkpoint trained on CPU by `python -m domains.visual_code.release` (SFT, then GRPO with a "
+          "sandboxed render reward, against an equal-time SFT control); it only knows one-shape synthetic scenes. "
+          "Model-written SVG is untrusted: render it with rewards.render('svg-skia', ...).",
+))

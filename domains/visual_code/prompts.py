@@ -98,3 +98,8 @@ def parse_cadquery_block(text: str, question: str = "") -> dict[str, Any]:
 #: language -> parser, for rewards that take the language from the sample.
 PARSERS = {"python": parse_python_block, "matplotlib": parse_python_block, "svg": parse_svg,
            "cadquery": parse_cadquery_block}
+
+
+def reference_code(sample: Any) -> str:
+    """A sample's reference code as the whole answer (``svg-code`` answer format: the SVG SFT target)."""
+    return sample.target["code"]

@@ -6,6 +6,7 @@
 ``rlrf-svg``          RLRF-style: z-normalised L2 + Canny-edge L2 + perceptual + length; failure -1
 ``cad-geometry``      CAD-RL style (zoo's weights): 0.1 executes + 0.9 volume IoU; Chamfer logged
 ``visual-programmability`` answer + 0.5 decision + 0.5 data accuracy (the zoo's reading of the paper)
+``svg-shape-iou``     zoo's own: IoU of the drawn pixels (colours agreeing) of the SVG's render and the picture
 ===================== ==========================================================================
 
 MSRL's own reward (five rule-based textual checks, then a VLM judge) is unpublished (research
@@ -25,6 +26,7 @@ from domains.visual_code.prompts import extract_fenced
 from rewards.base import RewardResult, SampleReward, register, require, text_of
 from rewards.cad import CadGeometryReward
 from rewards.code_render import RenderedCodeReward
+from rewards.image_similarity import RenderedImageSimilarity
 from rewards.parsing import ParseError, answer_span, extract_tag, parse_number
 from rewards.rlrf import RlrfSvgReward
 
@@ -32,6 +34,7 @@ register("msrl-chart", RenderedCodeReward("matplotlib", name="msrl-chart"))
 register("svg-dino", RenderedCodeReward("svg-skia", name="svg-dino"))
 register("cad-geometry", CadGeometryReward())
 register("rlrf-svg", RlrfSvgReward("svg-skia", encoder={"model": "facebook/dinov2-large"}))
+register("svg-shape-iou", RenderedImageSimilarity("svg-skia", "foreground-iou", name="svg-shape-iou"))
 
 
 class VisualProgrammability(SampleReward):

@@ -44,27 +44,42 @@ def random_chart_code(rng: np.random.Generator) -> tuple[str, dict]:
     return "\n".join(lines) + "\n", {"type": kind, "title": title, "colors": colors}
 
 
-def random_svg(rng: np.random.Generator, size: int = 64) -> str:
-    """An SVG scene of 2-5 filled shapes (rect, circle, ellipse, triangle, path) on a white ground."""
-    shapes = []
-    for _ in range(int(rng.integers(2, 6))):
-        fill = _pick(rng, PALETTE)
+SHAPES = ("rect", "circle", "ellipse", "triangle", "path")
+
+
+def random_svg(rng: np.random.Generator, size: int = 64, shapes: tuple[int, int] = (2, 5),
+               kinds: tuple[str, ...] = SHAPES, colors: int = len(PALETTE), compact: bool = False) -> str:
+    """An SVG scene of ``shapes[0]..shapes[1]`` filled shapes of ``kinds`` in the first ``colors``
+    colours of the palette, on a white ground. The defaults make varied scenes; one circle or
+    rectangle in four colours is a scene a ~1M-parameter model learns on CPU (``svg-tiny`` recipes).
+    ``compact`` leaves out ``xmlns``, width, height and the white rectangle (the renderers draw on
+    white anyway): half the tokens for a model that writes the document."""
+    unknown = sorted(set(kinds) - set(SHAPES))
+    if unknown or not 1 <= shapes[0] <= shapes[1] or not 1 <= colors <= len(PALETTE):
+        raise ValueError(f"random_svg needs kinds from {SHAPES}, 1 <= shapes[0] <= shapes[1] and colors in "
+                         f"1..{len(PALETTE)}; got kinds={kinds}, shapes={shapes}, colors={colors}")
+    parts = []
+    for _ in range(int(rng.integers(shapes[0], shapes[1] + 1))):
+        fill = _pick(rng, PALETTE[:colors])
         x, y = (int(v) for v in rng.integers(4, size - 4, 2))
         r = int(rng.integers(4, size // 3))
-        kind = _pick(rng, ("rect", "circle", "ellipse", "triangle", "path"))
-        if kind == "rect":
-            shapes.append(f'<rect x="{x - r}" y="{y - r}" width="{2 * r}" height="{r}" fill="{fill}"/>')
-        elif kind == "circle":
-            shapes.append(f'<circle cx="{x}" cy="{y}" r="{r}" fill="{fill}"/>')
-        elif kind == "ellipse":
-            shapes.append(f'<ellipse cx="{x}" cy="{y}" rx="{r}" ry="{max(2, r // 2)}" fill="{fill}"/>')
-        elif kind == "triangle":
-            shapes.append(f'<polygon points="{x},{y - r} {x - r},{y + r} {x + r},{y + r}" fill="{fill}"/>')
-        else:
-            shapes.append(f'<path d="M{x - r} {y} Q{x} {y - 2 * r} {x + r} {y} Z" fill="{fill}"/>')
-    body = "".join(shapes)
+        parts.append(_shape(_pick(rng, kinds), fill, x, y, r))
+    if compact:
+        return f'<svg viewBox="0 0 {size} {size}">{"".join(parts)}</svg>'
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" width="{size}" height="{size}">'
-            f'<rect width="{size}" height="{size}" fill="white"/>{body}</svg>')
+            f'<rect width="{size}" height="{size}" fill="white"/>{"".join(parts)}</svg>')
+
+
+def _shape(kind: str, fill: str, x: int, y: int, r: int) -> str:
+    if kind == "rect":
+        return f'<rect x="{x - r}" y="{y - r}" width="{2 * r}" height="{r}" fill="{fill}"/>'
+    if kind == "circle":
+        return f'<circle cx="{x}" cy="{y}" r="{r}" fill="{fill}"/>'
+    if kind == "ellipse":
+        return f'<ellipse cx="{x}" cy="{y}" rx="{r}" ry="{max(2, r // 2)}" fill="{fill}"/>'
+    if kind == "triangle":
+        return f'<polygon points="{x},{y - r} {x - r},{y + r} {x + r},{y + r}" fill="{fill}"/>'
+    return f'<path d="M{x - r} {y} Q{x} {y - 2 * r} {x + r} {y} Z" fill="{fill}"/>'
 
 
 def random_cad_part(rng: np.random.Generator) -> tuple[str, str]:

@@ -7,7 +7,9 @@ the optional ones get a shared pool each on first use (:func:`pool_for`): ``svg-
 
 ``rewards.render(kind, source, size=(256, 256), timeout=10.0) -> RenderResult`` runs on a
 module-level :class:`RenderPool`, started on first use and stopped at interpreter exit.
-Rewards that render many samples should call :func:`render_many` (parallel across workers).
+Rewards that render many samples should call :func:`render_many`: parallel across workers, and
+for SVG in batch jobs of up to 16 samples, each sample still judged alone
+(:mod:`~rewards.rendering.batching`).
 What the sandbox does and does not enforce is spelled out in :mod:`rewards.rendering.oslevel`.
 """
 

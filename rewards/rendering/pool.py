@@ -27,6 +27,7 @@ from dataclasses import asdict
 from itertools import count
 from pathlib import Path
 
+from rewards.rendering.batching import BATCHED_KINDS, DEFAULT_MAX_BATCH, chunks
 from rewards.rendering.cgroups import ENV_VAR as CGROUP_ENV_VAR
 from rewards.rendering.cgroups import remove_cgroup
 from rewards.rendering.jobs import python_roots
@@ -128,8 +129,12 @@ class RenderPool:
         audit_hook: install the Python audit hook in jobs (:mod:`rewards.rendering.guard`);
             ``False`` only to test that the OS walls hold on their own.
         preload: extra modules imported once in each worker, so chart code imports them for
-            free; pandas is there by default because it imports ctypes, which jobs may not
-            (a module that is not installed is skipped).
+            free; by default pandas for pools serving a kind that runs code (it imports ctypes,
+            which jobs may not), nothing for SVG-only pools, whose jobs it would only slow down
+            (every job forks the worker: a larger worker is a slower fork). A module that is not
+            installed is skipped.
+        max_batch: most sources of a data kind (SVG) one job renders in :meth:`render_many`
+            (:mod:`rewards.rendering.batching`); 1 gives every source a job of its own.
         cgroup: a cgroup v2 directory delegated to this user, under which each job gets a
             cgroup capping its processes' memory and number together (default: the
             ``ZOO_RENDER_CGROUP`` environment variable; see :mod:`rewards.rendering.cgroups`).
@@ -138,14 +143,19 @@ class RenderPool:
 
     def __init__(self, workers: int | None = None, *, kinds: Sequence[str] = DEFAULT_KINDS, limits: Limits | None = None,
                  max_source_bytes: int = 2 * 1024 * 1024, isolate: bool = True, uid_base: int = DEFAULT_UID_BASE,
-                 tmp_mb: int = 256, preload: Sequence[str] = ("pandas",), audit_hook: bool = True,
-                 cgroup: str | None = None) -> None:
+                 tmp_mb: int = 256, preload: Sequence[str] | None = None, audit_hook: bool = True,
+                 cgroup: str | None = None, max_batch: int = DEFAULT_MAX_BATCH) -> None:
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise ValueError(f"unknown render kinds {unknown}; available: {list(KINDS)}")
         self.workers = workers or min(2, os.cpu_count() or 1)
         self.kinds = tuple(kinds)
         self.max_source_bytes = max_source_bytes
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        self.max_batch = max_batch
+        if preload is None:
+            preload = () if set(self.kinds) <= BATCHED_KINDS else ("pandas",)
         self._config = {
             "kinds": list(self.kinds), "preload": list(preload), "limits": asdict(limits or Limits()),
             "isolate": isolate, "tmp_mb": tmp_mb, "hide": [str(Path.home()), str(_CHECKOUT)],
@@ -275,16 +285,85 @@ class RenderPool:
 
     def render_many(self, kind: str, sources: Sequence[Source], *, size: tuple[int, int] = (256, 256),
                     timeout: float = 10.0) -> list[RenderResult]:
-        """Render in parallel across the workers; results keep the order of ``sources``."""
+        """Render in parallel across the workers; results keep the order of ``sources``.
+
+        Data kinds (SVG) go in batches of at most ``max_batch`` per job (:meth:`render_batch`),
+        spread over the workers; code kinds get one job per source."""
         self.start()
         with self._cond:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="render")
             executor = self._executor
+        if kind in BATCHED_KINDS and self.max_batch > 1 and len(sources) > 1:
+            parts = [[sources[i] for i in part] for part in chunks(len(sources), self.workers, self.max_batch)]
+            futures = [executor.submit(self.render_batch, kind, part, size=size, timeout=timeout) for part in parts]
+            return [result for future in futures for result in future.result()]
         futures = [executor.submit(self.render, kind, s, size=size, timeout=timeout) for s in sources]
         return [f.result() for f in futures]
 
+    def render_batch(self, kind: str, sources: Sequence[Source], *, size: tuple[int, int] = (256, 256),
+                     timeout: float = 10.0) -> list[RenderResult]:
+        """Render the sources of a data kind in one job on one worker, each within ``timeout`` s.
+
+        A job that stops partway keeps what it settled; the sample it stopped at is rendered
+        again alone and scored on that render only, the rest go on in a new batch (the rule is
+        spelled out in :mod:`rewards.rendering.batching`)."""
+        size, timeout = check_request(kind, size, timeout, self.kinds)
+        if kind not in BATCHED_KINDS:
+            raise ValueError(f"render kind {kind!r} runs code, one job per source; batches take {sorted(BATCHED_KINDS)}")
+        start = time.monotonic()
+        results: list[RenderResult | None] = [None] * len(sources)
+        payloads: dict[int, bytes] = {}
+        for i, source in enumerate(sources):
+            payload, problem = prepare_source(kind, source, self.max_source_bytes)
+            if problem is None:
+                payloads[i] = payload
+            else:
+                results[i] = self._count(RenderResult(None, problem, "invalid", time.monotonic() - start))
+        pending = list(payloads)
+        while len(pending) > 1:
+            settled, unsettled = self._batch_job(kind, [payloads[i] for i in pending], size, timeout)
+            for i, result in zip(pending, settled):
+                results[i] = self._count(result)
+            if unsettled is None:
+                return results
+            logger.info("render batch stopped at %s; rendering that sample alone", unsettled)
+            pending = pending[len(settled):]
+            results[pending[0]] = self.render(kind, sources[pending[0]], size=size, timeout=timeout)
+            pending = pending[1:]
+        if pending:
+            results[pending[0]] = self.render(kind, sources[pending[0]], size=size, timeout=timeout)
+        return results
+
     # -- internals ---------------------------------------------------------------------------
+    def _batch_job(self, kind: str, payloads: list[bytes], size: tuple[int, int],
+                   timeout: float) -> tuple[list[RenderResult], str | None]:
+        """One batch job: the results it settled (a prefix of ``payloads``) and why it stopped, if it did.
+        No worker at all makes every sample ``infra``, as :meth:`render` does."""
+        start = time.monotonic()
+        self.start()
+        try:
+            worker = self._acquire(start + _START_TIMEOUT + timeout)
+        except _NoWorker as err:
+            return [RenderResult(None, str(err), "infra", time.monotonic() - start) for _ in payloads], None
+        healthy = False
+        try:
+            header = {"id": next(self._ids), "kind": kind, "size": list(size), "timeout": timeout,
+                      "batch": [len(p) for p in payloads]}
+            try:
+                reply, data = worker.request(header, b"".join(payloads), timeout * len(payloads) + _ANSWER_MARGIN)
+                settled = _batch_results(reply, data, size, len(payloads), time.monotonic() - start)
+            except (ChannelClosed, OSError, ValueError) as err:
+                logger.warning("render worker %d (pid %d) failed a batch (%s); it will be replaced",
+                               worker.index, worker.proc.pid, err)
+                return [], f"sample 0: render worker failed ({err})"
+            healthy = True
+        finally:
+            self._release(worker, healthy)
+        if len(settled) == len(payloads):
+            return settled, None
+        return settled, reply.get("unsettled") or f"sample {len(settled)}: the batch answer ended early"
+
     def _acquire(self, deadline: float) -> _Worker:
         """An idle worker, or a freshly started one in a lost worker's slot."""
         with self._cond:
@@ -375,6 +454,25 @@ def _to_result(reply: dict, data: bytes, size: tuple[int, int], elapsed: float) 
     from PIL import Image
 
     return RenderResult(Image.frombytes("RGB", size, data), None, "ok", elapsed)
+
+
+def _batch_results(reply: dict, data: bytes, size: tuple[int, int], count: int, elapsed: float) -> list[RenderResult]:
+    """The settled samples of a batch reply; ``ValueError`` when the reply does not add up."""
+    from PIL import Image
+
+    statuses, image_bytes = reply.get("results"), size[0] * size[1] * 3
+    if reply.get("status") != "ok" or not isinstance(statuses, list) or len(statuses) > count:
+        raise ValueError(f"malformed batch reply {str(reply)[:200]}")
+    if sum(r.get("status") == "ok" for r in statuses) * image_bytes != len(data):
+        raise ValueError(f"batch reply carries {len(data)} image bytes for {len(statuses)} results")
+    out, offset = [], 0
+    for r in statuses:
+        if r.get("status") == "ok":
+            out.append(RenderResult(Image.frombytes("RGB", size, data[offset:offset + image_bytes]), None, "ok", elapsed))
+            offset += image_bytes
+        else:
+            out.append(RenderResult(None, r.get("error", "render failed"), "invalid", elapsed))
+    return out
 
 
 def _is_within(path: Path, root: str) -> bool:

@@ -27,11 +27,11 @@ import traceback
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rewards.rendering import cgroups, guard, jobs, oslevel, scrub
+from rewards.rendering import batching, cgroups, guard, jobs, oslevel, scrub
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
 
 logger = logging.getLogger(__name__)
-_ERROR_BYTES = 2000
+_ERROR_BYTES = batching.ERROR_BYTES
 _EXIT_GRACE = 0.5  # seconds a job that closed its pipe gets to exit before it counts as lingering
 
 
@@ -151,9 +151,17 @@ def _serve(proto_in: int, proto_out: int, ctx: _Context) -> None:
         write_message(proto_out, reply, data)
 
 
-def run_job(header: dict[str, Any], source: bytes, ctx: _Context) -> tuple[dict[str, Any], bytes]:
-    """Fork one sandboxed job, wait for its answer until the deadline, kill it, clean up."""
+def run_job(header: dict[str, Any], payload: bytes, ctx: _Context) -> tuple[dict[str, Any], bytes]:
+    """Fork one sandboxed job, wait for its answer until the deadline, kill it, clean up.
+
+    A header with ``batch`` (the byte length of each source in ``payload``) is a batch job of a
+    data kind (:mod:`rewards.rendering.batching`): one frame per sample, each within ``timeout``.
+    """
     kind, size, timeout = header["kind"], tuple(header["size"]), float(header["timeout"])
+    lengths = header.get("batch")
+    if lengths is not None and kind not in batching.BATCHED_KINDS:
+        return {"status": "infra", "error": f"render kind {kind!r} runs code and cannot be batched"}, b""
+    sources = batching.split(payload, lengths) if lengths is not None else [payload]
     scratch = tempfile.mkdtemp(prefix="job-", dir=ctx.scratch_root)
     if ctx.uid is not None:
         os.chown(scratch, ctx.uid, ctx.uid)
@@ -165,25 +173,40 @@ def run_job(header: dict[str, Any], source: bytes, ctx: _Context) -> tuple[dict[
     read_fd, write_fd = os.pipe()
     if ctx.pid_namespaces is not None:
         ctx.pid_namespaces.prepare()
+    cpu_limit = (int(timeout) + 2) * len(sources)
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _job_child(write_fd, kind, source, size, scratch, ctx, int(timeout) + 2, cgroup)
+        _job_child(write_fd, kind, sources, size, scratch, ctx, cpu_limit, cgroup, framed=lengths is not None)
     os.close(write_fd)
-    expected = 1 + size[0] * size[1] * 3
-    data, timed_out = _collect(read_fd, time.monotonic() + timeout, expected)
+    image_bytes = size[0] * size[1] * 3
+    if lengths is None:
+        data, timed_out = _collect(read_fd, time.monotonic() + timeout, 1 + image_bytes)
+    else:
+        frames, unsettled = batching.read_frames(read_fd, len(sources), timeout, image_bytes, time.monotonic)
     os.close(read_fd)
     reaped = _kill_and_reap(pid)
     out_of_memory = cgroup.finish() if cgroup is not None else False
     scrub.remove_tree(scratch)
     scrub.restore(ctx.baseline, ctx.private_dirs)  # what the job left in /tmp, /var/tmp, /dev/shm
-    return _verdict(data, timed_out, reaped, expected, timeout, int(timeout) + 2, out_of_memory)
+    if lengths is not None:
+        return _batch_reply(frames, unsettled)
+    return _verdict(data, timed_out, reaped, 1 + image_bytes, timeout, cpu_limit, out_of_memory)
 
 
-def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scratch: str,
-               ctx: _Context, cpu_seconds: int, cgroup: cgroups.JobCgroup | None) -> None:
-    """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message, ``_exit``. Never returns,
-    even when model code broke what the error path uses (then it exits without an answer)."""
+def _batch_reply(frames: list[tuple[bytes, bytes]], unsettled: str | None) -> tuple[dict[str, Any], bytes]:
+    """Per-sample statuses of the settled samples, their images end to end, and why the rest are not settled."""
+    results = [{"status": "ok"} if code == batching.OK else
+               {"status": "invalid", "error": body.decode("utf-8", "replace")} for code, body in frames]
+    images = b"".join(body for code, body in frames if code == batching.OK)
+    return {"status": "ok", "results": results, "unsettled": unsettled}, images
+
+
+def _job_child(out_fd: int, kind: str, sources: list[bytes], size: tuple[int, int], scratch: str,
+               ctx: _Context, cpu_seconds: int, cgroup: cgroups.JobCgroup | None, framed: bool) -> None:
+    """Inside the fork: wall in, render, write ``K``+RGB or ``E``+message (one frame per source when
+    ``framed``), ``_exit``. Never returns, even when model code broke what the error path uses (then
+    it exits without an answer)."""
     try:
         try:
             if cgroup is not None:
@@ -191,13 +214,28 @@ def _job_child(out_fd: int, kind: str, source: bytes, size: tuple[int, int], scr
             _wall_in(scratch, ctx, cpu_seconds, out_fd, runs_model_code=kind in jobs.RUNS_MODEL_CODE)
         except BaseException as exc:  # noqa: BLE001
             _answer(out_fd, b"I" + f"sandbox setup failed: {exc!r}".encode()[:_ERROR_BYTES])
+        if framed:
+            for source in sources:
+                _write_all(out_fd, _render_frame(kind, source, size))
+            _answer(out_fd, b"")
         try:
-            message = b"K" + jobs.RENDERERS[kind](source, size)
+            message = b"K" + jobs.RENDERERS[kind](sources[0], size)
         except BaseException as exc:  # noqa: BLE001  (SystemExit and MemoryError are answers too)
             message = b"E" + _describe(exc).encode("utf-8", "replace")[:_ERROR_BYTES]
         _answer(out_fd, message)
     finally:
         os._exit(1)
+
+
+def _render_frame(kind: str, source: bytes, size: tuple[int, int]) -> bytes:
+    """One sample of a batch job. A ``MemoryError`` asks for the sample to be rendered alone: in a
+    batch, an earlier sample may have used the memory."""
+    try:
+        return batching.frame(batching.OK, jobs.RENDERERS[kind](source, size))
+    except MemoryError:
+        return batching.frame(batching.RETRY_ALONE, b"out of memory inside a batch")
+    except Exception as exc:  # noqa: BLE001  (the renderer's verdict on this input)
+        return batching.frame(batching.ERROR, _describe(exc).encode("utf-8", "replace")[:batching.ERROR_BYTES])
 
 
 def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_model_code: bool) -> None:
@@ -232,11 +270,15 @@ def _wall_in(scratch: str, ctx: _Context, cpu_seconds: int, out_fd: int, runs_mo
 def _answer(out_fd: int, message: bytes) -> None:
     """Write the whole answer to the worker, then leave without running any cleanup."""
     try:
-        view = memoryview(message)
-        while view:
-            view = view[os.write(out_fd, view):]
+        _write_all(out_fd, message)
     finally:
         os._exit(0)
+
+
+def _write_all(out_fd: int, message: bytes) -> None:
+    view = memoryview(message)
+    while view:
+        view = view[os.write(out_fd, view):]
 
 
 def _describe(exc: BaseException) -> str:
@@ -270,10 +312,8 @@ def _kill_and_reap(pid: int) -> tuple[int, float, bool]:
     Returns the wait status, the CPU seconds the job used, and whether the job was still alive
     when the worker killed it (then a SIGKILL in the status is the worker's own).
     """
-    grace = time.monotonic() + _EXIT_GRACE  # its pipe closes a moment before its exit status exists
-    while (reaped := os.wait4(pid, os.WNOHANG))[0] == 0 and time.monotonic() < grace:
-        time.sleep(0.005)
-    done, status, usage = reaped
+    _await_exit(pid, _EXIT_GRACE)  # its pipe closes a moment before its exit status exists
+    done, status, usage = os.wait4(pid, os.WNOHANG)
     alive = done == 0
     if alive:
         for kill in (os.killpg, os.kill):
@@ -281,6 +321,27 @@ def _kill_and_reap(pid: int) -> tuple[int, float, bool]:
                 kill(pid, signal.SIGKILL)
         _, status, usage = os.wait4(pid, 0)
     return status, usage.ru_utime + usage.ru_stime, alive
+
+
+def _await_exit(pid: int, seconds: float) -> None:
+    """Return once child ``pid`` has exited, or after ``seconds``. A pidfd wakes us the moment it
+    exits (a sleep-and-poll loop cost up to 5 ms a job); kernels before 5.3 get the poll loop."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        deadline = time.monotonic() + seconds
+        while not _exited(pid) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return
+    try:
+        select.select([fd], [], [], seconds)
+    finally:
+        os.close(fd)
+
+
+def _exited(pid: int) -> bool:
+    """True once ``pid`` is a zombie (its status is waiting), without reaping it."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
 def _verdict(data: bytes, timed_out: bool, reaped: tuple[int, float, bool], expected: int,

@@ -134,7 +134,7 @@ def test_a_failure_the_job_causes_scores_zero(render_pool, case: str) -> None:
 def test_a_lost_worker_is_masked_and_counted_apart() -> None:
     from rewards.rendering import RenderPool
 
-    with RenderPool(1, kinds=("svg",), preload=()) as pool:
+    with RenderPool(1, kinds=("svg",), preload=(), max_batch=1) as pool:  # one job per sample: the first is lost
         os.killpg(pool.worker_pids[0], signal.SIGKILL)
         reward = RenderedImageSimilarity("svg", "pixel", size=(8, 8), timeout=2.0, pool=pool)
         lost, fine = reward([SVG.format(c="red")] * 2, [RewardSample(target={"image": A})] * 2)
@@ -143,3 +143,21 @@ def test_a_lost_worker_is_masked_and_counted_apart() -> None:
         assert fine.score is not None and fine.components["render_infra"] == 0.0
         counts = pool.failure_counts
     assert counts["infra_failure"] == 1 and counts["model_failure"] == 0 and counts["ok"] == 1
+
+
+def test_foreground_iou_pays_only_for_overlap_of_the_same_colour() -> None:
+    from rewards.image_similarity import foreground_iou
+
+    blank = np.full((20, 20, 3), 255, np.uint8)
+    red, moved, blue = blank.copy(), blank.copy(), blank.copy()
+    red[2:8, 2:8] = moved[4:10, 4:10] = (200, 30, 30)
+    blue[4:10, 4:10] = (30, 30, 200)
+    assert foreground_iou(red, red) == foreground_iou(blank, blank) == 1.0
+    assert foreground_iou(blank, red) == 0.0  # drawing nothing earns nothing
+    assert foreground_iou(red, moved) == pytest.approx(16 / 56)  # 4x4 overlap of two 6x6 squares
+    assert foreground_iou(red, blue) == 0.0  # overlap in the wrong colour
+
+
+def test_with_options_changes_settings_and_keeps_the_rest() -> None:
+    reward = RenderedImageSimilarity("svg", "foreground-iou", name="shape").with_options(size=(32, 32))
+    assert (reward.kind, reward.metric, reward.size, reward.name) == ("svg", "foreground-iou", (32, 32), "shape")

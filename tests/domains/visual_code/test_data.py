@@ -106,3 +106,17 @@ def test_synthetic_charts_reference_is_the_render_of_its_code():
     again = render("matplotlib", sample.target["code"], size=(32, 32)).image
     assert np.array_equal(np.asarray(again), np.asarray(reference_image(sample.target["image"])))
     assert np.array_equal(np.asarray(again), np.asarray(sample.images[0]))
+
+
+def test_one_shape_compact_scenes_render_and_refuse_bad_options():
+    samples = data.synthetic_svgs(n=6, seed=3, size=56, pixels=112, kind="svg-skia", shapes=(1, 1),
+                                  kinds=("circle", "rect"), colors=4, compact=True)
+    for sample in samples:
+        code = sample.target["code"]
+        assert code.startswith('<svg viewBox="0 0 56 56">') and code.count("fill=") == 1 and "xmlns" not in code
+        assert sample.images[0].size == (112, 112)
+        pixels = np.asarray(sample.images[0])
+        assert (pixels != 255).any() and (pixels == 255).all(axis=2).any()  # a shape on a white ground
+    assert len({s.target["code"] for s in samples}) == 6
+    with pytest.raises(ValueError, match="kinds from"):
+        random_svg(np.random.default_rng(0), kinds=("star",))

@@ -83,6 +83,10 @@ class AlgorithmConfig:
     """Rollout plug-ins, in call order (:mod:`zoo.engines.vlm.plugins`): a paper's change to what is
     scored or trained (``scs`` resamples trajectory tails for a consistency reward; ``shuffle-r1``
     keeps contrasting pairs and re-orders them by advantage). ``vlm-trl`` engine, one process."""
+    reward_chunks: int = 1
+    """Generate each batch in this many chunks (whole groups each) and score a chunk on a background
+    thread while the next one generates, so a render reward's sandbox work overlaps generation
+    (:mod:`zoo.engines.vlm.overlap`); 1 scores after generation, as TRL does. One process only."""
 
     @property
     def loss(self) -> LossType:
@@ -266,6 +270,11 @@ class VLMRecipe(Recipe):
         for key in ("clip_low", "clip_high"):
             if (getattr(alg, key) or 0) < 0:
                 raise RecipeError(f"algorithm.{key} must be >= 0, got {getattr(alg, key)}")
+        if alg.reward_chunks < 1:
+            raise RecipeError(f"algorithm.reward_chunks must be >= 1 (1: no overlap), got {alg.reward_chunks}")
+        if alg.reward_chunks > 1 and alg.plugins:
+            raise RecipeError("algorithm.reward_chunks > 1 scores chunks before the batch is complete; rollout plug-ins "
+                              f"({', '.join(p.name for p in alg.plugins)}) need the whole batch: use reward_chunks: 1")
         if alg.dual_clip is not None and alg.dual_clip <= 1:
             raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {alg.dual_clip}")
         self._validate_tables()

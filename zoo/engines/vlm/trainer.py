@@ -45,6 +45,7 @@ from transformers.trainer_utils import rotate_checkpoints
 from trl import GRPOTrainer
 from trl.trainer.utils import split_pixel_values_by_grid, split_tensor_dict, unsplit_pixel_values_by_grid
 
+from zoo.engines.vlm import overlap
 from zoo.engines.vlm.plugins import Rollout, ScoredBatch, build_plugin, take_rows
 from zoo.engines.vlm.recipe import AlgorithmConfig, RolloutConfig
 from zoo.engines.vlm.rollout import compiled_decode_config, recording_rollout_logps
@@ -78,6 +79,8 @@ class ZooGRPOTrainer(GRPOTrainer):
         self._estimator = ADVANTAGE_ESTIMATORS.get(algorithm.adv_estimator)
         self._rewards_per_func: torch.Tensor | None = None
         self._plugins = [build_plugin(spec.name, spec.kwargs) for spec in algorithm.plugins]
+        self._scorer = overlap.ChunkScorer()
+        self._chunk_inputs: list | None = None
         super().__init__(*args, **kwargs)
         self._plugin_rng = np.random.default_rng(self.args.seed)
         if any(p.selects_rows for p in self._plugins) and self.accelerator.num_processes > 1:
@@ -109,13 +112,36 @@ class ZooGRPOTrainer(GRPOTrainer):
     # --- advantages -----------------------------------------------------------------------
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        self._run_before_rewards(inputs, prompts, completion_ids_list)
-        # Keep TRL's gathered (N, n_funcs) reward matrix (NaN = no score) for our estimator.
-        self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        # Keep TRL's gathered (N, n_funcs) reward matrix (NaN = no score) for our estimator; with
+        # reward_chunks > 1 the chunks were scored while the next ones generated (_generate).
+        if self._scorer.pending:
+            self._rewards_per_func = self._scorer.result()
+        else:
+            self._run_before_rewards(inputs, prompts, completion_ids_list)
+            self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         return self._rewards_per_func
 
+    def _generate(self, prompts):
+        inputs = self._chunk_inputs
+        if inputs is None or len(inputs) != len(prompts):
+            return super()._generate(prompts)
+        group = self.num_generations if self.model.training else self.num_generations_eval
+        score, parts = super()._calculate_rewards, []
+        for rows in overlap.row_chunks(len(prompts), self.algorithm.reward_chunks, group):
+            part = super()._generate(prompts[rows])
+            self._scorer.submit(score, inputs[rows], prompts[rows], part[3], part[1])  # completions, their ids
+            parts.append(part)
+        return overlap.merge_generations(parts)
+
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+        # Plug-ins that act before the rewards (SCS's resampling) need the whole batch: no chunked scoring with them.
+        chunked = (self.algorithm.reward_chunks > 1 and self.accelerator.num_processes == 1
+                   and self.rollout_func is None and not self._plugins)  # fmt: skip
+        self._chunk_inputs = inputs if chunked else None
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._chunk_inputs = None
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         weights = self.reward_weights.to(self._rewards_per_func.device)
