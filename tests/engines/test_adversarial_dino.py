@@ -83,3 +83,13 @@ def test_updates_train_the_head_only_and_separate_real_from_fake(disc):
     scores = reward(list(references[:2]) + list(fake[:2]), [{}] * 4)
     assert min(s.score for s in scores[:2]) > max(s.score for s in scores[2:])
     assert set(scores[0].components) == {"cls", "patch"} and set(reward.state_dict()) == {"head", "optimizer"}
+
+
+def test_tiny_backbone_is_seeded_and_leaves_the_global_rng_alone():
+    state = torch.random.get_rng_state()
+    a, b, c = load_backbone("tiny:dinov2", seed=3), load_backbone("tiny:dinov2", seed=3), load_backbone("tiny:dinov2")
+    assert torch.equal(torch.random.get_rng_state(), state)
+    weights = lambda m: torch.cat([p.flatten() for p in m.parameters()])
+    assert torch.equal(weights(a), weights(b)) and not torch.equal(weights(a), weights(c))
+    assert a.config.image_size == 28 and not any(p.requires_grad for p in a.parameters())
+    assert DinoDiscriminator(a).score(torch.rand(2, 3, 20, 20))["reward"].shape == (2,)

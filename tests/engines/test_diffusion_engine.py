@@ -43,7 +43,7 @@ def _one_thread() -> None:
 def test_one_round_changes_the_trained_weights(tmp_path: Path, overrides: tuple[str, ...]) -> None:
     run = build_run(recipe(*overrides), tmp_path)
     before = [p.detach().clone() for p in run.trainable]
-    metrics = train_round(run)
+    metrics = train_round(run, 0)
     assert any(not torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
     assert 0.0 < metrics["reward"] < 1.0 and metrics["train/grad_norm"] > 0
     if "algorithm.beta=0.04" in overrides:
@@ -140,7 +140,7 @@ def test_tree_round_trains_branch_transitions_with_stepwise_advantages(tmp_path:
     std = rewards.std() + 1e-4
     expected = (rewards.view(2, 2).mean(1) - rewards.mean()) / std
     torch.testing.assert_close(transitions.advantages[0], expected)
-    train_round(run)
+    train_round(run, 0)
     assert any(not torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
 
 
@@ -164,13 +164,45 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
     run = build_run(recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
                            "algorithm.discriminator_lr=1e-2", f"algorithm.discriminator_backbone={backbone}"), tmp_path)  # fmt: skip
     head = run.extra["discriminator"].discriminator.head
-    first = train_round(run)
-    for _ in range(3):
-        last = train_round(run)
+    first = train_round(run, 0)
+    for index in range(1, 4):  # rounds 0-3 are discriminator rounds under the default d_times=10
+        last = train_round(run, index)
     assert last["disc/real"] - last["disc/fake"] > first["disc/real"] - first["disc/fake"]
     assert run.reward is run.extra["discriminator"] and head.training
     with pytest.raises(RecipeError, match="reference_images"):
         recipe("algorithm.method=adv_grpo")
+    with pytest.raises(RecipeError, match="d_times"):
+        recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
+               "algorithm.d_times=0")  # fmt: skip
+
+
+def test_adv_grpo_alternates_nine_discriminator_rounds_with_one_generator_round(tmp_path: Path) -> None:
+    """showlab/Adv-GRPO @ 8287f90, ``scripts/train_sd3_fast_dino_patch.py``: epoch ``e`` trains the DINO head
+    (``train_dino``, then ``continue``) when ``(e + 1) % config.d_times != 0``, else the transformer alone;
+    ``config/grpo.py`` sets ``d_times = 10``. Over 20 rounds: 18 discriminator steps, generator steps in rounds
+    9 and 19, and each round leaves the other player's weights untouched."""
+    from zoo.data import DATASETS, register_dataset
+
+    if "test-reference-squares" not in DATASETS:
+        register_dataset("test-reference-squares", f"{__name__}:reference_squares")
+    config = recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
+                    "algorithm.discriminator_backbone=tiny:dinov2", "algorithm.num_steps=2")  # fmt: skip
+    assert config.algorithm.d_times == 10
+    run = build_run(config, tmp_path)
+    head = run.extra["discriminator"].discriminator.head
+    snapshot = lambda params: [p.detach().clone() for p in params]
+    moved = lambda before, params: any(not torch.equal(a, p) for a, p in zip(before, params, strict=True))
+    disc_rounds, gen_rounds = [], []
+    for index in range(20):
+        policy, critic = snapshot(run.trainable), snapshot(head.parameters())
+        metrics = train_round(run, index)
+        if moved(critic, head.parameters()):
+            assert "disc/loss" in metrics and "train/loss" not in metrics and not moved(policy, run.trainable)
+            disc_rounds.append(index)
+        if moved(policy, run.trainable):
+            assert "train/loss" in metrics and "disc/loss" not in metrics
+            gen_rounds.append(index)
+    assert gen_rounds == [9, 19] and len(disc_rounds) == 18 and not set(disc_rounds) & set(gen_rounds)
 
 
 @pytest.mark.slow
@@ -207,7 +239,7 @@ def test_tied_groups_are_filtered_and_leave_the_weights(tmp_path: Path) -> None:
         register("test-constant", _Constant())
     run = build_run(recipe("rewards=[test-constant]"), tmp_path)
     before = [p.detach().clone() for p in run.trainable]
-    metrics = train_round(run)
+    metrics = train_round(run, 0)
     assert metrics["kept_fraction"] == 0.0 and metrics["zero_std_ratio"] == 1.0 and "train/loss" not in metrics
     assert all(torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
 
@@ -229,7 +261,7 @@ def test_guidance_doubles_the_batch_and_one_turns_it_off(tmp_path: Path) -> None
     plain = build_run(recipe("algorithm.guidance_scale=1"), tmp_path / "b")
     assert guided.sampler.guidance_scale == 4.5 and guided.sampler.null_cond is not None
     assert plain.sampler.null_cond is None
-    assert train_round(guided)["train/grad_norm"] > 0
+    assert train_round(guided, 0)["train/grad_norm"] > 0
 
 
 @pytest.mark.parametrize(

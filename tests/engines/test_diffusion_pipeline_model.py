@@ -66,7 +66,7 @@ def test_ddpo_trains_a_pipeline_directory(sd_pipeline_dir: Path, tmp_path: Path)
                                  "training.lora.r=2"])  # fmt: skip
     run = build_run(recipe, tmp_path)
     before = [p.detach().clone() for p in run.trainable]
-    metrics = train_round(run)
+    metrics = train_round(run, 0)
     assert metrics["train/grad_norm"] > 0
     assert any(not torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
 

@@ -15,10 +15,12 @@ reward applies; kept as they wrote it)::
 
     L_D = 0.5 * (relu(1 - D(cls_ref)) + relu(1 + D(cls_gen))) + 0.3 * 0.5 * (relu(1 - D(p_ref)) + relu(1 + D(p_gen)))
 
-Adam on the head alone, lr ``discriminator_lr`` (1e-4), betas (0.5, 0.999). The zoo's schedule: one
-discriminator step per round, after the round's images were scored (the authors alternate 9
-discriminator-only epochs with one generator epoch, ``d_times = 10``). Patch draws use the run's seeded
-generator, so a run is repeatable (theirs use torch's global RNG).
+Adam on the head alone, lr ``discriminator_lr`` (1e-4), betas (0.5, 0.999). The schedule is theirs
+(``train_sd3_fast_dino_patch.py``'s epoch loop with ``config.d_times = 10``, ``config/grpo.py``): every round
+samples and scores a batch; round ``r`` (0-based) then takes one discriminator step on those images and no
+generator step when ``(r + 1) % d_times != 0``, and one generator (PPO) pass and no discriminator step
+otherwise, so 9 discriminator-only rounds precede each generator round (:func:`trains_discriminator`).
+Patch draws use the run's seeded generator, so a run is repeatable (theirs use torch's global RNG).
 """
 
 from __future__ import annotations
@@ -38,16 +40,34 @@ if TYPE_CHECKING:
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
-def load_backbone(name: str) -> nn.Module:
-    """A frozen transformers ``Dinov2Model`` from a directory or Hub id (safetensors only)."""
-    from transformers import Dinov2Model
+TINY_BACKBONE = "tiny:dinov2"
+TINY_CONFIG = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "mlp_ratio": 2, "image_size": 28,
+               "patch_size": 14}  # fmt: skip
+"""A 28 px input cut into 2 x 2 patches of 14: CLS plus 4 patch tokens of width 32."""
 
-    from zoo.hub import resolve_repo
 
-    path = Path(name).expanduser()
-    path = path if path.is_dir() else resolve_repo(name).path
-    model = Dinov2Model.from_pretrained(path, use_safetensors=True).eval()
-    return model.requires_grad_(False)
+def trains_discriminator(round_index: int, d_times: int) -> bool:
+    """Whether 0-based round ``round_index`` is a discriminator-only round (else generator-only): the authors'
+    ``if config.train_d and (epoch + 1) % config.d_times != 0`` (``train_sd3_fast_dino_patch.py``)."""
+    return (round_index + 1) % d_times != 0
+
+
+def load_backbone(name: str, seed: int = 0) -> nn.Module:
+    """A frozen transformers ``Dinov2Model``: ``tiny:dinov2`` (random, from :data:`TINY_CONFIG`, weights drawn
+    from ``seed`` without touching torch's global RNG), or a directory or Hub id (safetensors only)."""
+    from transformers import Dinov2Config, Dinov2Model
+
+    if name == TINY_BACKBONE:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = Dinov2Model(Dinov2Config(**TINY_CONFIG))
+    else:
+        from zoo.hub import resolve_repo
+
+        path = Path(name).expanduser()
+        path = path if path.is_dir() else resolve_repo(name).path
+        model = Dinov2Model.from_pretrained(path, use_safetensors=True)
+    return model.eval().requires_grad_(False)
 
 
 class DinoDiscriminator(nn.Module):
@@ -159,7 +179,7 @@ def reference_tensor(run: Run) -> torch.Tensor:
 def attach_discriminator(run: Run) -> None:
     """Make the run's reward the discriminator (the recipe's rewards are not used) and keep it for checkpoints."""
     alg = run.recipe.algorithm
-    discriminator = DinoDiscriminator(load_backbone(alg.discriminator_backbone))
+    discriminator = DinoDiscriminator(load_backbone(alg.discriminator_backbone, run.recipe.training.seed))
     reward = AdversarialReward(reference_tensor(run), alg.discriminator_lr, run.generator, discriminator)
     run.reward = reward
     run.extra["discriminator"] = reward

@@ -134,10 +134,13 @@ def _tree_shape(recipe: DiffusionRecipe) -> None:
                           f"{alg.branch_factor}**{len(steps)} = {alg.branch_factor ** len(steps)} (branch_factor >= 2)")  # fmt: skip
 
 
-def _reference_images(recipe: DiffusionRecipe) -> None:
+def _adversarial(recipe: DiffusionRecipe) -> None:
     if not recipe.algorithm.reference_images.name:
         raise RecipeError("adv_grpo needs algorithm.reference_images.name: a registered dataset whose images are "
                           "the discriminator's positives")  # fmt: skip
+    if recipe.algorithm.d_times < 1:
+        raise RecipeError(f"algorithm.d_times={recipe.algorithm.d_times} must be >= 1 (every d_times-th round trains "
+                          "the generator, the others the discriminator)")  # fmt: skip
 
 
 METHODS: Registry[Method] = Registry("diffusion method")
@@ -160,6 +163,6 @@ for _method in (
            None, rollout="tree", paper="2512.08153", extra_checks=(_tree_shape,)),
     Method("adv_grpo", "flow", "cps", {**_FLOW, "noise_level": 0.8, "clip_range": 1e-5},
            lambda: PerPromptStatTracker(global_std=True, eps=1e-4), adversarial=True, paper="2511.20256",
-           extra_checks=(_reference_images,)),
+           extra_checks=(_adversarial,)),
 ):  # fmt: skip
     METHODS.register(_method.name, _method)

@@ -94,8 +94,13 @@ class DiffusionAlgorithmConfig:
     """TreeGRPO: children per split; ``group_size`` must equal ``branch_factor ** len(branch_steps)``."""
     discriminator_lr: float = 1e-4
     """Adv-GRPO: learning rate of the discriminator head whose score is the reward."""
+    d_times: int = 10
+    """Adv-GRPO: the alternation period. Round ``r`` (0-based) trains the generator alone when
+    ``(r + 1) % d_times == 0`` and the discriminator alone otherwise: the authors' 10 gives 9
+    discriminator-only rounds per generator round; 1 never trains the discriminator (their ``train_d=False``)."""
     discriminator_backbone: str = "facebook/dinov2-base"
-    """Adv-GRPO: the frozen DINOv2 under the discriminator head (Hub id or directory; a tiny one for CPU tests)."""
+    """Adv-GRPO: the frozen DINOv2 under the discriminator head (Hub id or directory), or ``tiny:dinov2``
+    (a small random one built from a config, seeded, for CPU runs)."""
     reference_images: DataConfig = field(default_factory=DataConfig)
     """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives."""
 

@@ -7,7 +7,8 @@ rule), drop images whose advantage is exactly zero (Flow-GRPO's filter: tied gro
 over the stochastic steps: every trained step's ratio is re-scored under the current denoiser
 (classifier-free guided as in sampling) with the stored next latent, clipped per step, optionally
 with a KL to the reference on the step means. With an SDE window (Flow-GRPO-Fast) only the window's
-steps are stochastic and trained. Multi-GPU runs go through ``accelerate launch``: each process samples
+steps are stochastic and trained. Adv-GRPO's reward is a discriminator trained in rounds of its own: 9
+of every 10 rounds (``d_times``) step it on the round's images instead of the generator. Multi-GPU runs go through ``accelerate launch``: each process samples
 its own prompts with its own noise, rewards and prompts are gathered for the advantages.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import torch
 
+from zoo.engines.diffusion.adversarial import trains_discriminator
 from zoo.engines.diffusion.checkpoint import RunState, load_checkpoint, save_checkpoint
 from zoo.engines.diffusion.methods import METHODS, Method
 from zoo.engines.diffusion.recipe import DiffusionRecipe
@@ -54,7 +56,7 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
     bar = tqdm(range(state.step, recipe.training.steps), initial=state.step, total=recipe.training.steps,
                desc=recipe.name, disable=None)  # fmt: skip
     for step in bar:
-        metrics = train_round(run)
+        metrics = train_round(run, step)
         state.step = step + 1
         if state.step % recipe.training.eval_every == 0 or state.step == recipe.training.steps:
             metrics.update(run.evaluate(state.step))
@@ -68,8 +70,11 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
     return output_dir
 
 
-def train_round(run: Run) -> dict[str, Any]:
-    """One round: rollouts, rewards, advantages, PPO over the stochastic steps. Returns its metrics."""
+def train_round(run: Run, index: int) -> dict[str, Any]:
+    """Round ``index`` (0-based): rollouts, rewards, advantages, PPO over the stochastic steps. Returns its metrics.
+
+    Adv-GRPO alternates by ``index``: a discriminator round steps the discriminator on the images it just
+    scored and leaves the generator alone; a generator round is an ordinary round (``algorithm.d_times``)."""
     method: Method = METHODS.get(run.recipe.algorithm.method)
     prompts = run.draw_prompts()
     if method.rollout == "tree":
@@ -78,8 +83,10 @@ def train_round(run: Run) -> dict[str, Any]:
         transitions, rewards, metrics = tree_round(run, prompts)
     else:
         transitions, rewards, metrics = flat_round(run, method, prompts)
-    if method.adversarial:  # Adv-GRPO: the discriminator learns from this round's images after scoring them
+    metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
+    if method.adversarial and trains_discriminator(index, run.recipe.algorithm.d_times):
         metrics.update(run.extra["discriminator"].update(run.extra["last_images"]))
+        return metrics
     if run.settings["filter_zero_advantage"]:  # Flow-GRPO: samples with A = 0 carry no signal
         keep = nonzero_advantage_mask(transitions.advantages)
         metrics["kept_fraction"] = float(keep.float().mean())
@@ -88,7 +95,6 @@ def train_round(run: Run) -> dict[str, Any]:
         metrics.update(optimise(run, transitions))
     else:
         logger.info("every advantage is 0 this round (all groups tied); no update")
-    metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
     return metrics
 
 
