@@ -15,6 +15,7 @@ DOMAIN = Domain(
         "perception-synthetic": "domains.perception.data:load_synthetic",
         "curriculum": "domains.perception.data:load_curriculum",
     },
+    answer_formats={"rejection-sample": "domains.perception.rejection_sft:accepted_answer"},
     evaluate="domains.perception.evaluate:run",
     benchmarks=("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval"),
 )

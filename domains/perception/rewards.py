@@ -25,6 +25,7 @@ running the authors' functions (repository, commit and file named there):
 ``vlm-r1-ovd-length``      ``odLength``: that mAP times ``min(1, #gt / #pred)``
 ``vlm-r1-ovd``             ``vlm-r1-ovd-length + vlm-r1-format`` (the OVD model's ``accuracy format``)
 ``curr-reft-judge``        Curr-ReFT stage 1 yes/no accuracy; ``curr-reft-choice`` stage 2 option letters;
+                           ``curr-reft-open`` stage 3 (box IoU > 0.5, item-set overlap, math);
                            ``curr-reft-format``; ``curr-reft`` the accuracy of ``target["stage"]``
 ========================== =====================================================================
 
@@ -51,7 +52,7 @@ from domains.perception.boxes import (
     pixel_iou,
     target_size,
 )
-from domains.perception.curr_reft import CurrReftChoice, CurrReftFormat, CurrReftJudge, CurrReftStage
+from domains.perception.curr_reft import CurrReftChoice, CurrReftFormat, CurrReftJudge, CurrReftOpen, CurrReftStage
 from domains.perception.ovd import AP, AP50, VlmR1OvdReward
 from domains.perception.scs import ScsReward
 from domains.perception.text import clean_text, fuzzy_accuracy, last_answer, math_verify_equal
@@ -350,6 +351,6 @@ for _reward in (
     VlmR1OvdReward(AP, name="vlm-r1-ovd-ap"), VlmR1OvdReward(AP50, name="vlm-r1-ovd-ap50"), VLM_R1_OVD_LENGTH,
     WeightedSum([(VLM_R1_OVD_LENGTH, 1.0), (VLM_R1_FORMAT, 1.0)], name="vlm-r1-ovd"),
     R1Reward(), ScsReward(),
-    CurrReftJudge(), CurrReftChoice(), CurrReftFormat(), CurrReftStage(),
+    CurrReftJudge(), CurrReftChoice(), CurrReftOpen(), CurrReftFormat(), CurrReftStage(),
 ):  # fmt: skip
     register(_reward.name, _reward)

@@ -184,7 +184,8 @@ CURR = GOLDEN["curr_reft"]
 
 
 @pytest.mark.parametrize(("name", "case"), [("curr-reft-judge", c) for c in CURR["judge"]]
-                         + [("curr-reft-choice", c) for c in CURR["choice"]])  # fmt: skip
+                         + [("curr-reft-choice", c) for c in CURR["choice"]]
+                         + [("curr-reft-open", c) for c in CURR["open"]])  # fmt: skip
 def test_curr_reft_stage_accuracy_matches_authors(name, case):
     text, solution, task, expected = case
     assert one(get(name), text, {"answer": solution, "task": task}).score == expected
@@ -201,5 +202,16 @@ def test_curr_reft_dispatches_on_the_curriculum_stage():
     choice = {"answer": "<answer>B</answer>", "stage": "choice"}
     assert one(get("curr-reft"), "<think>t</think><answer>yes</answer>", judge).score == 1.0
     assert one(get("curr-reft"), "<think>t</think><answer>B</answer>", choice).components["is_choice"] == 1.0
-    with pytest.raises(ValueError, match="stage 3"):
-        one(get("curr-reft"), "<answer>x</answer>", {"answer": "x", "stage": "open"})
+    opened = {"answer": "<answer>cat dog</answer>", "task": "classify", "stage": "open"}
+    result = one(get("curr-reft"), "<think>t</think><answer>cat</answer>", opened)
+    assert result.score == 0.5 and result.components["is_open"] == 1.0  # {cat} of {cat, dog}
+    with pytest.raises(ValueError, match="stage 'final'"):
+        one(get("curr-reft"), "<answer>x</answer>", {"answer": "x", "stage": "final"})
+
+
+def test_curr_reft_open_names_what_it_cannot_score():
+    vqa = one(get("curr-reft-open"), "<answer>a dog</answer>", {"answer": "<answer>a dog</answer>", "task": "coco_vqa"})
+    assert vqa.score is None and "GTE" in vqa.error
+    # the stage-3 math fallback: two tagged answers with no option letter agree, whatever they say
+    text_match = one(get("curr-reft-open"), "<answer>17</answer>", {"answer": "<answer>71</answer>", "task": "math"})
+    assert text_match.components == {"iou": 0.0, "items_overlap": 0.0, "math_verify": 0.0, "text_match": 1.0}

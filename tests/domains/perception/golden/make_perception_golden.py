@@ -17,8 +17,9 @@ unchanged, with the file's own imports supplied, so the training stacks need not
   ``verify_math`` with ``strict_math_verify.py``) and the reward line of ``get_reward``;
   ``openrlhf/models/loss.py`` (``PolicyLoss``, StableReinforce) with ``openrlhf/models/utils.py::masked_mean``.
 - ding523/Curr_REFT @ f123433ec97c5b97772273ee9e9acb9610f8bc39:
-  ``train_code/grpo/open-r1-multimodal/src/open_r1/Stage1_judge_math_resize.py`` and
-  ``Stage2_choice_math_resize.py`` (``iou_reward``, the stages' accuracy, and ``format_reward``).
+  ``train_code/grpo/open-r1-multimodal/src/open_r1/Stage1_judge_math_resize.py``,
+  ``Stage2_choice_math_resize.py`` and ``Stage3_open_math_resize.py`` (``iou_reward``, the stages'
+  accuracy, and ``format_reward``).
 - om-ai-lab/VLM-R1 (same commit), OVD: ``grpo_jsonl.py`` (``calculate_map``, ``map_reward``, ``od_reward``,
   ``odLength_reward``) on the repository's own vendored ``src/open-r1-multimodal/src/open_r1/utils/pycocotools``
   (``coco.py``, ``cocoeval.py``; their ``mask`` import is pycocotools').
@@ -401,6 +402,35 @@ CURR_FORMAT_CASES = [
 ]
 
 
+CURR_OPEN_CASES = [  # (completion, solution, task) for stage 3
+    ('<think>x</think><answer>{"bbox": [10, 10, 50, 50]}</answer>', '<answer>{"bbox": [12, 12, 52, 52]}</answer>', "detection"),
+    ("<answer>[0,0,5,5] then {[10, 10, 50, 50]}</answer>", "<answer>[10,10,50,50]</answer>", "detection"),
+    ("<answer>[10.7, 10.2, 50.9, 50.5]</answer>", "<answer>[10, 10, 50, 50]</answer>", "detection"),
+    ("<answer>no object here</answer>", "<answer>[10, 10, 50, 50]</answer>", "detection"),
+    ("<answer>[0, 0, 10, 10]</answer>", "<answer>[0, 0, 10, 20]</answer>", "detection"),
+    ('<answer>{"bbox": [10, 10, 50, 50]}', "<answer>[10, 10, 50, 50]</answer>", "detection"),
+    ("<answer>[10, 10, 50, 50]</answer>", "[10, 10, 50, 50]", "detection"),
+    ("<answer>[10, 10, 50, 50] [0, 0, 0, 0]</answer>", "<answer>[10, 10, 50, 50]</answer>", "detection"),
+    ("<answer>[-5, 10, 50, 50]</answer>", "<answer>[0, 10, 50, 50]</answer>", "detection"),
+    ("<answer>cat, dog</answer>", "<answer>cat, dog, bird</answer>", "classify"),
+    ("<answer>['cat', 'dog']</answer>", "<answer>cat dog</answer>", "classify"),
+    ("<answer>cat，dog、bird</answer>", "<answer>bird cat</answer>", "classify"),
+    ("<answer>[cat, dog]</answer>", "<answer>cat dog</answer>", "classify"),
+    ("<answer>cat, dog", "<answer>cat dog</answer>", "classify"),
+    ("<answer>Cat</answer>", "<answer>cat</answer>", "classify"),
+    ("<answer>cat</answer>", "cat", "classify"),
+    ("<answer></answer>", "<answer></answer>", "classify"),
+    ("<think>t</think><answer>\\frac{1}{2}</answer>", "<answer>0.5</answer>", "math"),
+    ("<answer>The answer is C</answer>", "<answer>C</answer>", "math"),
+    ("<answer>42 apples</answer>", "<answer>42</answer>", "math"),
+    ("no tag 7", "<answer>8</answer>", "math"),
+    ("<answer>x</answer>", "<answer>y</answer>", "math"),
+    ("<answer>A, C</answer>", "<answer>C, A</answer>", "math"),
+    ("<answer>17</answer>", "<answer>71</answer>", "math"),
+    ("<answer>some text</answer>", "<answer>some text</answer>", "ocr"),
+]
+
+
 def curr_reft_cases(root: Path) -> dict:
     import datetime as datetime_module
     import io
@@ -412,6 +442,7 @@ def curr_reft_cases(root: Path) -> dict:
     base = {"re": re, "os": os, "datetime": datetime_module.datetime, "parse": parse, "verify": verify}
     judge = load_functions(src / "Stage1_judge_math_resize.py", ["iou_reward", "format_reward"], dict(base))
     choice = load_functions(src / "Stage2_choice_math_resize.py", ["iou_reward"], dict(base))
+    opened = load_functions(src / "Stage3_open_math_resize.py", ["iou_reward"], {**base, "ast": ast})
 
     def run(fn, text, sol, task):
         with contextlib.redirect_stdout(io.StringIO()):  # the authors' functions print every sample
@@ -420,6 +451,7 @@ def curr_reft_cases(root: Path) -> dict:
     return {
         "judge": [[t, s, k, run(judge["iou_reward"], t, s, k)] for t, s, k in CURR_JUDGE_CASES],
         "choice": [[t, s, k, run(choice["iou_reward"], t, s, k)] for t, s, k in CURR_CHOICE_CASES],
+        "open": [[t, s, k, run(opened["iou_reward"], t, s, k)] for t, s, k in CURR_OPEN_CASES],
         "format": [[t, k, judge["format_reward"]([[{"content": t}]], task=[k])[0]] for t, k in CURR_FORMAT_CASES],
     }
 
