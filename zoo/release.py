@@ -209,6 +209,12 @@ def summarise(
     return out
 
 
+def ladder_minutes(training: dict[str, Any]) -> float:
+    """CPU minutes of every stage a training record holds: SFT, each GRPO seed and each control."""
+    stages = [training["sft"], *training["grpo"], *(training.get("sft_continue_equal_time") or [])]
+    return sum(stage["train_minutes"] for stage in stages)
+
+
 def write_model_card(
     path: Path, checkpoint: Path, entry: str, render: Callable[[float], str], *, task: str, dataset: str,
     metric_type: str, results: list[tuple[str, float]], tags: list[str],

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import plot_curves, write_model_card
+from zoo.release import ladder_minutes, plot_curves, write_model_card
 
 TEMPLATE = """
 # driving-vla-tiny
@@ -135,8 +135,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
     """The card's markdown body for a training record."""
     recipe, released = training["recipe_grpo"], training["released_eval"]
     grpo_rows, control_rows, verdict = _rows(training)
-    minutes = training["sft"]["train_minutes"] + sum(g["train_minutes"] for g in training["grpo"])
-    minutes += sum(c["train_minutes"] for c in training.get("sft_continue_equal_time") or [])
+    minutes = ladder_minutes(training)
     generations = recipe["algorithm"]["num_generations"]
     return TEMPLATE.format(
         size_mb=size_mb,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.release import plot_curves, write_model_card
+from zoo.release import ladder_minutes, plot_curves, write_model_card
 
 TEMPLATE = """
 # gui-grounding-tiny
@@ -128,8 +128,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
     """The card's markdown body for a training record."""
     summary, recipe = training["summary"], training["recipe_grpo"]
     grpo_rows, control_rows, control_note = _rows(training)
-    minutes = training["sft"]["train_minutes"] + sum(g["train_minutes"] for g in training["grpo"])
-    minutes += sum(c["train_minutes"] for c in training.get("sft_continue_equal_time") or [])
+    minutes = ladder_minutes(training)
     return TEMPLATE.format(
         size_mb=size_mb,
         demo_tried=training["demo_example"]["screens_tried"],

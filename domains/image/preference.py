@@ -23,9 +23,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from domains.image.scorers import ClipTextImageReward, clip_features, load_clip_model, load_clip_processor, to_pil
+from domains.image.scorers import (
+    ClipTextImageReward,
+    clip_features,
+    load_clip_model,
+    load_clip_processor,
+    readable_images,
+    to_pil,
+)
 from rewards.base import RewardResult, check_lengths
-from rewards.image_stats import as_rgb_array
 
 
 def hub_file(repo_id: str, filename: str) -> Path:
@@ -114,14 +120,10 @@ class AestheticScore:
     def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
         """Scores of the readable images; an unreadable one is ``None`` with the reason (models load only if needed)."""
         check_lengths(predictions, samples, self.name)
+        usable, unreadable = readable_images(predictions)
         results: list[RewardResult | None] = [None] * len(predictions)
-        usable = []
-        for i, image in enumerate(predictions):
-            try:
-                as_rgb_array(image)
-                usable.append(i)
-            except (TypeError, ValueError) as err:
-                results[i] = RewardResult(None, {}, f"{self.name}: {err}")
+        for i, err in unreadable.items():
+            results[i] = RewardResult(None, {}, f"{self.name}: {err}")
         if usable:
             for i, score in zip(usable, self.scores([predictions[i] for i in usable]).tolist()):
                 results[i] = RewardResult(float(score))

@@ -70,14 +70,10 @@ class ClipTextImageReward:
     def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
         check_lengths(predictions, samples, self.name)
         prompts = [str(require(target_of(s), "prompt", self.name)) for s in samples]
+        usable, unreadable = readable_images(predictions)
         results: list[RewardResult | None] = [None] * len(predictions)
-        usable = []
-        for i, image in enumerate(predictions):
-            try:
-                as_rgb_array(image)
-                usable.append(i)
-            except (TypeError, ValueError) as err:
-                results[i] = RewardResult(0.0, {"cosine": 0.0}, f"{self.name}: {err}")
+        for i, err in unreadable.items():
+            results[i] = RewardResult(0.0, {"cosine": 0.0}, f"{self.name}: {err}")
         if usable:
             cos = self.cosines([predictions[i] for i in usable], [prompts[i] for i in usable])
             for i, c in zip(usable, cos.tolist()):
@@ -89,6 +85,19 @@ class ClipTextImageReward:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_repo!r})"
+
+
+def readable_images(predictions: Sequence[Any]) -> tuple[list[int], dict[int, str]]:
+    """``(indices of the readable images, {index: why the others are not})``, checked before any model
+    loads, so one broken image is that sample's result and the rest are scored in one batch."""
+    usable, unreadable = [], {}
+    for i, image in enumerate(predictions):
+        try:
+            as_rgb_array(image)
+            usable.append(i)
+        except (TypeError, ValueError) as err:
+            unreadable[i] = str(err)
+    return usable, unreadable
 
 
 def load_clip_model(repo: str, device: str = "cpu") -> Any:

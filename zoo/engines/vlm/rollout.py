@@ -33,9 +33,7 @@ BACKENDS = ("hf", "static", "vllm")
 
 
 def _cuda() -> bool:
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch
+    import torch  # here, not at the top: recipes are validated without importing torch first
 
     return torch.cuda.is_available()
 
