@@ -18,6 +18,7 @@ from zoo.engines.diffusion.trainer import train, train_round
 from zoo.recipe import RecipeError, load_recipe
 
 SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
+ADV = ("algorithm.method=adv_grpo", "rewards=[]")  # the discriminator is Adv-GRPO's only reward
 TINY = ["algorithm.group_size=4", "algorithm.num_steps=3", "training.prompts_per_step=1", "training.train_batch_size=6"]
 
 
@@ -161,7 +162,7 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
     from tests.engines.test_adversarial_dino import tiny_dinov2
 
     backbone = tiny_dinov2(tmp_path / "dino")
-    run = build_run(recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
+    run = build_run(recipe(*ADV, "algorithm.reference_images.name=test-reference-squares",
                            "algorithm.discriminator_lr=1e-2", f"algorithm.discriminator_backbone={backbone}"), tmp_path)  # fmt: skip
     head = run.extra["discriminator"].discriminator.head
     first = train_round(run, 0)
@@ -170,10 +171,13 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
     assert last["disc/real"] - last["disc/fake"] > first["disc/real"] - first["disc/fake"]
     assert run.reward is run.extra["discriminator"] and head.training
     with pytest.raises(RecipeError, match="reference_images"):
-        recipe("algorithm.method=adv_grpo")
+        recipe(*ADV)
     with pytest.raises(RecipeError, match="d_times"):
-        recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
-               "algorithm.d_times=0")  # fmt: skip
+        recipe(*ADV, "algorithm.reference_images.name=test-reference-squares", "algorithm.d_times=0")
+    with pytest.raises(RecipeError, match="rewarded by its discriminator alone"):  # a reward it would not use
+        recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares")
+    with pytest.raises(RecipeError, match="rewards is empty"):
+        recipe("rewards=[]")
 
 
 def test_adv_grpo_alternates_nine_discriminator_rounds_with_one_generator_round(tmp_path: Path) -> None:
@@ -185,7 +189,7 @@ def test_adv_grpo_alternates_nine_discriminator_rounds_with_one_generator_round(
 
     if "test-reference-squares" not in DATASETS:
         register_dataset("test-reference-squares", f"{__name__}:reference_squares")
-    config = recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares",
+    config = recipe(*ADV, "algorithm.reference_images.name=test-reference-squares",
                     "algorithm.discriminator_backbone=tiny:dinov2", "algorithm.num_steps=2")  # fmt: skip
     assert config.algorithm.d_times == 10
     run = build_run(config, tmp_path)

@@ -177,7 +177,7 @@ def reference_tensor(run: Run) -> torch.Tensor:
 
 
 def attach_discriminator(run: Run) -> None:
-    """Make the run's reward the discriminator (the recipe's rewards are not used) and keep it for checkpoints."""
+    """Make the run's reward the discriminator (an adversarial recipe lists no other) and keep it for checkpoints."""
     alg = run.recipe.algorithm
     discriminator = DinoDiscriminator(load_backbone(alg.discriminator_backbone, run.recipe.training.seed))
     reward = AdversarialReward(reference_tensor(run), alg.discriminator_lr, run.generator, discriminator)

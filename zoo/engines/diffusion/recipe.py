@@ -154,8 +154,9 @@ class DiffusionTrainingConfig(TrainingBase):
 class DiffusionRecipe(Recipe):
     """A diffusion/flow RL run: a method, a model, prompts and image rewards."""
 
-    rewards: tuple[RewardSpec, ...]
-    """Reward terms on the decoded images (``rewards`` protocol, images in); the weighted sum is trained."""
+    rewards: tuple[RewardSpec, ...] = ()
+    """Reward terms on the decoded images (``rewards`` protocol, images in); the weighted sum is trained.
+    Empty for an adversarial method (Adv-GRPO), whose online discriminator is the reward."""
     prompts: PromptsConfig = field(default_factory=PromptsConfig)
     """Training and held-out prompts."""
     model: DiffusionModelConfig = field(default_factory=DiffusionModelConfig)
@@ -174,7 +175,10 @@ class DiffusionRecipe(Recipe):
             method = METHODS.get(alg.method)
         except UnknownNameError as err:
             raise RecipeError(f"algorithm.method: {err}") from None
-        if not self.rewards:
+        if method.adversarial and self.rewards:
+            raise RecipeError(f"rewards: {alg.method} is rewarded by its discriminator alone; remove the rewards list "
+                              f"(got {[r.name for r in self.rewards]})")  # fmt: skip
+        if not method.adversarial and not self.rewards:
             raise RecipeError("rewards is empty; list at least one image reward, e.g. {name: brightness}")
         if not self.prompts.train and not self.prompts.data.name:
             raise RecipeError("prompts.train is empty and prompts.data.name is unset; give training prompts")

@@ -279,5 +279,8 @@ def _check_family(method: Method, model: DiffusionModel) -> None:
                          f"samples with {type(model.scheduler).__name__}")  # fmt: skip
 
 
-def _reward(recipe: DiffusionRecipe) -> WeightedSum:
+def _reward(recipe: DiffusionRecipe) -> WeightedSum | None:
+    """The recipe's weighted reward terms (``None`` for an adversarial method: its discriminator is attached next)."""
+    if not recipe.rewards:
+        return None
     return WeightedSum([(spec.build(), spec.weight) for spec in recipe.rewards], name="reward")
