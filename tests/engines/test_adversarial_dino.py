@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from zoo.engines.diffusion.adversarial import AdversarialReward, DinoDiscriminator, load_backbone
+from zoo.engines.diffusion.adversarial import AdversarialReward, DinoDiscriminator, References, load_backbone
 
 
 def tiny_dinov2(folder: Path) -> Path:
@@ -72,17 +72,35 @@ def test_loss_is_their_hinge_on_raw_tokens(disc):
 
 def test_updates_train_the_head_only_and_separate_real_from_fake(disc):
     references = torch.zeros(4, 3, 20, 20) + torch.tensor([0.9, 0.8, 0.1]).view(1, 3, 1, 1)
-    reward = AdversarialReward(references, 1e-2, torch.Generator().manual_seed(0), disc)
+    reward = AdversarialReward(References(references, {"a": [0, 1, 2, 3]}), 1e-2, torch.Generator().manual_seed(0), disc)
     backbone = {k: v.clone() for k, v in disc.backbone.state_dict().items()}
     fake = torch.zeros(4, 3, 20, 20) + torch.tensor([0.1, 0.2, 0.9]).view(1, 3, 1, 1)
-    first = reward.update(fake)
+    first = reward.update(fake, ["a"] * 4)
     for _ in range(20):
-        last = reward.update(fake)
+        last = reward.update(fake, ["a"] * 4)
     assert last["disc/loss"] < first["disc/loss"] and last["disc/real"] > last["disc/fake"]
     assert all(torch.equal(v, disc.backbone.state_dict()[k]) for k, v in backbone.items())
     scores = reward(list(references[:2]) + list(fake[:2]), [{}] * 4)
     assert min(s.score for s in scores[:2]) > max(s.score for s in scores[2:])
     assert set(scores[0].components) == {"cls", "patch"} and set(reward.state_dict()) == {"head", "optimizer"}
+
+
+def test_positives_are_references_of_each_generated_image_s_prompt():
+    """The authors' discriminator step takes the references listed for the prompt of the generations it is
+    shown (``train_sd3_fast_dino_patch.py``: ``reference_images_dic[prompts[0]]``); every draw here is one of the
+    drawn prompt's own rows, each of them reachable, and a prompt without references is refused."""
+    images = torch.arange(5.0).view(5, 1, 1, 1).expand(5, 3, 2, 2)
+    references = References(images, {"red": [0, 1, 2], "blue": [3, 4]})
+    generator = torch.Generator().manual_seed(0)
+    seen: dict[str, set[int]] = {"red": set(), "blue": set()}
+    for _ in range(30):
+        drawn = references.draw(["red", "blue", "red"], generator)
+        for prompt, row in zip(["red", "blue", "red"], drawn[:, 0, 0, 0].long().tolist(), strict=True):
+            seen[prompt].add(row)
+    assert seen == {"red": {0, 1, 2}, "blue": {3, 4}}
+    assert references.missing(["red", "green", "green"]) == ["green"]
+    with pytest.raises(KeyError, match="green"):
+        references.draw(["green"], generator)
 
 
 def test_tiny_backbone_is_seeded_and_leaves_the_global_rng_alone():

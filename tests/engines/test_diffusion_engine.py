@@ -145,13 +145,15 @@ def test_tree_round_trains_branch_transitions_with_stepwise_advantages(tmp_path:
     assert any(not torch.equal(a, p) for a, p in zip(before, run.trainable, strict=True))
 
 
-def reference_squares(n: int = 8):
-    """Reference images for Adv-GRPO: bright squares (a dataset loader, registered below)."""
+def reference_squares(n: int = 8, prompts: tuple[str, ...] = ("a red square", "a blue circle")):
+    """Reference images for Adv-GRPO: bright squares captioned with the smoke recipe's prompts in turn (a dataset
+    loader, registered below)."""
     from PIL import Image
 
     from zoo.data import Sample
 
-    return [Sample(id=str(i), images=(Image.new("RGB", (32, 32), (200 + 5 * i, 180, 40)),)) for i in range(n)]
+    return [Sample(id=str(i), images=(Image.new("RGB", (32, 32), (200 + 5 * i, 180, 40)),), prompt=prompts[i % len(prompts)])
+            for i in range(n)]  # fmt: skip
 
 
 def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> None:
@@ -178,6 +180,10 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
         recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares")
     with pytest.raises(RecipeError, match="rewards is empty"):
         recipe("rewards=[]")
+    unpaired = recipe(*ADV, "algorithm.reference_images.name=test-reference-squares",
+                      "algorithm.reference_images.kwargs={prompts: [a red square]}", f"algorithm.discriminator_backbone={backbone}")  # fmt: skip
+    with pytest.raises(ValueError, match=r"1 training prompt\(s\) have no reference image.*a blue circle"):
+        build_run(unpaired, tmp_path / "unpaired")
 
 
 def test_adv_grpo_alternates_nine_discriminator_rounds_with_one_generator_round(tmp_path: Path) -> None:

@@ -21,11 +21,18 @@ samples and scores a batch; round ``r`` (0-based) then takes one discriminator s
 generator step when ``(r + 1) % d_times != 0``, and one generator (PPO) pass and no discriminator step
 otherwise, so 9 discriminator-only rounds precede each generator round (:func:`trains_discriminator`).
 Patch draws use the run's seeded generator, so a run is repeatable (theirs use torch's global RNG).
+
+The positives of a discriminator step are paired with its negatives by prompt, as theirs are: they load the
+reference images listed for the prompt of each sampled mini-batch (``reference_images_dic[prompts[0]]``, 8
+Qwen-Image pictures per prompt against 8 generations) and stop when a prompt has none. Here each generated
+image gets one reference of its own prompt, drawn uniformly (the same set as theirs when a prompt has as many
+references as the group has images), and a run whose training prompts lack references does not start.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,12 +132,34 @@ class DinoDiscriminator(nn.Module):
                 "fake": logit_f.mean(), "accuracy": accuracy}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class References:
+    """The discriminator's positives: reference images and, for each prompt, the rows that depict it."""
+
+    images: torch.Tensor
+    """(N, 3, H, W) in [0, 1], at the policy's output size."""
+    rows: dict[str, list[int]]
+    """Prompt -> indices into ``images``."""
+
+    def missing(self, prompts: Sequence[str]) -> list[str]:
+        """The prompts (in order, once each) with no reference image."""
+        return [p for p in dict.fromkeys(prompts) if p not in self.rows]
+
+    def draw(self, prompts: Sequence[str], generator: torch.Generator) -> torch.Tensor:
+        """One reference of each prompt in ``prompts``, uniformly among that prompt's images."""
+        if absent := self.missing(prompts):
+            raise KeyError(f"adv_grpo: no reference image for prompt(s) {absent[:3]}")
+        picks = [rows[int(torch.randint(len(rows), (1,), generator=generator))]
+                 for rows in (self.rows[p] for p in prompts)]  # fmt: skip
+        return self.images[picks]
+
+
 class AdversarialReward:
     """The discriminator as a reward (images in, ``RewardResult`` out) and its hinge-loss update."""
 
     name = "adversarial"
 
-    def __init__(self, references: torch.Tensor, lr: float, generator: torch.Generator,
+    def __init__(self, references: References, lr: float, generator: torch.Generator,
                  discriminator: DinoDiscriminator) -> None:  # fmt: skip
         self.references, self.generator, self.discriminator = references, generator, discriminator
         self.optimizer = torch.optim.Adam(self.discriminator.head.parameters(), lr=lr, betas=(0.5, 0.999))
@@ -141,11 +170,12 @@ class AdversarialReward:
         return [RewardResult(float(r), {"cls": float(c), "patch": float(p)})
                 for r, c, p in zip(parts["reward"], parts["cls"], parts["patch"])]  # fmt: skip
 
-    def update(self, generated: torch.Tensor) -> dict[str, float]:
-        """One hinge-loss step: a random batch of references (as many as ``generated``) against ``generated``."""
-        rows = torch.randint(len(self.references), (len(generated),), generator=self.generator)
+    def update(self, generated: torch.Tensor, prompts: Sequence[str]) -> dict[str, float]:
+        """One hinge-loss step: ``generated`` (image ``i`` drawn for ``prompts[i]``) against one reference of
+        each image's prompt."""
+        references = self.references.draw(prompts, self.generator)
         self.discriminator.head.train()
-        parts = self.discriminator.loss(self.references[rows], generated.float(), self.generator)
+        parts = self.discriminator.loss(references, generated.float(), self.generator)
         self.optimizer.zero_grad()
         parts["loss"].backward()
         self.optimizer.step()
@@ -160,26 +190,33 @@ class AdversarialReward:
         self.optimizer.load_state_dict(state["optimizer"])
 
 
-def reference_tensor(run: Run) -> torch.Tensor:
-    """The reference dataset's first images, resized to the model's output size, as (N, 3, H, W) in [0, 1]."""
-    from PIL import Image
+def load_references(run: Run) -> References:
+    """The reference dataset's images, resized to the model's output size and indexed by their sample's prompt;
+    every training prompt must have one (the authors' run stops at a prompt without references)."""
     from torchvision.transforms.functional import pil_to_tensor
 
+    from zoo.images import load_image
+
     size = run.model.latent_shape[-1] * 2 ** (len(run.model.vae.config.block_out_channels) - 1)
-    images = []
+    name = run.recipe.algorithm.reference_images.name
+    images, rows = [], {}
     for sample in run.recipe.algorithm.reference_images.load():
         for image in sample.images:
-            image = Image.open(image) if isinstance(image, str) else image
-            images.append(pil_to_tensor(image.convert("RGB").resize((size, size))).float() / 255)
+            rows.setdefault(sample.question, []).append(len(images))
+            images.append(pil_to_tensor(load_image(image).resize((size, size))).float() / 255)
     if not images:
-        raise ValueError(f"adv_grpo: dataset {run.recipe.algorithm.reference_images.name!r} has no images")
-    return torch.stack(images)
+        raise ValueError(f"adv_grpo: dataset {name!r} has no images")
+    references = References(torch.stack(images), rows)
+    if absent := references.missing(run.prompts):
+        raise ValueError(f"adv_grpo: {len(absent)} training prompt(s) have no reference image in {name!r} (e.g. "
+                         f"{absent[:3]}); its samples' prompts must name the training prompts they depict")  # fmt: skip
+    return references
 
 
 def attach_discriminator(run: Run) -> None:
     """Make the run's reward the discriminator (an adversarial recipe lists no other) and keep it for checkpoints."""
     alg = run.recipe.algorithm
     discriminator = DinoDiscriminator(load_backbone(alg.discriminator_backbone, run.recipe.training.seed))
-    reward = AdversarialReward(reference_tensor(run), alg.discriminator_lr, run.generator, discriminator)
+    reward = AdversarialReward(load_references(run), alg.discriminator_lr, run.generator, discriminator)
     run.reward = reward
     run.extra["discriminator"] = reward

@@ -102,7 +102,8 @@ class DiffusionAlgorithmConfig:
     """Adv-GRPO: the frozen DINOv2 under the discriminator head (Hub id or directory), or ``tiny:dinov2``
     (a small random one built from a config, seeded, for CPU runs)."""
     reference_images: DataConfig = field(default_factory=DataConfig)
-    """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives."""
+    """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives for their sample's prompt
+    (every training prompt needs at least one; the authors pair references with prompts)."""
 
 
 @dataclass(frozen=True)

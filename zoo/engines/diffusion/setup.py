@@ -96,7 +96,7 @@ class Run:
     def score(self, latents: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dict[str, float]]:
         """(N,) rewards of the decoded images (NaN where a reward could not be computed) and per-term means."""
         images = self.model.decode(latents).cpu()
-        self.extra["last_images"] = images
+        self.extra["last_scored"] = (images, prompts)
         samples = [RewardSample(target={"prompt": p}) for p in prompts]
         results = self.reward(list(images), samples)
         rewards = torch.tensor([math_nan(r.score) for r in results], dtype=torch.float32)

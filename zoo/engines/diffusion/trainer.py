@@ -85,7 +85,7 @@ def train_round(run: Run, index: int) -> dict[str, Any]:
         transitions, rewards, metrics = flat_round(run, method, prompts)
     metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
     if method.adversarial and trains_discriminator(index, run.recipe.algorithm.d_times):
-        metrics.update(run.extra["discriminator"].update(run.extra["last_images"]))
+        metrics.update(run.extra["discriminator"].update(*run.extra["last_scored"]))
         return metrics
     if run.settings["filter_zero_advantage"]:  # Flow-GRPO: samples with A = 0 carry no signal
         keep = nonzero_advantage_mask(transitions.advantages)
