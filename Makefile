@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing the pinned stack into $(VENV) (about 3 minutes the first time)"
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev,hub,logging,perception,robot,driving]"
+	$(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev,hub,logging,perception,robot,driving,cad]"
 	@touch $(STAMP)
 
 install: $(STAMP)

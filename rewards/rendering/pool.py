@@ -34,7 +34,7 @@ from rewards.rendering.jobs import python_roots
 from rewards.rendering.oslevel import Limits
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
 from rewards.rendering.result import INFRA_STATUSES, MODEL_FAILURE_STATUSES, RenderResult
-from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source, check_request, prepare_source
+from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source, check_installed, check_request, prepare_source
 
 logger = logging.getLogger(__name__)
 #: Job uids are ``uid_base + worker index``: an id range no real account uses, so a job can
@@ -148,6 +148,7 @@ class RenderPool:
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise ValueError(f"unknown render kinds {unknown}; available: {list(KINDS)}")
+        check_installed(kinds)
         self.workers = workers or min(2, os.cpu_count() or 1)
         self.kinds = tuple(kinds)
         self.max_source_bytes = max_source_bytes

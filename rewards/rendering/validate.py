@@ -14,8 +14,23 @@ from collections.abc import Sequence
 #: (the optional ones need extra packages: skia-python for ``svg-skia``, cadquery for ``cadquery*``).
 KINDS = ("svg", "matplotlib", "svg-skia", "matplotlib-facts", "cadquery", "cadquery-geometry")
 DEFAULT_KINDS = ("svg", "matplotlib")
+#: Kind -> (module its worker imports, how to install it), checked before a pool starts a worker that would die on it.
+KIND_PACKAGES = {"svg-skia": ("skia", "pip install skia-python"),
+                 "cadquery": ("cadquery", "pip install -e '.[cad]' (cadquery)"),
+                 "cadquery-geometry": ("cadquery", "pip install -e '.[cad]' (cadquery)")}  # fmt: skip
 MAX_SIDE = 4096
 Source = str | bytes
+
+
+def check_installed(kinds: Sequence[str]) -> None:
+    """``ImportError`` naming the install command when a kind's renderer package is missing (a worker started
+    without it would only die with a traceback)."""
+    import importlib.util
+
+    for kind in kinds:
+        module, install = KIND_PACKAGES.get(kind, (None, ""))
+        if module and importlib.util.find_spec(module) is None:
+            raise ImportError(f"render kind {kind!r} needs the {module!r} package, which is not installed: {install}")
 
 
 def check_request(kind: str, size: Sequence[int], timeout: float,

@@ -85,6 +85,16 @@ def test_caller_mistakes_raise(render_pool: RenderPool) -> None:
         RenderPool(kinds=("cad",))
 
 
+def test_a_kind_without_its_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a worker dying on ``import cadquery`` with a traceback: the pool refuses before starting one."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cadquery" else real(name, *a))
+    with pytest.raises(ImportError, match=r"'cadquery-geometry' needs the 'cadquery' package.*\[cad\]"):
+        RenderPool(kinds=("svg", "cadquery-geometry"))
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/proc/self/ns/net"), reason="needs root on Linux")
 def test_isolation_report_as_root(render_pool: RenderPool) -> None:
     walls = render_pool.isolation
