@@ -48,7 +48,7 @@ project's synthetic-scene geometry, parse failure = 0 — greedy decoding, {n_fi
 
 | stage | held-out PDMS |
 |---|---|
-| after SFT warm start ({sft_steps} steps, {sft_minutes:.1f} CPU-min) | {sft_pdms:.3f} |
+| after SFT warm start ({sft_steps} steps, {sft_minutes:.1f} CPU-min) | {sft_pdms:.3f}{sft_se} |
 {grpo_rows}
 {control_rows}
 {verdict}
@@ -98,16 +98,23 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
+def _pm(se: dict[str, Any], arm: str, seed: int) -> str:
+    """`` ± SE`` of one arm's held-out mean, when the record has it."""
+    value = se.get(arm, {}).get(f"seed{seed}")
+    return "" if value is None else f" ± {value:.3f}"
+
+
 def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
     grpo, control, start = training["grpo"], training.get("sft_continue_equal_time") or [], training["sft"]
+    se = training.get("standard_error") or {}
     grpo_rows = "\n".join(
         f"| after GRPO, seed {g['seed']} (+{g['train_minutes']:.1f} CPU-min){' — released' if i == 0 else ''} "
-        f"| **{g['final_pdms']:.3f}** |"
+        f"| **{g['final_pdms']:.3f}**{_pm(se, 'grpo', g['seed'])} |"
         for i, g in enumerate(grpo)
     )
     control_rows = "\n".join(
         f"| control: SFT continued for GRPO seed {c['seed']}'s CPU time ({c['steps']} more steps, "
-        f"{c['train_minutes']:.1f} CPU-min) | {c['final_pdms']:.3f} |"
+        f"{c['train_minutes']:.1f} CPU-min) | {c['final_pdms']:.3f}{_pm(se, 'control', c['seed'])} |"
         for c in control
     )
     g_mean = _mean([g["final_pdms"] for g in grpo])
@@ -124,10 +131,24 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
         )
     else:
         verdict += " The continued-SFT control was not run."
-    verdict += (
-        f" Each number is one greedy pass over the same {training['held_out']['n_final']} scenes; no confidence "
-        "interval is computed, so read differences of a few hundredths as unresolved."
-    )
+    n = training["held_out"]["n_final"]
+    if se:
+        parts = []
+        for g in grpo:
+            key = f"seed{g['seed']}"
+            part = f"seed {g['seed']}: GRPO − SFT {g['final_pdms'] - start['final_pdms']:+.3f} ± {se['grpo_minus_sft'][key]:.3f}"
+            match = [c for c in control if c["seed"] == g["seed"]]
+            if match and key in se["grpo_minus_control"]:
+                diff = g["final_pdms"] - match[0]["final_pdms"]
+                part += f", GRPO − control {diff:+.3f} ± {se['grpo_minus_control'][key]:.3f}"
+            parts.append(part)
+        paired = "; ".join(parts)
+        verdict += (
+            f" ± is one standard error over the {n} scenes (greedy, one pass each); differences are paired, "
+            f"every arm being scored on the same scenes: {paired}."
+        )
+    else:
+        verdict += f" Each number is one greedy pass over the same {n} scenes; no standard error was recorded."
     return grpo_rows, control_rows + ("\n" if control_rows else ""), verdict
 
 
@@ -146,6 +167,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         sft_steps=training["sft"]["steps"],
         sft_minutes=training["sft"]["train_minutes"],
         sft_pdms=training["sft"]["final_pdms"],
+        sft_se=(f" ± {training['standard_error']['sft']:.3f}" if training.get("standard_error") else ""),
         sft_lr=training["sft"]["lr"],
         grpo_rows=grpo_rows,
         control_rows=control_rows,
