@@ -83,6 +83,21 @@ def evaluate(model_dir: Path, n: int) -> float:
     return float(np.mean([r["pdms"] for r in rows]))
 
 
+def expert_ceiling(n: int) -> dict[str, float]:
+    """The expert plan's own scores on the first ``n`` held-out scenes, written at the answer format's
+    precision and parsed back as a model's answer would be: what a perfect imitation of the
+    demonstrations scores (sub-metrics included, comfort among them)."""
+    from domains.driving.evaluate import score_rows, summarise
+    from domains.driving.prompts import format_waypoints, parse_waypoints
+
+    samples = held_out(n)
+    plans = []
+    for s in samples:
+        text = format_waypoints(s.target["reference"])
+        plans.append({"text": text, "parse_error": None, **parse_waypoints(text)})
+    return summarise(score_rows(samples, plans))["overall"]
+
+
 def standard_errors(args: ReleaseArgs, seeds: list[int]) -> dict[str, Any]:
     """Standard errors over the held-out scenes of every arm's final mean, and of the differences
     GRPO - SFT start and GRPO - control per seed (paired: the arms are scored on the same scenes)."""
@@ -141,6 +156,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "sft_continue_equal_time": control,
         "summary": summarise(LADDER, sft, grpo, control),
         "standard_error": standard_errors(args, seeds),
+        "expert_at_answer_precision": expert_ceiling(args.final_eval_n),
         "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},
     }  # fmt: skip
     training["example"] = write_example(ROOT / "examples/driving-scene.png")
