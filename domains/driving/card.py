@@ -73,8 +73,8 @@ plotted in `curves.png` next to this card.
 * **SFT** (`domains/driving/recipes/driving-vla-tiny-sft.yaml`, the `vlm-sft` engine): lr {sft_lr},
   batch 16, loss on the answer tokens only, fresh synthetic scenes every step.
 * **GRPO** (`domains/driving/recipes/driving-vla-tiny-cpu.yaml`, the `vlm-trl` engine): group-normalised
-  advantages, β = {beta}, G = {generations}, lr {grpo_lr}, temperature {temperature}, {grpo_steps} steps of
-  {prompts} prompts × {generations} completions; reward `driving-pdms` (parse failure = 0).
+  advantages, `{loss_type}` loss aggregation, β = {beta}, G = {generations}, lr {grpo_lr}, temperature
+  {temperature}, {grpo_steps} steps of {prompts} prompts × {generations} completions; reward `driving-pdms` (parse failure = 0).
 * **Control** (`domains/driving/recipes/driving-vla-tiny-sft-control.yaml`): the SFT continued from the
   same start for each GRPO seed's CPU minutes (`training.max_minutes`).
 * **Reproduce**: `{release}` (about {total_minutes:.0f} CPU-minutes of training) runs the three
@@ -201,6 +201,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         rel_c=released["c"],
         rel_parse=released["parse_failure_rate"],
         beta=recipe["algorithm"]["beta"],
+        loss_type=recipe["algorithm"]["loss_type"],
         generations=generations,
         prompts=recipe["training"]["batch_size"] // generations,
         grpo_lr=recipe["training"]["lr"],
