@@ -64,6 +64,13 @@ def test_release_stages_run_end_to_end_small(tmp_path):
         assert 0.0 <= record["final_pdms"] <= 1.0 and record["curve"] and record["train_minutes"] > 0
     grpo = json.loads((tmp_path / "grpo-s0.json").read_text())
     assert [p["step"] for p in grpo["curve"]] == [1, 2]
+    checkpoint, card = tmp_path / "checkpoint", tmp_path / "card" / "README.md"
+    subprocess.run([*release, "finalize", "--checkpoint", str(checkpoint), "--card", str(card), *common],
+                   check=True, cwd=ROOT)  # fmt: skip
+    record = json.loads((checkpoint / "training.json").read_text())
+    assert record["standard_error"]["n"] == 2 and set(record["standard_error"]["grpo_minus_control"]) == {"seed0"}
+    assert record["expert_at_answer_precision"]["pdms"] > 0.9
+    assert "± is one standard error" in card.read_text()
 
 
 def test_standard_errors_are_paired_over_the_same_scenes(tmp_path):
