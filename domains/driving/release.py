@@ -24,9 +24,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from domains.driving.data import EVAL_SEED
 from zoo.data import Sample
-from zoo.release import Ladder, ReleaseArgs, copy_weights, load_stages, summarise, write_json
+from zoo.release import Ladder, ReleaseArgs, copy_weights, load_stages, read_json, summarise, write_json
 from zoo.release import main as release_main
 
 logger = logging.getLogger("domains.driving.release")
@@ -65,12 +67,59 @@ def pipeline(model_dir: Path) -> Any:
     return zoo.load(str(model_dir), entry=ENTRY)
 
 
+def scores_file(model_dir: Path, n: int) -> Path:
+    """Where :func:`evaluate` leaves the per-scene scores of ``model_dir`` on ``n`` scenes (beside the
+    weights, not in them), so ``finalize`` can put standard errors on the means without re-running them."""
+    return model_dir.parent / f"{model_dir.name}.heldout-{n}.json"
+
+
 def evaluate(model_dir: Path, n: int) -> float:
     """Held-out mean PDMS of the model in ``model_dir`` on ``n`` scenes (greedy; parse failure = 0)."""
-    from domains.driving.evaluate import plan, score_rows, summarise
+    from domains.driving.evaluate import plan, score_rows
 
     samples, pipe = held_out(n), pipeline(model_dir)
-    return summarise(score_rows(samples, [plan(pipe, s) for s in samples]))["overall"]["pdms"]
+    rows = score_rows(samples, [plan(pipe, s) for s in samples])
+    write_json(scores_file(model_dir, n), {"ids": [r["id"] for r in rows], "pdms": [r["pdms"] for r in rows]})
+    return float(np.mean([r["pdms"] for r in rows]))
+
+
+def expert_ceiling(n: int) -> dict[str, float]:
+    """The expert plan's own scores on the first ``n`` held-out scenes, written at the answer format's
+    precision and parsed back as a model's answer would be: what a perfect imitation of the
+    demonstrations scores (sub-metrics included, comfort among them)."""
+    from domains.driving.evaluate import score_rows, summarise
+    from domains.driving.prompts import format_waypoints, parse_waypoints
+
+    samples = held_out(n)
+    plans = []
+    for s in samples:
+        text = format_waypoints(s.target["reference"])
+        plans.append({"text": text, "parse_error": None, **parse_waypoints(text)})
+    return summarise(score_rows(samples, plans))["overall"]
+
+
+def standard_errors(args: ReleaseArgs, seeds: list[int]) -> dict[str, Any]:
+    """Standard errors over the held-out scenes of every arm's final mean, and of the differences
+    GRPO - SFT start and GRPO - control per seed (paired: the arms are scored on the same scenes)."""
+
+    def scores(run: str) -> np.ndarray:
+        return np.asarray(read_json(scores_file(args.run_dir / run / "final", args.final_eval_n))["pdms"])
+
+    def se(values: np.ndarray) -> float:
+        return float(values.std(ddof=1) / np.sqrt(len(values)))
+
+    sft = scores("sft")
+    out: dict[str, Any] = {"n": len(sft), "sft": se(sft), "grpo": {}, "control": {}, "grpo_minus_sft": {},
+                           "grpo_minus_control": {}}  # fmt: skip
+    for seed in seeds:
+        grpo = scores(f"grpo-s{seed}")
+        out["grpo"][f"seed{seed}"] = se(grpo)
+        out["grpo_minus_sft"][f"seed{seed}"] = se(grpo - sft)
+        if scores_file(args.run_dir / f"sft-continue-s{seed}" / "final", args.final_eval_n).is_file():
+            control = scores(f"sft-continue-s{seed}")
+            out["control"][f"seed{seed}"] = se(control)
+            out["grpo_minus_control"][f"seed{seed}"] = se(grpo - control)
+    return out
 
 
 LADDER = Ladder(SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE, metric="pdms", evaluate=evaluate)
@@ -106,6 +155,8 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "grpo": grpo,
         "sft_continue_equal_time": control,
         "summary": summarise(LADDER, sft, grpo, control),
+        "standard_error": standard_errors(args, seeds),
+        "expert_at_answer_precision": expert_ceiling(args.final_eval_n),
         "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},
     }  # fmt: skip
     training["example"] = write_example(ROOT / "examples/driving-scene.png")

@@ -93,3 +93,24 @@ def test_score_versions_and_progress_against_reference():
     assert v2["score"] == pytest.approx((5 * v2["ep"] + 5 + 2 * v2["lk"] + 2 * v2["hc"] + 2) / 16)
     with pytest.raises(ValueError, match="version"):
         score(scene, straight_waypoints(5.0), straight_waypoints(10.0), "v3")
+
+
+def test_limits_are_navsims_and_the_expert_keeps_them_at_answer_precision():
+    """Limits as in autonomousvision/navsim HEAD (0a380a90) pdm_comfort_metrics.py. The synthetic
+    expert, written at the answer format's precision (0.1 m, 0.01 rad), keeps them on held-out
+    scenes, so comfort is reachable from the prompt alone; 0.5 m of spacing jitter between 0.5 s
+    poses (what an imprecise planner writes) is several m/s^2 of acceleration and breaks them."""
+    from domains.driving.data import EVAL_SEED, synthetic_driving
+    from domains.driving.prompts import format_waypoints, read_waypoints
+
+    limits = (comfort.MAX_ABS_MAG_JERK, comfort.MAX_ABS_LAT_ACCEL, comfort.MAX_LON_ACCEL, comfort.MIN_LON_ACCEL,
+              comfort.MAX_ABS_YAW_ACCEL, comfort.MAX_ABS_LON_JERK, comfort.MAX_ABS_YAW_RATE)  # fmt: skip
+    assert limits == (8.37, 4.89, 2.40, -4.05, 1.93, 4.13, 0.95)
+    kept = []
+    for sample in synthetic_driving(n=16, seed=EVAL_SEED):
+        scene = Scene.from_dict(sample.target["scene"])
+        written = np.array(read_waypoints(format_waypoints(sample.target["reference"])))
+        kept.append(comfort.is_comfortable(ego_states(written, scene.ego_speed)))
+    assert np.mean(kept) >= 0.9
+    jitter = straight_waypoints(10.0) + np.array([[0.5 * (-1) ** i, 0.0, 0.0] for i in range(8)])
+    assert comfort.is_comfortable(ego_states(jitter, 10.0)) == 0.0
