@@ -37,6 +37,7 @@ RECIPES = Path(__file__).resolve().parent / "recipes"
 SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE = (RECIPES / f"svg-tiny-{s}.yaml" for s in ("sft", "grpo", "sft-control"))
 ENTRY = "svg-scenes-tiny"
 CHECKPOINT = ROOT / "checkpoints" / ENTRY
+CARD_DIR = ROOT / "model_cards" / ENTRY
 EVAL_SEED = 7_777  # held-out scenes: SFT streams seeds >= 10**6, GRPO draws 100 + seed, the tokenizer 999
 
 
@@ -175,10 +176,24 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
     }
     record.update(card_fields(record))
     (CHECKPOINT / "training.json").write_text(json.dumps(record, indent=2))
+    plot(record, CARD_DIR / "curves.png")
     write_results(CHECKPOINT / "eval", {"held_out_eval_seed": EVAL_SEED, "scenes": args.final_eval_n,
                                         "metric": "svg-shape-iou", "paired": record["paired"]},
                   ({"scene": i, **{arm: round(v[i], 6) for arm, v in per_scene.items()}}
                    for i in range(args.final_eval_n)))
+
+
+def plot(record: dict[str, Any], path: Path) -> None:
+    """Held-out reward against training CPU-minutes (:func:`zoo.release.plot_curves`): the SFT start's
+    curve, then each GRPO seed against its equal-time control from the SFT checkpoint."""
+    from zoo.release import plot_curves
+
+    def arm(r: dict[str, Any]) -> dict[str, Any]:
+        return {"seed": r.get("seed"), "curve": r["curve"], "final_reward": r["final"]["reward"]}
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot_curves({"sft": arm(record["sft"]), "grpo": [arm(g) for g in record["grpo"]],
+                 "sft_continue_equal_time": [arm(c) for c in record["sft_continue_equal_time"]]}, path, "reward")
 
 
 def paired_differences(per_scene: dict[str, list[float]], seeds: list[int]) -> dict[str, dict[str, float]]:
@@ -229,7 +244,8 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
                             f"row), as the mean per-scene difference ± its standard error on the same scenes: GRPO "
                             f"{gains}; equal-time continued SFT from the same start {controls} (CPU minutes include "
                             f"the render workers). GRPO minus the control of its seed: {versus or 'not run'}. "
-                            f"{verdict} Per-scene scores of every stage are in eval/predictions.jsonl; the "
+                            f"{verdict} Held-out curves: curves.png next to this card. Per-scene scores of every stage "
+                            "are in the checkpoint's eval/predictions.jsonl; the "
                             "RLRF-style score and the share of answers that render per stage in training.json. A "
                             "first GRPO run with the RLRF-style reward raised that reward by drawing nothing (a blank "
                             "canvas scores 0.4 there); it was not released."),

@@ -29,3 +29,40 @@ def test_paired_differences_compare_each_seed_on_the_same_scenes():
     assert out["grpo-s0 - control"]["mean"] == pytest.approx(diff.mean())
     assert out["grpo-s0 - control"]["se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(40))
     assert out["grpo-s1 - sft"]["mean"] == pytest.approx((grpo1 - sft).mean())
+
+
+def _stage(seed, scores, minutes):
+    point = {"step": 10, "reward": float(np.mean(scores)), "minutes": minutes}
+    return {"seed": seed, "total_minutes": minutes, "curve": [point],
+            "final": {"reward": float(np.mean(scores)), "reward_se": 0.0}, "final_scores": list(scores)}
+
+
+def test_finalize_writes_the_record_per_scene_scores_and_the_curve(tmp_path, monkeypatch):
+    """``finalize`` from stage records: paired differences in training.json, one row per held-out scene
+    in eval/, the curve plot, and a card verdict that follows the numbers."""
+    import argparse
+    import json
+
+    monkeypatch.setattr(release, "CHECKPOINT", tmp_path / "checkpoint")
+    monkeypatch.setattr(release, "CARD_DIR", tmp_path / "card")
+    run = tmp_path / "runs"
+    for name in ("sft", "grpo-s0", "grpo-s1"):
+        (run / name / "final").mkdir(parents=True)
+        (run / name / "final" / "config.json").write_text("{}")
+    rng = np.random.default_rng(2)
+    sft = rng.uniform(0, 0.6, 30)
+    records = {"sft": _stage(None, sft, 10.0), "grpo-s0": _stage(0, sft + 0.2, 2.0),
+               "grpo-s1": _stage(1, sft + rng.normal(0, 0.3, 30), 2.0),
+               "sft-continue-s0": _stage(0, sft + 0.05, 2.0), "sft-continue-s1": _stage(1, sft + 0.05, 2.0)}
+    for name, record in records.items():
+        (run / f"{name}.json").write_text(json.dumps(record))
+    release.finalize(argparse.Namespace(run_dir=run, final_eval_n=30, eval_n=10), [0, 1])
+
+    record = json.loads((tmp_path / "checkpoint" / "training.json").read_text())
+    assert record["paired"]["grpo-s0 - control"]["mean"] == pytest.approx(0.15)
+    assert "final_scores" not in record["grpo"][0]
+    assert "does not beat the control" in record["evaluation_note"]  # seed 1 is noise around the start
+    rows = [json.loads(line) for line in (tmp_path / "checkpoint" / "eval" / "predictions.jsonl").open()]
+    assert len(rows) == 30 and rows[3]["grpo-s0"] == pytest.approx(sft[3] + 0.2, abs=1e-5)
+    assert (tmp_path / "card" / "curves.png").stat().st_size > 0
+    assert (tmp_path / "checkpoint" / "sft" / "config.json").is_file()
