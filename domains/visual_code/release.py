@@ -222,6 +222,9 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
     rows += [{"dataset": "svg-synthetic one-shape scenes", "split": split, "stage": f"control seed {c['seed']}",
               "metric": "drawn-pixel IoU", "value": round(c["final"]["reward"], 4)} for c in control]
     paired = record["paired"]
+    algo, tr = record["recipe_grpo"]["algorithm"], record["recipe_grpo"]["training"]
+    prompts = tr["batch_size"] // algo["num_generations"]
+    reused = "; the SFT start shipped with the previous release, not retrained" if sft.get("reused") else ""
 
     def diff(seed: int, base: str) -> str:
         d = paired[f"grpo-s{seed} - {base}"]
@@ -249,10 +252,12 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
                             "RLRF-style score and the share of answers that render per stage in training.json. A "
                             "first GRPO run with the RLRF-style reward raised that reward by drawing nothing (a blank "
                             "canvas scores 0.4 there); it was not released."),
-        "training_text": ("SFT: domains/visual_code/recipes/svg-tiny-sft.yaml (vlm-sft, fresh scenes every batch). "
-                          "GRPO: svg-tiny-grpo.yaml (vlm-trl, G=8, beta 0, reward svg-shape-iou rendered in "
-                          "the sandbox). Control: svg-tiny-sft-control.yaml for GRPO's CPU time. Rebuild: "
-                          "python -m domains.visual_code.release all."),
+        "training_text": (f"SFT: domains/visual_code/recipes/svg-tiny-sft.yaml (vlm-sft, fresh scenes every batch, "
+                          f"{sft['steps']} steps{reused}). GRPO: svg-tiny-grpo.yaml (vlm-trl, {prompts} prompts x "
+                          f"G={algo['num_generations']} a step, lr {tr['lr']:g}, {tr['steps']} steps, beta "
+                          f"{algo['beta']:g}, reward svg-shape-iou rendered in the sandbox). Control: "
+                          "svg-tiny-sft-control.yaml for GRPO's CPU time. Rebuild: python -m "
+                          "domains.visual_code.release all."),
         "intended_use": "Running and reading the visual-code RL loop end to end on a laptop; tests and demos.",
         "limitations": ("Knows only synthetic one-shape scenes in four colours on a 56-unit canvas; numbers are on "
                         "that held-out set only. Compare GRPO with the control rows: when continued SFT gains more "

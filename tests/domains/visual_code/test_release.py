@@ -33,7 +33,7 @@ def test_paired_differences_compare_each_seed_on_the_same_scenes():
 
 def _stage(seed, scores, minutes):
     point = {"step": 10, "reward": float(np.mean(scores)), "minutes": minutes}
-    return {"seed": seed, "total_minutes": minutes, "curve": [point],
+    return {"seed": seed, "total_minutes": minutes, "steps": 10, "curve": [point],
             "final": {"reward": float(np.mean(scores)), "reward_se": 0.0}, "final_scores": list(scores)}
 
 
