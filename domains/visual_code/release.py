@@ -155,6 +155,8 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
 
     sft, grpo = read("sft"), [read(f"grpo-s{s}") for s in seeds]
     control = [read(f"sft-continue-s{s}") for s in seeds if (args.run_dir / f"sft-continue-s{s}.json").is_file()]
+    for g in grpo:
+        g["diagnostics"] = grpo_diagnostics(args.run_dir / f"grpo-s{g['seed']}")
     per_scene = {"sft": sft.pop("final_scores"), **{f"grpo-s{g['seed']}": g.pop("final_scores") for g in grpo},
                  **{f"control-s{c['seed']}": c.pop("final_scores") for c in control}}
     if CHECKPOINT.exists():
@@ -181,6 +183,24 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
                                         "metric": "svg-shape-iou", "paired": record["paired"]},
                   ({"scene": i, **{arm: round(v[i], 6) for arm, v in per_scene.items()}}
                    for i in range(args.final_eval_n)))
+
+
+def grpo_diagnostics(run: Path) -> dict[str, float]:
+    """What says whether GRPO could learn, from its ``metrics.csv``: the sampled training reward over
+    the first and last quarter of the logged steps, the share of groups whose rewards were all equal
+    (no advantage), of answers that failed to render, and of completions cut at the length cap."""
+    rows = [r for r in csv.DictReader((run / "metrics.csv").open()) if r.get("reward")]
+    quarter = max(1, len(rows) // 4)
+
+    def mean(key: str, part: list[dict[str, str]] = rows) -> float:
+        return _mean([float(r[key]) for r in part])
+
+    return {"train_reward_first_quarter": mean("reward", rows[:quarter]),
+            "train_reward_last_quarter": mean("reward", rows[-quarter:]),
+            "frac_groups_all_equal": mean("frac_reward_zero_std"),
+            "render_failed": mean("svg-shape-iou/render_failed"),
+            "completion_mean_length": mean("completions/mean_length"),
+            "completion_clipped": mean("completions/clipped_ratio")}
 
 
 def plot(record: dict[str, Any], path: Path) -> None:

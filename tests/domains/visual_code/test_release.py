@@ -49,6 +49,10 @@ def test_finalize_writes_the_record_per_scene_scores_and_the_curve(tmp_path, mon
     for name in ("sft", "grpo-s0", "grpo-s1"):
         (run / name / "final").mkdir(parents=True)
         (run / name / "final" / "config.json").write_text("{}")
+    columns = "step,reward,frac_reward_zero_std,svg-shape-iou/render_failed,completions/mean_length,completions/clipped_ratio"
+    logged = [f"{5 * (i + 1)},{0.2 + 0.02 * i},{0.1 * (i % 2)},0.0,44,0.0" for i in range(8)]
+    for seed in (0, 1):
+        (run / f"grpo-s{seed}" / "metrics.csv").write_text("\n".join([columns, *logged, "40,,,,,"]) + "\n")
     rng = np.random.default_rng(2)
     sft = rng.uniform(0, 0.6, 30)
     records = {"sft": _stage(None, sft, 10.0), "grpo-s0": _stage(0, sft + 0.2, 2.0),
@@ -61,6 +65,10 @@ def test_finalize_writes_the_record_per_scene_scores_and_the_curve(tmp_path, mon
     record = json.loads((tmp_path / "checkpoint" / "training.json").read_text())
     assert record["paired"]["grpo-s0 - control"]["mean"] == pytest.approx(0.15)
     assert "final_scores" not in record["grpo"][0]
+    diagnostics = record["grpo"][0]["diagnostics"]  # the summary row (no reward) is skipped
+    assert diagnostics["train_reward_first_quarter"] == pytest.approx(0.21)
+    assert diagnostics["train_reward_last_quarter"] == pytest.approx(0.33)
+    assert diagnostics["frac_groups_all_equal"] == pytest.approx(0.05)
     assert "does not beat the control" in record["evaluation_note"]  # seed 1 is noise around the start
     rows = [json.loads(line) for line in (tmp_path / "checkpoint" / "eval" / "predictions.jsonl").open()]
     assert len(rows) == 30 and rows[3]["grpo-s0"] == pytest.approx(sft[3] + 0.2, abs=1e-5)
