@@ -10,6 +10,9 @@ evaluates their checkpoints on held-out scenes and writes the record::
     python -m domains.visual_code.release finalize --seed 0 --seed 1
     python -m domains.visual_code.release all                    # everything above, seeds 0 1
 
+Without an ``sft`` stage in the run directory, the stages start from the SFT model shipped in
+``checkpoints/svg-scenes-tiny/sft`` (re-evaluated), so GRPO and its control re-run in minutes.
+
 The held-out metric is the GRPO stage's own render reward (``svg-shape-iou``: IoU of the drawn
 pixels whose colours agree, 0 when nothing renders), with the RLRF-style score beside it, greedy
 decoding through the pipeline ``zoo.load`` returns, on scenes whose seed no training stage draws. CPU minutes of a stage
@@ -34,15 +37,16 @@ RECIPES = Path(__file__).resolve().parent / "recipes"
 SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE = (RECIPES / f"svg-tiny-{s}.yaml" for s in ("sft", "grpo", "sft-control"))
 ENTRY = "svg-scenes-tiny"
 CHECKPOINT = ROOT / "checkpoints" / ENTRY
+CARD_DIR = ROOT / "model_cards" / ENTRY
 EVAL_SEED = 7_777  # held-out scenes: SFT streams seeds >= 10**6, GRPO draws 100 + seed, the tokenizer 999
 
 
 # --- evaluation --------------------------------------------------------------------------------
 
 
-def evaluate(model_dir: Path, n: int) -> dict[str, float]:
-    """Held-out means, greedy: the GRPO reward (``svg-shape-iou``), the RLRF-style score without its
-    perceptual term and its image term, and the share of answers that render."""
+def scene_scores(model_dir: Path, n: int) -> dict[str, list[float]]:
+    """Per held-out scene, greedy: the GRPO reward (``svg-shape-iou``), the RLRF-style score without
+    its perceptual term and its image term, and whether the answer renders (1/0)."""
     import zoo
     from domains.visual_code.data import synthetic_svgs
     from rewards import get
@@ -56,13 +60,30 @@ def evaluate(model_dir: Path, n: int) -> dict[str, float]:
     size = (kwargs["pixels"],) * 2
     shape = get("svg-shape-iou").with_options(size=size)(predictions, samples)
     rlrf = RlrfSvgReward("svg-skia", encoder=None, size=size)(predictions, samples)
-    return {"reward": _mean([r.score for r in shape]), "rlrf": _mean([r.score for r in rlrf]),
-            "rlrf_image": _mean([r.components["image"] for r in rlrf]),
-            "renders": _mean([r.components["rendered"] for r in rlrf])}
+    return {"reward": [r.score for r in shape], "rlrf": [r.score for r in rlrf],
+            "rlrf_image": [r.components["image"] for r in rlrf], "renders": [r.components["rendered"] for r in rlrf]}
+
+
+def summarise(scores: dict[str, list[float]]) -> dict[str, float]:
+    """Means of :func:`scene_scores`, with the standard error of the mean reward (``reward_se``)."""
+    out = {k: _mean(v) for k, v in scores.items()}
+    out["reward_se"] = _se(scores["reward"])
+    return out
+
+
+def evaluate(model_dir: Path, n: int) -> dict[str, float]:
+    """Held-out means over ``n`` scenes (:func:`summarise` of :func:`scene_scores`)."""
+    return summarise(scene_scores(model_dir, n))
 
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
+
+
+def _se(values: list[float]) -> float:
+    """Standard error of the mean (sample standard deviation / sqrt(n))."""
+    m = _mean(values)
+    return (sum((v - m) ** 2 for v in values) / max(1, len(values) - 1) / len(values)) ** 0.5
 
 
 def curve(run: Path, n: int) -> list[dict[str, float]]:
@@ -104,18 +125,29 @@ def stage(name: str, recipe: Path, overrides: list[str], args: argparse.Namespac
     record = {**extra, "overrides": overrides, **train(recipe, overrides, out)}
     record["steps"] = int(list(csv.DictReader((out / "metrics.csv").open()))[-1]["step"])
     record["curve"] = curve(out, args.eval_n)
-    record["final"] = evaluate(out / "final", args.final_eval_n)
+    scores = scene_scores(out / "final", args.final_eval_n)
+    record["final"], record["final_scores"] = summarise(scores), scores["reward"]
     (args.run_dir / f"{name}.json").write_text(json.dumps(record, indent=2))
     return record
 
 
-def sft_start(args: argparse.Namespace) -> Path:
-    start = args.run_dir / "sft" / "final"
-    return start if start.is_dir() else CHECKPOINT / "sft"
+def adopt_shipped_sft(args: argparse.Namespace) -> None:
+    """Without an SFT stage in ``run_dir``, take the SFT start shipped in ``checkpoints/<entry>/sft``
+    (what ``svg-tiny-sft.yaml`` trained) and its record, re-evaluated on ``final_eval_n`` scenes, so
+    the RL stages and the control can be re-run without paying for SFT again."""
+    if (args.run_dir / "sft.json").is_file():
+        return
+    shipped = json.loads((CHECKPOINT / "training.json").read_text())["sft"]
+    shutil.copytree(CHECKPOINT / "sft", args.run_dir / "sft" / "final", dirs_exist_ok=True)
+    scores = scene_scores(args.run_dir / "sft" / "final", args.final_eval_n)
+    record = {**shipped, "final": summarise(scores), "final_scores": scores["reward"],
+              "reused": f"the SFT start shipped in checkpoints/{ENTRY}/sft (svg-tiny-sft.yaml), not retrained"}
+    (args.run_dir / "sft.json").write_text(json.dumps(record, indent=2))
 
 
 def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
     """Copy the first seed's GRPO model (and its SFT start, in ``sft/``) to checkpoints/ with ``training.json``."""
+    from zoo.eval_results import write_results
     from zoo.recipe import load_recipe
 
     def read(name: str) -> dict[str, Any]:
@@ -123,6 +155,10 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
 
     sft, grpo = read("sft"), [read(f"grpo-s{s}") for s in seeds]
     control = [read(f"sft-continue-s{s}") for s in seeds if (args.run_dir / f"sft-continue-s{s}.json").is_file()]
+    for g in grpo:
+        g["diagnostics"] = grpo_diagnostics(args.run_dir / f"grpo-s{g['seed']}")
+    per_scene = {"sft": sft.pop("final_scores"), **{f"grpo-s{g['seed']}": g.pop("final_scores") for g in grpo},
+                 **{f"control-s{c['seed']}": c.pop("final_scores") for c in control}}
     if CHECKPOINT.exists():
         shutil.rmtree(CHECKPOINT)
     pickles = shutil.ignore_patterns("training_args.bin")  # the release ships safetensors and JSON only
@@ -138,9 +174,59 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
                      "the drawn pixels whose colours agree; 0 when nothing renders), greedy; 'rlrf': rlrf-svg "
                      "without its perceptual term, reported beside it"},
         "sft": sft, "grpo": grpo, "sft_continue_equal_time": control,
+        "paired": paired_differences(per_scene, seeds),
     }
     record.update(card_fields(record))
     (CHECKPOINT / "training.json").write_text(json.dumps(record, indent=2))
+    plot(record, CARD_DIR / "curves.png")
+    write_results(CHECKPOINT / "eval", {"held_out_eval_seed": EVAL_SEED, "scenes": args.final_eval_n,
+                                        "metric": "svg-shape-iou", "paired": record["paired"]},
+                  ({"scene": i, **{arm: round(v[i], 6) for arm, v in per_scene.items()}}
+                   for i in range(args.final_eval_n)))
+
+
+def grpo_diagnostics(run: Path) -> dict[str, float]:
+    """What says whether GRPO could learn, from its ``metrics.csv``: the sampled training reward over
+    the first and last quarter of the logged steps, the share of groups whose rewards were all equal
+    (no advantage), of answers that failed to render, and of completions cut at the length cap."""
+    rows = [r for r in csv.DictReader((run / "metrics.csv").open()) if r.get("reward")]
+    quarter = max(1, len(rows) // 4)
+
+    def mean(key: str, part: list[dict[str, str]] = rows) -> float:
+        return _mean([float(r[key]) for r in part])
+
+    return {"train_reward_first_quarter": mean("reward", rows[:quarter]),
+            "train_reward_last_quarter": mean("reward", rows[-quarter:]),
+            "frac_groups_all_equal": mean("frac_reward_zero_std"),
+            "render_failed": mean("svg-shape-iou/render_failed"),
+            "completion_mean_length": mean("completions/mean_length"),
+            "completion_clipped": mean("completions/clipped_ratio")}
+
+
+def plot(record: dict[str, Any], path: Path) -> None:
+    """Held-out reward against training CPU-minutes (:func:`zoo.release.plot_curves`): the SFT start's
+    curve, then each GRPO seed against its equal-time control from the SFT checkpoint."""
+    from zoo.release import plot_curves
+
+    def arm(r: dict[str, Any]) -> dict[str, Any]:
+        return {"seed": r.get("seed"), "curve": r["curve"], "final_reward": r["final"]["reward"]}
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot_curves({"sft": arm(record["sft"]), "grpo": [arm(g) for g in record["grpo"]],
+                 "sft_continue_equal_time": [arm(c) for c in record["sft_continue_equal_time"]]}, path, "reward")
+
+
+def paired_differences(per_scene: dict[str, list[float]], seeds: list[int]) -> dict[str, dict[str, float]]:
+    """Mean per-scene difference and its standard error, on the same held-out scenes: each GRPO seed
+    against the SFT start and against the control of the same seed (when it ran)."""
+    out = {}
+    for seed in seeds:
+        grpo = per_scene[f"grpo-s{seed}"]
+        for name, base in (("sft", per_scene["sft"]), ("control", per_scene.get(f"control-s{seed}"))):
+            if base is not None:
+                diff = [a - b for a, b in zip(grpo, base)]
+                out[f"grpo-s{seed} - {name}"] = {"mean": _mean(diff), "se": _se(diff)}
+    return out
 
 
 def card_fields(record: dict[str, Any]) -> dict[str, Any]:
@@ -155,24 +241,43 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
                      "value": round(g["final"]["reward"], 4)})
     rows += [{"dataset": "svg-synthetic one-shape scenes", "split": split, "stage": f"control seed {c['seed']}",
               "metric": "drawn-pixel IoU", "value": round(c["final"]["reward"], 4)} for c in control]
-    gains = ", ".join(f"seed {g['seed']}: {g['final']['reward'] - sft['final']['reward']:+.3f} in "
-                      f"{g['total_minutes']:.2f} CPU-min" for g in grpo)
+    paired = record["paired"]
+    algo, tr = record["recipe_grpo"]["algorithm"], record["recipe_grpo"]["training"]
+    prompts = tr["batch_size"] // algo["num_generations"]
+    reused = "; the SFT start shipped with the previous release, not retrained" if sft.get("reused") else ""
+
+    def diff(seed: int, base: str) -> str:
+        d = paired[f"grpo-s{seed} - {base}"]
+        return f"{d['mean']:+.3f} ± {d['se']:.3f}"
+
+    gains = ", ".join(f"seed {g['seed']}: {diff(g['seed'], 'sft')} in {g['total_minutes']:.2f} CPU-min" for g in grpo)
     controls = ", ".join(f"seed {c['seed']}: {c['final']['reward'] - sft['final']['reward']:+.3f} in "
                          f"{c['total_minutes']:.2f} CPU-min" for c in control) or "not run"
+    versus = ", ".join(f"seed {c['seed']}: {diff(c['seed'], 'control')}" for c in control)
+    beats = control and all(paired[f"grpo-s{c['seed']} - control"]["mean"] > 2 * paired[f"grpo-s{c['seed']} - control"]["se"]
+                            for c in control)
+    verdict = ("GRPO beats the control on every seed by more than two standard errors." if beats else
+               "GRPO does not beat the control by more than two standard errors on every seed.")
     return {
         "metrics": rows,
         "summary": ("A ~1M-parameter Qwen2.5-VL trained from scratch on CPU to write the SVG of a 112-px picture of "
                     "one circle or rectangle: SFT, then GRPO with a render reward computed in the sandbox. A teaching "
                     "checkpoint for the visual-code domain, not an image vectoriser."),
-        "evaluation_note": (f"Drawn-pixel IoU (svg-shape-iou, the GRPO reward) over the SFT start (the first row): "
-                            f"GRPO {gains}; equal-time continued SFT from the same start {controls} (CPU minutes "
-                            "include the render workers). The RLRF-style score and the share of answers that render "
-                            "per stage are in training.json. A first GRPO run with the RLRF-style reward raised that "
-                            "reward by drawing nothing (a blank canvas scores 0.4 there); it was not released."),
-        "training_text": ("SFT: domains/visual_code/recipes/svg-tiny-sft.yaml (vlm-sft, fresh scenes every batch). "
-                          "GRPO: svg-tiny-grpo.yaml (vlm-trl, G=8, beta 0, reward svg-shape-iou rendered in "
-                          "the sandbox). Control: svg-tiny-sft-control.yaml for GRPO's CPU time. Rebuild: "
-                          "python -m domains.visual_code.release all."),
+        "evaluation_note": (f"Drawn-pixel IoU (svg-shape-iou, the GRPO reward), greedy, over the SFT start (the first "
+                            f"row), as the mean per-scene difference ± its standard error on the same scenes: GRPO "
+                            f"{gains}; equal-time continued SFT from the same start {controls} (CPU minutes include "
+                            f"the render workers). GRPO minus the control of its seed: {versus or 'not run'}. "
+                            f"{verdict} Held-out curves: curves.png next to this card. Per-scene scores of every stage "
+                            "are in the checkpoint's eval/predictions.jsonl; the "
+                            "RLRF-style score and the share of answers that render per stage in training.json. A "
+                            "first GRPO run with the RLRF-style reward raised that reward by drawing nothing (a blank "
+                            "canvas scores 0.4 there); it was not released."),
+        "training_text": (f"SFT: domains/visual_code/recipes/svg-tiny-sft.yaml (vlm-sft, fresh scenes every batch, "
+                          f"{sft['steps']} steps{reused}). GRPO: svg-tiny-grpo.yaml (vlm-trl, {prompts} prompts x "
+                          f"G={algo['num_generations']} a step, lr {tr['lr']:g}, {tr['steps']} steps, beta "
+                          f"{algo['beta']:g}, reward svg-shape-iou rendered in the sandbox). Control: "
+                          "svg-tiny-sft-control.yaml for GRPO's CPU time. Rebuild: python -m "
+                          "domains.visual_code.release all."),
         "intended_use": "Running and reading the visual-code RL loop end to end on a laptop; tests and demos.",
         "limitations": ("Knows only synthetic one-shape scenes in four colours on a 56-unit canvas; numbers are on "
                         "that held-out set only. Compare GRPO with the control rows: when continued SFT gains more "
@@ -187,8 +292,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("stage", choices=["sft", "grpo", "sft-continue", "finalize", "all"])
     parser.add_argument("--seed", type=int, action="append", help="GRPO / control seed(s) (default 0 1)")
     parser.add_argument("--run-dir", type=Path, default=ROOT / "runs/svg-tiny", help="where the stages' runs go")
-    parser.add_argument("--eval-n", type=int, default=100, help="held-out scenes per curve point")
-    parser.add_argument("--final-eval-n", type=int, default=300, help="held-out scenes for the final numbers")
+    parser.add_argument("--eval-n", type=int, default=200, help="held-out scenes per curve point")
+    parser.add_argument("--final-eval-n", type=int, default=1000, help="held-out scenes for the final numbers")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -198,12 +303,15 @@ def main(argv: list[str] | None = None) -> None:
     seeds = args.seed or [0, 1]
     if args.stage in ("sft", "all"):
         stage("sft", SFT_RECIPE, [], args)
+    else:
+        adopt_shipped_sft(args)
+    start = args.run_dir / "sft" / "final"
     for seed in seeds if args.stage in ("grpo", "all") else []:
-        stage(f"grpo-s{seed}", GRPO_RECIPE, [f"training.seed={seed}", f"model.name={sft_start(args)}",
+        stage(f"grpo-s{seed}", GRPO_RECIPE, [f"training.seed={seed}", f"model.name={start}",
                                              f"data.kwargs.seed={100 + seed}"], args, seed=seed)
     for seed in seeds if args.stage in ("sft-continue", "all") else []:
         budget = json.loads((args.run_dir / f"grpo-s{seed}.json").read_text())["total_minutes"]
-        stage(f"sft-continue-s{seed}", CONTROL_RECIPE, [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}",
+        stage(f"sft-continue-s{seed}", CONTROL_RECIPE, [f"model.name={start}", f"training.seed={1000 + seed}",
                                                         f"training.max_minutes={budget}"], args, seed=seed)
     if args.stage in ("finalize", "all"):
         finalize(args, seeds)
