@@ -66,9 +66,8 @@ Curves (held-out step success per checkpoint, {n_curve} episodes) are in `traini
   dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16.
 * **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
   the authors' patch module (threshold 2), step reward, episode + step advantages (γ 0.5,
-  mean-std), future-reward filter (std > 0.3) with the batch topped up by further rollouts,
-  token-mean clipped loss (ε 0.2, dual clip 3). CPU-scale changes: {rl_episodes} episodes × {rl_n}
-  copies per step, lr {rl_lr}, β 0, {rl_steps} steps.
+  mean-std), token-mean clipped loss (ε 0.2, dual clip 3). CPU-scale changes: {rl_episodes} episodes ×
+  {rl_n} copies per step, lr {rl_lr}, β 0, {rl_steps} steps, {rl_filter}.
 * **Control** (`ui-s1-tiny-sft-control.yaml`): the same SFT from the same start, stopped at RL's CPU time.
 * **Reproduce**: `python -m domains.gui.agent_release all` (seeds in `training.json`).
 
@@ -111,6 +110,13 @@ def _verdict(training: dict[str, Any]) -> str:
                    f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
 
 
+def _filter(recipe: dict[str, Any]) -> str:
+    threshold = recipe["multi_turn"].get("filter_std_threshold")
+    if threshold is None:
+        return "the authors' future-reward filter off (see the recipe for why)"
+    return f"the authors' future-reward filter (std > {threshold}) with the batch topped up by further rollouts"
+
+
 def render(training: dict[str, Any], size_mb: float) -> str:
     """The card's markdown body for a training record."""
     sft, rl_recipe = training["sft"], training["recipe_rl"]
@@ -122,7 +128,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
         verdict=_verdict(training), by_type=by_type, sft_lr=training["recipe_sft"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
-        rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"],
+        rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"], rl_filter=_filter(rl_recipe),
     )  # fmt: skip
 
 
