@@ -58,11 +58,11 @@ class Args:
     """Where ``finalize`` writes the released checkpoint."""
     card: Path = CARD
     """Where ``finalize`` writes the model card."""
-    eval_n: int = 60
+    eval_n: int = 100
     """Held-out episodes per curve point."""
     final_eval_n: int = 300
     """Held-out episodes for the before/after numbers."""
-    sft_curve_points: int = 6
+    sft_curve_points: int = 5
     """SFT checkpoints evaluated (``eval_n`` episodes each) to show where its curve flattens."""
     sft_overrides: tuple[str, ...] = ()
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
