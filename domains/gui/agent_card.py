@@ -56,6 +56,7 @@ enlarged 1.2×); **episode success** = every step of the episode right.
 {verdict}
 
 Per action type, step success (SFT start → released RL model): {by_type}.
+{sft_curve}
 Curves (held-out step success per checkpoint, {n_curve} episodes) are in `training.json` and `curves.png`.
 
 ## Training
@@ -105,9 +106,14 @@ def _verdict(training: dict[str, Any]) -> str:
     if not control:
         return text + " The continued-SFT control was not run."
     gap = _mean(rl, "step_success") - _mean(control, "step_success")
-    return text + (f" Continued SFT for the same CPU time reaches {_mean(control, 'step_success'):.3f} step success "
-                   f"and {_mean(control, 'episode_success'):.3f} episode success: RL {'leads' if gap > 0 else 'trails'} "
-                   f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
+    text += (f" Continued SFT for the same CPU time reaches {_mean(control, 'step_success'):.3f} step success "
+             f"and {_mean(control, 'episode_success'):.3f} episode success: RL {'leads' if gap > 0 else 'trails'} "
+             f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
+    if "step_success_se" in start:
+        text += (f" One binomial standard error is ±{start['step_success_se']:.3f} on {start['n_steps']} steps "
+                 f"(a lower bound: steps of one episode are not independent) and ±{start['episode_success_se']:.3f} "
+                 f"on {start['n_episodes']} episodes.")  # fmt: skip
+    return text
 
 
 def _filter(recipe: dict[str, Any]) -> str:
@@ -115,6 +121,16 @@ def _filter(recipe: dict[str, Any]) -> str:
     if threshold is None:
         return "the authors' future-reward filter off (see the recipe for why)"
     return f"the authors' future-reward filter (std > {threshold}) with the batch topped up by further rollouts"
+
+
+def _sft_curve(sft: dict[str, Any]) -> str:
+    """Where the SFT start stands on its own curve: the control is only fair if SFT has flattened."""
+    points = sft.get("curve") or []
+    if not points:
+        return ""
+    steps = "; ".join(f"step {p['step']}: {p['step_success']:.3f} (" + ", ".join(
+        f"{k} {v:.2f}" for k, v in sorted(p["by_action_type"].items())) + ")" for p in points)  # fmt: skip
+    return f"The SFT start's own held-out curve (step success, by action type): {steps}."
 
 
 def render(training: dict[str, Any], size_mb: float) -> str:
@@ -126,7 +142,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         size_mb=size_mb, n_final=training["held_out"]["n_final"], n_curve=training["held_out"]["n_curve"],
         eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
-        verdict=_verdict(training), by_type=by_type, sft_lr=training["recipe_sft"]["training"]["lr"],
+        verdict=_verdict(training), by_type=by_type, sft_curve=_sft_curve(sft), sft_lr=training["recipe_sft"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
         rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"], rl_filter=_filter(rl_recipe),
     )  # fmt: skip

@@ -60,7 +60,7 @@ class Args:
     """Where ``finalize`` writes the model card."""
     eval_n: int = 100
     """Held-out episodes per curve point."""
-    final_eval_n: int = 300
+    final_eval_n: int = 600
     """Held-out episodes for the before/after numbers."""
     sft_curve_points: int = 5
     """SFT checkpoints evaluated (``eval_n`` episodes each) to show where its curve flattens."""
@@ -126,7 +126,7 @@ def curve(run: Path, n: int, until: Path | None = None, points: int = 4) -> list
         scores = evaluate(folder, n)
         points_out.append({"step": step, "minutes": float(logged.get(step, {}).get("cpu_minutes") or "nan"),
                            "step_success": scores["step_success"], "episode_success": scores["episode_success"],
-                           "by_action_type": scores["by_action_type"]})
+                           "by_action_type": scores["by_action_type"]})  # fmt: skip
         logger.info("%s step %d: step success %.3f", run.name, step, scores["step_success"])
     return points_out
 

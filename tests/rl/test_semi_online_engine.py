@@ -127,5 +127,6 @@ def test_rollout_metrics_count_equal_groups_and_action_types():
                record(1, 2, 0, "type", 0.1), record(1, 3, 0, "type", 0.1), record(1, 2, 1, "terminate", 1.0)]  # fmt: skip
     metrics = _rollout_metrics(records)
     assert metrics["frac_equal_groups"] == 0.5
-    assert (metrics["step_success_click"], metrics["step_success_type"], metrics["step_success_terminate"]) == (0.5, 0.0, 1.0)
+    by_type = [metrics[f"step_success_{k}"] for k in ("click", "type", "terminate")]
+    assert by_type == [0.5, 0.0, 1.0]
     assert metrics["step_success"] == 2 / 5 and metrics["turns"] == 5
