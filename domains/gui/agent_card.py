@@ -57,6 +57,7 @@ enlarged 1.2×); **episode success** = every step of the episode right.
 
 Per action type, step success (SFT start → released RL model): {by_type}.
 {sft_curve}
+{diagnostics}
 Curves (held-out step success per checkpoint, {n_curve} episodes) are in `training.json` and `curves.png`.
 
 ## Training
@@ -113,6 +114,9 @@ def _verdict(training: dict[str, Any]) -> str:
         text += (f" One binomial standard error is ±{start['step_success_se']:.3f} on {start['n_steps']} steps "
                  f"(a lower bound: steps of one episode are not independent) and ±{start['episode_success_se']:.3f} "
                  f"on {start['n_episodes']} episodes.")  # fmt: skip
+        if abs(gap) < start["step_success_se"]:
+            text += (" **The gap is inside one standard error: at this budget UI-S1 RL does not beat more SFT**, "
+                     "and this checkpoint ships as that measured result.")  # fmt: skip
     return text
 
 
@@ -133,6 +137,28 @@ def _sft_curve(sft: dict[str, Any]) -> str:
     return f"The SFT start's own held-out curve (step success, by action type): {steps}."
 
 
+def _diagnostics(rl: list[dict[str, Any]]) -> str:
+    """What the RL runs' own logs say: did the training reward move, and how many groups carried no signal."""
+    parts = []
+    for run in rl:
+        rows = run.get("log_history") or []
+        quarter = max(1, len(rows) // 4)
+        if not rows or "frac_equal_groups" not in rows[0]:
+            continue
+
+        def mean(key: str, part: list[dict[str, float]]) -> float:
+            values = [r[key] for r in part if key in r and r[key] == r[key]]
+            return sum(values) / max(1, len(values))
+
+        parts.append(f"seed {run['seed']}: training reward {mean('reward', rows[:quarter]):.3f} in the first quarter "
+                     f"of the run, {mean('reward', rows[-quarter:]):.3f} in the last; "
+                     f"{mean('frac_equal_groups', rows):.0%} of (episode, step) groups scored all copies alike")  # fmt: skip
+    if not parts:
+        return ""
+    return ("RL's own logs (`metrics.csv`): " + "; ".join(parts) + ". A group scored alike has zero step advantage: "
+            "where the agent is wrong it is confidently wrong, so sampling rarely finds the right click or word.")
+
+
 def render(training: dict[str, Any], size_mb: float) -> str:
     """The card's markdown body for a training record."""
     sft, rl_recipe = training["sft"], training["recipe_rl"]
@@ -142,7 +168,8 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         size_mb=size_mb, n_final=training["held_out"]["n_final"], n_curve=training["held_out"]["n_curve"],
         eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
-        verdict=_verdict(training), by_type=by_type, sft_curve=_sft_curve(sft), sft_lr=training["recipe_sft"]["training"]["lr"],
+        verdict=_verdict(training), by_type=by_type, sft_curve=_sft_curve(sft),
+        diagnostics=_diagnostics(training["rl"]), sft_lr=training["recipe_sft"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
         rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"], rl_filter=_filter(rl_recipe),
     )  # fmt: skip
