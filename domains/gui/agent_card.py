@@ -27,12 +27,11 @@ tap a labelled button, type the word the goal names, press Back, finish. For rea
 
 ```python
 import zoo
-from domains.gui.data import load_synthetic_episodes
 
 pipe = zoo.load("gui-agent-tiny")                  # checkpoints/gui-agent-tiny, no network
-step = load_synthetic_episodes(n=1, seed=4242, ui_s1_prompt=False)[0]   # a held-out episode's first step
-pred = pipe(step.images[0], step.prompt)           # one turn, no history
-print(pred.text, pred.action)
+# examples/phone-step.png: the first screen of held-out episode 0 (seed 4242); the goal is the turn's text
+pred = pipe("examples/phone-step.png", "type taxi, then type blue, then go back, then finish")
+print(pred.text, pred.action)                      # one turn, no history; the expert types "taxi"
 ```
 
 `zoo eval gui-agent-tiny --data synthetic-episodes --limit {n_final}` walks whole episodes (the
