@@ -113,7 +113,7 @@ GUI_AGENT_TINY = register(
         spec=VLMSpec(
             min_pixels=56 * 56, max_pixels=112 * 112, coord_frame="resized", max_new_tokens=48, image_first=False,
             parser=parse_ui_s1,
-        ),  # fmt: skip
+        ),
         license="apache-2.0",
         license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
         revision_note="shipped in this repository (checkpoints/gui-agent-tiny), not on the Hub",

@@ -130,3 +130,10 @@ def test_rollout_metrics_count_equal_groups_and_action_types():
     by_type = [metrics[f"step_success_{k}"] for k in ("click", "type", "terminate")]
     assert by_type == [0.5, 0.0, 1.0]
     assert metrics["step_success"] == 2 / 5 and metrics["turns"] == 5
+
+
+def test_sampling_never_emits_vision_placeholders(setup):
+    """An answer holding <|image_pad|> would break the next turn (image tokens vs features): those ids are suppressed."""
+    _, _, model, processor = setup
+    suppressed = VLMPolicy(model, processor).generation["suppress_tokens"]
+    assert processor.tokenizer.convert_tokens_to_ids(processor.image_token) in suppressed
