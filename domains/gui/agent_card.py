@@ -57,7 +57,10 @@ enlarged 1.2×); **episode success** = every step of the episode right.
 Per action type, step success (SFT start → released RL model): {by_type}.
 {sft_curve}
 {diagnostics}
-Curves (held-out step success per checkpoint, {n_curve} episodes) are in `training.json` and `curves.png`.
+Curves (held-out step success per checkpoint, {n_curve} episodes) are in `training.json` and `curves.png`;
+the released model's own evaluation (the same {n_final} episodes, via `zoo eval`) is in `eval/`: `metrics.json`,
+`predictions.jsonl` and `predictions.png`, a strip of held-out screens with each step's verdict, the predicted
+click (magenta) and the target box (green).
 
 ## Training
 
