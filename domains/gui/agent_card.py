@@ -57,7 +57,8 @@ enlarged 1.2×); **episode success** = every step of the episode right.
 Per action type, step success (SFT start → released RL model): {by_type}.
 {sft_curve}
 {diagnostics}
-Curves (held-out step success per checkpoint, {n_curve} episodes) are in `training.json` and `curves.png`;
+Curves (held-out step success per checkpoint on the first {n_curve} of those episodes: a smaller, noisier set
+than the table's, where the arms' end points differ more than on all {n_final}) are in `training.json` and `curves.png`;
 the released model's own evaluation (the same {n_final} episodes, via `zoo eval`) is in `eval/`: `metrics.json`,
 `predictions.jsonl` and `predictions.png`, a strip of held-out screens with each step's verdict, the predicted
 click (magenta) and the target box (green).
@@ -184,7 +185,9 @@ def plot_curves(training: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    start = training["sft"]["final"]["step_success"]
+    # the curves' own episodes: the SFT curve's last point (its final weights) when recorded, not the final-eval set
+    sft_curve = training["sft"].get("curve") or []
+    start = sft_curve[-1]["step_success"] if sft_curve else training["sft"]["final"]["step_success"]
     fig, ax = plt.subplots(figsize=(6, 4))
     for style, name, label in (("-o", "rl", "UI-S1 RL"), ("--s", "sft_continue_equal_time", "more SFT")):
         for i, run in enumerate(training[name]):
@@ -192,7 +195,7 @@ def plot_curves(training: dict[str, Any], path: Path) -> None:
             ys = [start, *(p["step_success"] for p in run["curve"])]
             ax.plot(xs, ys, style, color=f"C{i}", ms=3, label=f"{label}, seed {run['seed']}")
     ax.set_xlabel("training CPU-minutes after the SFT start")
-    ax.set_ylabel("held-out step success")
+    ax.set_ylabel(f"held-out step success ({training['held_out']['n_curve']} episodes)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
