@@ -27,12 +27,11 @@ tap a labelled button, type the word the goal names, press Back, finish. For rea
 
 ```python
 import zoo
-from domains.gui.data import load_synthetic_episodes
 
 pipe = zoo.load("gui-agent-tiny")                  # checkpoints/gui-agent-tiny, no network
-step = load_synthetic_episodes(n=1, seed=4242, ui_s1_prompt=False)[0]   # a held-out episode's first step
-pred = pipe(step.images[0], step.prompt)           # one turn, no history
-print(pred.text, pred.action)
+# examples/phone-step.png: the first screen of held-out episode 0 (seed 4242); the goal is the turn's text
+pred = pipe("examples/phone-step.png", "type taxi, then type blue, then go back, then finish")
+print(pred.text, pred.action)                      # one turn, no history; the expert types "taxi"
 ```
 
 `zoo eval gui-agent-tiny --data synthetic-episodes --limit {n_final}` walks whole episodes (the
@@ -56,7 +55,13 @@ enlarged 1.2×); **episode success** = every step of the episode right.
 {verdict}
 
 Per action type, step success (SFT start → released RL model): {by_type}.
-Curves (held-out step success per checkpoint, {n_curve} episodes) are in `training.json` and `curves.png`.
+{sft_curve}
+{diagnostics}
+Curves (held-out step success per checkpoint on the first {n_curve} of those episodes: a smaller, noisier set
+than the table's, where the arms' end points differ more than on all {n_final}) are in `training.json` and `curves.png`;
+the released model's own evaluation (the same {n_final} episodes, via `zoo eval`) is in `eval/`: `metrics.json`,
+`predictions.jsonl` and `predictions.png`, a strip of held-out screens with each step's verdict, the predicted
+click (magenta) and the target box (green).
 
 ## Training
 
@@ -66,9 +71,8 @@ Curves (held-out step success per checkpoint, {n_curve} episodes) are in `traini
   dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16.
 * **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
   the authors' patch module (threshold 2), step reward, episode + step advantages (γ 0.5,
-  mean-std), future-reward filter (std > 0.3) with the batch topped up by further rollouts,
-  token-mean clipped loss (ε 0.2, dual clip 3). CPU-scale changes: {rl_episodes} episodes × {rl_n}
-  copies per step, lr {rl_lr}, β 0, {rl_steps} steps.
+  mean-std), token-mean clipped loss (ε 0.2, dual clip 3). CPU-scale changes: {rl_episodes} episodes ×
+  {rl_n} copies per step, lr {rl_lr}, β 0, {rl_steps} steps, {rl_filter}.
 * **Control** (`ui-s1-tiny-sft-control.yaml`): the same SFT from the same start, stopped at RL's CPU time.
 * **Reproduce**: `python -m domains.gui.agent_release all` (seeds in `training.json`).
 
@@ -106,9 +110,56 @@ def _verdict(training: dict[str, Any]) -> str:
     if not control:
         return text + " The continued-SFT control was not run."
     gap = _mean(rl, "step_success") - _mean(control, "step_success")
-    return text + (f" Continued SFT for the same CPU time reaches {_mean(control, 'step_success'):.3f} step success "
-                   f"and {_mean(control, 'episode_success'):.3f} episode success: RL {'leads' if gap > 0 else 'trails'} "
-                   f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
+    text += (f" Continued SFT for the same CPU time reaches {_mean(control, 'step_success'):.3f} step success "
+             f"and {_mean(control, 'episode_success'):.3f} episode success: RL {'leads' if gap > 0 else 'trails'} "
+             f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
+    if "step_success_se" in start:
+        text += (f" One binomial standard error is ±{start['step_success_se']:.3f} on {start['n_steps']} steps "
+                 f"(a lower bound: steps of one episode are not independent) and ±{start['episode_success_se']:.3f} "
+                 f"on {start['n_episodes']} episodes.")  # fmt: skip
+        if abs(gap) < start["step_success_se"]:
+            text += (" **The gap is inside one standard error: at this budget UI-S1 RL does not beat more SFT**, "
+                     "and this checkpoint ships as that measured result.")  # fmt: skip
+    return text
+
+
+def _filter(recipe: dict[str, Any]) -> str:
+    threshold = recipe["multi_turn"].get("filter_std_threshold")
+    if threshold is None:
+        return "the authors' future-reward filter off (see the recipe for why)"
+    return f"the authors' future-reward filter (std > {threshold}) with the batch topped up by further rollouts"
+
+
+def _sft_curve(sft: dict[str, Any]) -> str:
+    """Where the SFT start stands on its own curve: the control is only fair if SFT has flattened."""
+    points = sft.get("curve") or []
+    if not points:
+        return ""
+    steps = "; ".join(f"step {p['step']}: {p['step_success']:.3f} (" + ", ".join(
+        f"{k} {v:.2f}" for k, v in sorted(p["by_action_type"].items())) + ")" for p in points)  # fmt: skip
+    return f"The SFT start's own held-out curve (step success, by action type): {steps}."
+
+
+def _diagnostics(rl: list[dict[str, Any]]) -> str:
+    """What the RL runs' own logs say: did the training reward move, and how many groups carried no signal."""
+    parts = []
+    for run in rl:
+        rows = run.get("log_history") or []
+        quarter = max(1, len(rows) // 4)
+        if not rows or "frac_equal_groups" not in rows[0]:
+            continue
+
+        def mean(key: str, part: list[dict[str, float]]) -> float:
+            values = [r[key] for r in part if key in r and r[key] == r[key]]
+            return sum(values) / max(1, len(values))
+
+        parts.append(f"seed {run['seed']}: training reward {mean('reward', rows[:quarter]):.3f} in the first quarter "
+                     f"of the run, {mean('reward', rows[-quarter:]):.3f} in the last; "
+                     f"{mean('frac_equal_groups', rows):.0%} of (episode, step) groups scored all copies alike")  # fmt: skip
+    if not parts:
+        return ""
+    return ("RL's own logs (`metrics.csv`): " + "; ".join(parts) + ". A group scored alike has zero step advantage: "
+            "where the agent is wrong it is confidently wrong, so sampling rarely finds the right click or word.")
 
 
 def render(training: dict[str, Any], size_mb: float) -> str:
@@ -120,9 +171,10 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         size_mb=size_mb, n_final=training["held_out"]["n_final"], n_curve=training["held_out"]["n_curve"],
         eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
-        verdict=_verdict(training), by_type=by_type, sft_lr=training["recipe_sft"]["training"]["lr"],
+        verdict=_verdict(training), by_type=by_type, sft_curve=_sft_curve(sft),
+        diagnostics=_diagnostics(training["rl"]), sft_lr=training["recipe_sft"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
-        rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"],
+        rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"], rl_filter=_filter(rl_recipe),
     )  # fmt: skip
 
 
@@ -133,7 +185,9 @@ def plot_curves(training: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    start = training["sft"]["final"]["step_success"]
+    # the curves' own episodes: the SFT curve's last point (its final weights) when recorded, not the final-eval set
+    sft_curve = training["sft"].get("curve") or []
+    start = sft_curve[-1]["step_success"] if sft_curve else training["sft"]["final"]["step_success"]
     fig, ax = plt.subplots(figsize=(6, 4))
     for style, name, label in (("-o", "rl", "UI-S1 RL"), ("--s", "sft_continue_equal_time", "more SFT")):
         for i, run in enumerate(training[name]):
@@ -141,7 +195,7 @@ def plot_curves(training: dict[str, Any], path: Path) -> None:
             ys = [start, *(p["step_success"] for p in run["curve"])]
             ax.plot(xs, ys, style, color=f"C{i}", ms=3, label=f"{label}, seed {run['seed']}")
     ax.set_xlabel("training CPU-minutes after the SFT start")
-    ax.set_ylabel("held-out step success")
+    ax.set_ylabel(f"held-out step success ({training['held_out']['n_curve']} episodes)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -58,10 +58,12 @@ class Args:
     """Where ``finalize`` writes the released checkpoint."""
     card: Path = CARD
     """Where ``finalize`` writes the model card."""
-    eval_n: int = 60
+    eval_n: int = 100
     """Held-out episodes per curve point."""
-    final_eval_n: int = 300
+    final_eval_n: int = 600
     """Held-out episodes for the before/after numbers."""
+    sft_curve_points: int = 5
+    """SFT checkpoints evaluated (``eval_n`` episodes each) to show where its curve flattens."""
     sft_overrides: tuple[str, ...] = ()
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
     overrides: tuple[str, ...] = ()
@@ -85,9 +87,19 @@ def evaluate(model_dir: Path, n: int) -> dict[str, Any]:
         _EPISODES[n] = group_episodes(load_synthetic_episodes(n=n, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False))
     model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
     _, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n], max_new_tokens=48)
-    return {"step_success": summary["steps"]["exact_match"], "type_match": summary["steps"]["type_match"],
-            "episode_success": summary["episodes"]["episode_success"], "progress": summary["episodes"]["progress"],
+    steps, episodes = summary["steps"], summary["episodes"]
+    return {"step_success": steps["exact_match"], "type_match": steps["type_match"], "n_steps": steps["n"],
+            "step_success_se": binomial_se(steps["exact_match"], steps["n"]),
+            "episode_success": episodes["episode_success"], "n_episodes": episodes["n"],
+            "episode_success_se": binomial_se(episodes["episode_success"], episodes["n"]),
+            "progress": episodes["progress"],
             "by_action_type": {k: v["exact_match"] for k, v in summary["by_action_type"].items()}}  # fmt: skip
+
+
+def binomial_se(p: float, n: int) -> float:
+    """One binomial standard error of a success rate ``p`` over ``n`` trials (steps of one episode are
+    not independent, so for step success this is a lower bound)."""
+    return (p * (1.0 - p) / max(1, n)) ** 0.5
 
 
 def checkpoints(run: Path) -> list[Path]:
@@ -113,7 +125,8 @@ def curve(run: Path, n: int, until: Path | None = None, points: int = 4) -> list
         step = checkpoint_step(folder)
         scores = evaluate(folder, n)
         points_out.append({"step": step, "minutes": float(logged.get(step, {}).get("cpu_minutes") or "nan"),
-                           "step_success": scores["step_success"], "episode_success": scores["episode_success"]})
+                           "step_success": scores["step_success"], "episode_success": scores["episode_success"],
+                           "by_action_type": scores["by_action_type"]})  # fmt: skip
         logger.info("%s step %d: step success %.3f", run.name, step, scores["step_success"])
     return points_out
 
@@ -136,9 +149,11 @@ def matched_checkpoint(run: Path, budget: float) -> Path:
 
 
 def record_sft(args: Args) -> dict[str, Any]:
+    """The SFT start's held-out numbers, and its curve (per action type too): is it still improving?"""
     out = args.run_dir / "sft"
     data = {"steps": int(list(csv.DictReader((out / "metrics.csv").open()))[-1]["step"]),
-            "train_minutes": minutes(out), "final": evaluate(out / "final", args.final_eval_n)}  # fmt: skip
+            "train_minutes": minutes(out), "curve": curve(out, args.eval_n, points=args.sft_curve_points),
+            "final": evaluate(out / "final", args.final_eval_n)}  # fmt: skip
     write_json(args.run_dir / "sft.json", data)
     return data
 
@@ -226,8 +241,11 @@ def report(args: Args, seeds: list[int]) -> tuple[str, dict[str, Any]]:
 
 
 def stage_finalize(args: Args, seeds: list[int]) -> None:
-    """Copy the seed-``seeds[0]`` RL model (and its SFT start, in ``sft/``) to checkpoints/, write
-    training.json and the model card."""
+    """Copy the seed-``seeds[0]`` RL model (and its SFT start, in ``sft/``) to checkpoints/, score it
+    as ``zoo eval gui-agent-tiny --data synthetic-episodes`` does into ``eval/`` (metrics.json,
+    predictions.jsonl, predictions.png), write training.json and the model card."""
+    import zoo
+    from domains.gui import agent_eval
     from domains.gui.agent_card import write_card
     from zoo.recipe import load_recipe
 
@@ -241,6 +259,9 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
     write_json(args.checkpoint / "sft" / "training.json", {
         "entry": ENTRY, "stage": "SFT start (the UI-S1 RL run's and the control's starting point)",
         "held_out": json.loads((args.run_dir / "sft.json").read_text())["final"], "record": "../training.json"})  # fmt: skip
+
+    pipe = zoo.load(str(args.checkpoint), entry=ENTRY)
+    released = agent_eval.run(pipe, "synthetic-episodes", None, args.checkpoint / "eval", limit=args.final_eval_n)
 
     def read(name: str) -> Any:
         return json.loads((args.run_dir / name).read_text())
@@ -263,6 +284,9 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
         "rl": [read(f"rl-s{s}.json") for s in seeds],
         "sft_continue_equal_time": [read(p) for p in paths if (args.run_dir / p).is_file()],
         "summary": summary,
+        "released_eval": {"benchmark": "synthetic-episodes", "files": "eval/", "episodes": args.final_eval_n,
+                          "step_success": released["steps"]["exact_match"],
+                          "episode_success": released["episodes"]["episode_success"]},
     }  # fmt: skip
     write_json(args.checkpoint / "training.json", training)
     write_card(args.card, training, args.checkpoint)

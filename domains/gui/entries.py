@@ -99,3 +99,26 @@ GUI_GROUNDING_TINY = register(
     )
 )
 
+# The multi-turn agent this repository trains itself (python -m domains.gui.agent_release, three recipes).
+GUI_AGENT_TINY = register(
+    ModelEntry(
+        name="gui-agent-tiny",
+        repo_id=None,
+        architecture="qwen2_5_vl",
+        base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)",
+        domain="gui",
+        task="next action on 112-px synthetic phone screens (goal + last two screenshots -> UI-S1 action)",
+        # Trained without UI-S1's system prompt: each user turn is the goal, then the screenshot
+        # (the multi-turn SFT and rollout layout); 112x112 screens stay unresized.
+        spec=VLMSpec(
+            min_pixels=56 * 56, max_pixels=112 * 112, coord_frame="resized", max_new_tokens=48, image_first=False,
+            parser=parse_ui_s1,
+        ),
+        license="apache-2.0",
+        license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
+        revision_note="shipped in this repository (checkpoints/gui-agent-tiny), not on the Hub",
+        rl_methods=("semi-online-rl",),
+        notes="A teaching/demo checkpoint trained on CPU by `python -m domains.gui.agent_release`; it only knows "
+        "the synthetic 2-4 step episodes and is not a phone agent. Card: model_cards/gui-agent-tiny/README.md.",
+    )
+)

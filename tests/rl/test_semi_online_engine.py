@@ -111,3 +111,29 @@ def test_collect_tops_the_filtered_batch_up(setup):
     # batch 1 keeps episode 1 (group 1); batch 2 keeps its second episode (group 2 + 1 = 3); both groups whole
     assert sorted({r.group for r in batch}) == [1, 3] and len(batch) == 4
     assert len({r.trajectory for r in generated}) == 8  # ids offset per rollout batch
+
+
+def test_rollout_metrics_count_equal_groups_and_action_types():
+    """Two (episode, step) groups of two copies: one split (1.0 vs 0.1), one all-equal; a lone turn counts in neither."""
+    from zoo.data import Sample
+    from zoo.engines.vlm.semi_online_engine import _rollout_metrics
+    from zoo.engines.vlm.semi_online_rollout import Generation, Turn
+
+    def record(group: int, traj: int, step: int, kind: str, reward: float) -> StepRecord:
+        sample = Sample(id=f"{group}-{step}", images=[], prompt="", target={"action": {"action": kind}})
+        return StepRecord(group, traj, step, sample, Turn([], []), Generation(""), reward, reward == 1.0, False, False)
+
+    records = [record(0, 0, 0, "click", 1.0), record(0, 1, 0, "click", 0.1),
+               record(1, 2, 0, "type", 0.1), record(1, 3, 0, "type", 0.1), record(1, 2, 1, "terminate", 1.0)]  # fmt: skip
+    metrics = _rollout_metrics(records)
+    assert metrics["frac_equal_groups"] == 0.5
+    by_type = [metrics[f"step_success_{k}"] for k in ("click", "type", "terminate")]
+    assert by_type == [0.5, 0.0, 1.0]
+    assert metrics["step_success"] == 2 / 5 and metrics["turns"] == 5
+
+
+def test_sampling_never_emits_vision_placeholders(setup):
+    """An answer holding <|image_pad|> would break the next turn (image tokens vs features): those ids are suppressed."""
+    _, _, model, processor = setup
+    suppressed = VLMPolicy(model, processor).generation["suppress_tokens"]
+    assert processor.tokenizer.convert_tokens_to_ids(processor.image_token) in suppressed

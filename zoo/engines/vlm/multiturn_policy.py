@@ -52,13 +52,27 @@ def _encode_prompts(processor: Any, turns: Sequence[Turn]) -> dict[str, torch.Te
         tokenizer.padding_side = side
 
 
+def _vision_placeholder_ids(processor: Any) -> list[int]:
+    """Ids of the processor's image/video placeholder tokens, which an answer must never contain."""
+    tokenizer = getattr(processor, "tokenizer", None)
+    if tokenizer is None:
+        return []
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    names = [getattr(processor, name, None) for name in ("image_token", "video_token")]
+    ids = [tokenizer.convert_tokens_to_ids(name) for name in names if isinstance(name, str)]
+    return sorted({i for i in ids if isinstance(i, int) and i != unknown})
+
+
 class VLMPolicy:
     """``policy(turns) -> generations``: sampled answers of a transformers VLM, with their token ids."""
 
     def __init__(self, model: Any, processor: Any, *, temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 64, do_sample: bool = True) -> None:  # fmt: skip
         self.model, self.processor = model, processor
-        self.generation = {"max_new_tokens": max_new_tokens, "do_sample": do_sample}
+        self.generation: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": do_sample}
+        placeholders = _vision_placeholder_ids(processor)
+        if placeholders:  # a sampled <|image_pad|> in an answer breaks the next turn's image/token count
+            self.generation["suppress_tokens"] = placeholders
         if do_sample:
             self.generation.update(temperature=temperature, top_p=top_p)
 

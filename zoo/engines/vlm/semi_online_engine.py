@@ -301,15 +301,27 @@ class SemiOnlineLearner:
 
 
 def _rollout_metrics(records: list[StepRecord]) -> dict[str, float]:
-    """Reward, step success (exact match), type match, patch rate and turns of one rollout."""
+    """Reward, step success (exact match, overall and per expert action type), type match, patch
+    rate, turns, and the share of ``(episode, step)`` groups whose copies all scored the same
+    (their step-level advantage is zero: no learning signal from that turn)."""
     n = max(1, len(records))
     scored = [r.reward for r in records if r.reward is not None]
     type_key = next((k for r in records for k in r.components if k.endswith("type_match")), None)
+    by_type: dict[str, list[bool]] = {}
+    groups: dict[tuple[int, int], list[float | None]] = {}
+    for r in records:
+        action = r.sample.target.get("action") if isinstance(r.sample.target, dict) else None
+        if isinstance(action, dict) and "action" in action:
+            by_type.setdefault(str(action["action"]), []).append(r.match)
+        groups.setdefault((r.group, r.step), []).append(r.reward)
+    shared = [rewards for rewards in groups.values() if len(rewards) > 1]
     return {
         "reward": sum(scored) / max(1, len(scored)),
         "step_success": sum(r.match for r in records) / n,
         "type_match": sum(r.components.get(type_key, 0.0) for r in records) / n if type_key else float("nan"),
         "frac_patched": sum(r.patched for r in records) / n,
+        "frac_equal_groups": sum(len(set(g)) == 1 for g in shared) / len(shared) if shared else float("nan"),
         "turns": float(len(records)),
+        **{f"step_success_{name}": sum(hits) / len(hits) for name, hits in sorted(by_type.items())},
     }
 
