@@ -159,12 +159,12 @@ def reference_squares(n: int = 8, prompts: tuple[str, ...] = ("a red square", "a
 def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> None:
     from zoo.data import DATASETS, register_dataset
 
-    if "test-reference-squares" not in DATASETS:
-        register_dataset("test-reference-squares", f"{__name__}:reference_squares")
+    if "fixture-reference-squares" not in DATASETS:
+        register_dataset("fixture-reference-squares", f"{__name__}:reference_squares")
     from tests.engines.test_adversarial_dino import tiny_dinov2
 
     backbone = tiny_dinov2(tmp_path / "dino")
-    run = build_run(recipe(*ADV, "algorithm.reference_images.name=test-reference-squares",
+    run = build_run(recipe(*ADV, "algorithm.reference_images.name=fixture-reference-squares",
                            "algorithm.discriminator_lr=1e-2", f"algorithm.discriminator_backbone={backbone}"), tmp_path)  # fmt: skip
     head = run.extra["discriminator"].discriminator.head
     first = train_round(run, 0)
@@ -175,12 +175,12 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
     with pytest.raises(RecipeError, match="reference_images"):
         recipe(*ADV)
     with pytest.raises(RecipeError, match="d_times"):
-        recipe(*ADV, "algorithm.reference_images.name=test-reference-squares", "algorithm.d_times=0")
+        recipe(*ADV, "algorithm.reference_images.name=fixture-reference-squares", "algorithm.d_times=0")
     with pytest.raises(RecipeError, match="rewarded by its discriminator alone"):  # a reward it would not use
-        recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=test-reference-squares")
+        recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=fixture-reference-squares")
     with pytest.raises(RecipeError, match="rewards is empty"):
         recipe("rewards=[]")
-    unpaired = recipe(*ADV, "algorithm.reference_images.name=test-reference-squares",
+    unpaired = recipe(*ADV, "algorithm.reference_images.name=fixture-reference-squares",
                       "algorithm.reference_images.kwargs={prompts: [a red square]}", f"algorithm.discriminator_backbone={backbone}")  # fmt: skip
     with pytest.raises(ValueError, match=r"1 training prompt\(s\) have no reference image.*a blue circle"):
         build_run(unpaired, tmp_path / "unpaired")
@@ -193,9 +193,9 @@ def test_adv_grpo_alternates_nine_discriminator_rounds_with_one_generator_round(
     9 and 19, and each round leaves the other player's weights untouched."""
     from zoo.data import DATASETS, register_dataset
 
-    if "test-reference-squares" not in DATASETS:
-        register_dataset("test-reference-squares", f"{__name__}:reference_squares")
-    config = recipe(*ADV, "algorithm.reference_images.name=test-reference-squares",
+    if "fixture-reference-squares" not in DATASETS:
+        register_dataset("fixture-reference-squares", f"{__name__}:reference_squares")
+    config = recipe(*ADV, "algorithm.reference_images.name=fixture-reference-squares",
                     "algorithm.discriminator_backbone=tiny:dinov2", "algorithm.num_steps=2")  # fmt: skip
     assert config.algorithm.d_times == 10
     run = build_run(config, tmp_path)
