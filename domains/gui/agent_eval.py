@@ -99,8 +99,11 @@ def summarise_agent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         progress.append(first_miss / len(steps))
     return {
         "steps": accuracy(rows),
-        "episodes": {"n": len(episodes), "episode_success": sum(p == 1.0 for p in progress) / len(progress),
-                     "progress": sum(progress) / len(progress)},  # fmt: skip
+        "episodes": {
+            "n": len(episodes),
+            "episode_success": sum(p == 1.0 for p in progress) / len(progress),
+            "progress": sum(progress) / len(progress),
+        },
         "by_action_type": {name: accuracy(group) for name, group in sorted(by_type.items())},
     }
 

@@ -49,7 +49,7 @@ def test_one_update_changes_the_policy_when_rewards_differ(setup):
 
 
 def test_logps_score_the_generated_ids(setup):
-    recipe, samples, model, processor = setup
+    _, samples, model, processor = setup
     episodes = group_episodes(samples)[:1]
     policy = VLMPolicy(model, processor, max_new_tokens=6, do_sample=False)
 
