@@ -17,6 +17,10 @@ OUTSIDE = [f"/tmp/{MARK}", f"/var/tmp/{MARK}", f"/dev/shm/{MARK}", str(Path.home
 
 CASES = {
     "infinite-loop": ("while True:\n    pass\n", {"timeout"}, "wall-clock"),
+    "loop-ignoring-signals": (
+        "import signal\nfor s in (signal.SIGTERM, signal.SIGALRM, signal.SIGINT, signal.SIGXCPU):\n"
+        "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n",
+        {"timeout"}, "wall-clock"),
     "busy-loop-in-c": ("import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')\n", {"timeout"}, "wall-clock"),
     "huge-int-in-c": ("x = 10 ** (10 ** 9)\n", {"timeout", "invalid"}, ""),
     "fork-storm": ("import os\nwhile True:\n    os.fork()\n", {"invalid"}, "os.fork"),

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import gzip
 import time
+from collections.abc import Iterator
 
+import numpy as np
 import pytest
+
+from rewards.rendering import RenderPool
 
 TIMEOUT = 4.0
 NS = 'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
@@ -67,3 +71,51 @@ def test_hostile_svg_is_contained(case: str, leak_check) -> None:
         assert result.image.size == (48, 32) and result.image.mode == "RGB"
     else:
         assert result.image is None and result.error
+
+
+#: References to a local file by routes the ``CASES`` above do not take; ``{url}`` is a ``file://`` URL of a
+#: payload that would show if it were followed: red (a red picture, a stylesheet filling red) or ink (text on
+#: an otherwise empty canvas).
+LOCAL_REFERENCES = {
+    "feimage": ("red.png", '<filter id="f"><feImage href="{url}"/></filter><rect width="48" height="32" filter="url(#f)"/>'),
+    "css-import": ("red.css", '<style>@import url("{url}");</style><rect class="r" width="48" height="32" fill="none"/>'),
+    "xinclude": ("ink.txt", '<text y="24" font-size="24"><xi:include href="{url}" parse="text"/></text>'),
+    "font-face": ("ink.txt", '<style>@font-face {{font-family: x; src: url("{url}")}}</style>'),
+}
+
+
+@pytest.fixture(scope="module")
+def skia_pool() -> Iterator[RenderPool]:
+    with RenderPool(1, kinds=("svg-skia",)) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("kind", ["svg", "svg-skia"])
+@pytest.mark.parametrize("case", sorted(LOCAL_REFERENCES))
+def test_local_file_references_are_refused_or_never_drawn(case: str, kind: str, tmp_path, leak_check, skia_pool) -> None:
+    """Each route to a local file either gets the SVG refused or renders without its payload: no red pixel, and
+    no ink at all where the payload is text (the canvas is white unless the reference was followed).
+
+    Measured with inline payloads: cairosvg applies ``<style>`` rules and draws text, so its css-import and
+    xinclude cases would show a followed reference; neither renderer draws ``feImage`` (not even from a
+    ``data:`` URI) and skia draws no ``<style>`` rule or text here, so those cases check containment only
+    (refused or rendered, nothing left behind: ``leak_check``)."""
+    from PIL import Image
+
+    Image.new("RGB", (48, 32), (255, 0, 0)).save(tmp_path / "red.png")
+    (tmp_path / "red.css").write_text(".r { fill: red }")
+    (tmp_path / "ink.txt").write_text("MMMMMMMM")
+    payload, body = LOCAL_REFERENCES[case]
+    source = (f'<svg {NS} xmlns:xi="http://www.w3.org/2001/XInclude" width="48" height="32">'
+              f'{body.format(url=(tmp_path / payload).as_uri())}</svg>')  # fmt: skip
+    pool = leak_check if kind == "svg" else skia_pool
+    result = pool.render(kind, source, size=(48, 32), timeout=TIMEOUT)
+    assert result.status in {"ok", "invalid"}, (result.status, result.error)
+    if result.status == "invalid":
+        assert "references" in result.error, result.error
+        return
+    rgb = np.asarray(result.image, dtype=int)
+    red = (rgb[..., 0] > 200) & (rgb[..., 1] < 80) & (rgb[..., 2] < 80)
+    assert not red.any(), f"{case}: the red payload shows on {kind}"
+    if payload == "ink.txt":
+        assert (rgb == 255).all(), f"{case}: the text payload shows on {kind}"
