@@ -18,7 +18,7 @@ import csv
 import json
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ class ReleaseArgs:
 
     def to_record(self) -> dict[str, Any]:
         """The non-path knobs, as ``training.json`` stores them."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items() if not isinstance(v, Path)}
+        return knobs_record(self)
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,18 @@ class Ladder:
     @property
     def final(self) -> str:
         return f"final_{self.metric}"
+
+
+def knobs_record(args: Any) -> dict[str, Any]:
+    """A release driver's knobs (a dataclass) as ``training.json`` stores them: paths dropped, tuples as lists."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items() if not isinstance(v, Path)}
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """Standard error of the mean over held-out samples: sample standard deviation / sqrt(n)."""
+    n = len(values)
+    mean = sum(values) / max(1, n)
+    return float((sum((v - mean) ** 2 for v in values) / max(1, n - 1) / max(1, n)) ** 0.5)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from domains.driving.data import EVAL_SEED
 from zoo.data import Sample
-from zoo.release import Ladder, ReleaseArgs, copy_weights, load_stages, read_json, summarise, write_json
+from zoo.release import Ladder, ReleaseArgs, copy_weights, load_stages, read_json, standard_error, summarise, write_json
 from zoo.release import main as release_main
 
 logger = logging.getLogger("domains.driving.release")
@@ -105,20 +105,17 @@ def standard_errors(args: ReleaseArgs, seeds: list[int]) -> dict[str, Any]:
     def scores(run: str) -> np.ndarray:
         return np.asarray(read_json(scores_file(args.run_dir / run / "final", args.final_eval_n))["pdms"])
 
-    def se(values: np.ndarray) -> float:
-        return float(values.std(ddof=1) / np.sqrt(len(values)))
-
     sft = scores("sft")
-    out: dict[str, Any] = {"n": len(sft), "sft": se(sft), "grpo": {}, "control": {}, "grpo_minus_sft": {},
+    out: dict[str, Any] = {"n": len(sft), "sft": standard_error(sft), "grpo": {}, "control": {}, "grpo_minus_sft": {},
                            "grpo_minus_control": {}}  # fmt: skip
     for seed in seeds:
         grpo = scores(f"grpo-s{seed}")
-        out["grpo"][f"seed{seed}"] = se(grpo)
-        out["grpo_minus_sft"][f"seed{seed}"] = se(grpo - sft)
+        out["grpo"][f"seed{seed}"] = standard_error(grpo)
+        out["grpo_minus_sft"][f"seed{seed}"] = standard_error(grpo - sft)
         if scores_file(args.run_dir / f"sft-continue-s{seed}" / "final", args.final_eval_n).is_file():
             control = scores(f"sft-continue-s{seed}")
-            out["control"][f"seed{seed}"] = se(control)
-            out["grpo_minus_control"][f"seed{seed}"] = se(grpo - control)
+            out["control"][f"seed{seed}"] = standard_error(control)
+            out["grpo_minus_control"][f"seed{seed}"] = standard_error(grpo - control)
     return out
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
-from zoo.release import minutes, train, write_json
+from zoo.release import knobs_record, minutes, train, write_json
 
 logger = logging.getLogger("domains.gui.agent_release")
 ROOT = Path(__file__).resolve().parents[2]
@@ -271,7 +271,7 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
         "entry": ENTRY,
         "card": "domains.gui.agent_card:write_card",
         "release": "python -m domains.gui.agent_release all",
-        "args": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items() if not isinstance(v, Path)},
+        "args": knobs_record(args),
         "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
         "recipe_rl": load_recipe(RL_RECIPE, list(args.overrides)).to_dict(),
         "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),

@@ -31,6 +31,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from zoo.release import standard_error
+
 logger = logging.getLogger("domains.visual_code.release")
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = Path(__file__).resolve().parent / "recipes"
@@ -67,7 +69,7 @@ def scene_scores(model_dir: Path, n: int) -> dict[str, list[float]]:
 def summarise(scores: dict[str, list[float]]) -> dict[str, float]:
     """Means of :func:`scene_scores`, with the standard error of the mean reward (``reward_se``)."""
     out = {k: _mean(v) for k, v in scores.items()}
-    out["reward_se"] = _se(scores["reward"])
+    out["reward_se"] = standard_error(scores["reward"])
     return out
 
 
@@ -78,12 +80,6 @@ def evaluate(model_dir: Path, n: int) -> dict[str, float]:
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
-
-
-def _se(values: list[float]) -> float:
-    """Standard error of the mean (sample standard deviation / sqrt(n))."""
-    m = _mean(values)
-    return (sum((v - m) ** 2 for v in values) / max(1, len(values) - 1) / len(values)) ** 0.5
 
 
 def curve(run: Path, n: int) -> list[dict[str, float]]:
@@ -225,7 +221,7 @@ def paired_differences(per_scene: dict[str, list[float]], seeds: list[int]) -> d
         for name, base in (("sft", per_scene["sft"]), ("control", per_scene.get(f"control-s{seed}"))):
             if base is not None:
                 diff = [a - b for a, b in zip(grpo, base)]
-                out[f"grpo-s{seed} - {name}"] = {"mean": _mean(diff), "se": _se(diff)}
+                out[f"grpo-s{seed} - {name}"] = {"mean": _mean(diff), "se": standard_error(diff)}
     return out
 
 
