@@ -3,34 +3,18 @@ encoder and tokenizer) built tiny from configs and saved with ``save_pretrained`
 
 from __future__ import annotations
 
-import json
-import string
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.tiny_pipelines import tiny_clip_tokenizer
 from zoo.engines.diffusion.models import PipelinePromptEncoder, build_tiny, load_model
 from zoo.engines.diffusion.setup import build_run
 from zoo.engines.diffusion.trainer import train_round
 from zoo.recipe import load_recipe
 
 SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
-
-
-def tiny_clip_tokenizer(folder: Path):
-    """A CLIP BPE tokenizer whose vocabulary is the letters (each word becomes its characters)."""
-    from transformers import CLIPTokenizer
-
-    letters = list(string.ascii_lowercase)
-    vocab = {
-        "<|startoftext|>": 0,
-        "<|endoftext|>": 1,
-        **{t: i + 2 for i, t in enumerate(letters + [c + "</w>" for c in letters])},
-    }
-    (folder / "vocab.json").write_text(json.dumps(vocab))
-    (folder / "merges.txt").write_text("#version: 0.2\n")
-    return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +27,6 @@ def sd_pipeline_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text_encoder = CLIPTextModel(CLIPTextConfig(hidden_size=32, intermediate_size=37, num_attention_heads=4,
                                                 num_hidden_layers=2, vocab_size=60, max_position_embeddings=16))  # fmt: skip
     tokenizer = tiny_clip_tokenizer(folder)
-    tokenizer.model_max_length = 16
     pipe = StableDiffusionPipeline(vae=tiny.vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=tiny.denoiser,
                                    scheduler=tiny.scheduler, safety_checker=None, feature_extractor=None,
                                    requires_safety_checker=False)  # fmt: skip

@@ -3,27 +3,12 @@ transformer, a replacement transformer, a Qwen2.5-VL with an EditScore-style LoR
 
 from __future__ import annotations
 
-import json
-import string
 from pathlib import Path
 
 import pytest
 import torch
 
-
-def tiny_clip_tokenizer(folder: Path, max_length: int = 16):
-    """A CLIP BPE tokenizer whose vocabulary is the letters (each word becomes its characters)."""
-    from transformers import CLIPTokenizer
-
-    letters = list(string.ascii_lowercase)
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1,
-             **{t: i + 2 for i, t in enumerate(letters + [c + "</w>" for c in letters])}}  # fmt: skip
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.json").write_text(json.dumps(vocab))
-    (folder / "merges.txt").write_text("#version: 0.2\n")
-    tokenizer = CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
-    tokenizer.model_max_length = max_length
-    return tokenizer
+from tests.tiny_pipelines import tiny_clip_tokenizer
 
 
 def _text_encoder(seed: int):

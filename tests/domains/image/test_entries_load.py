@@ -9,7 +9,6 @@ import pytest
 import torch
 
 import zoo
-from tests.domains.image.conftest import tiny_transformer
 from zoo.hub import ModelNotAvailableError
 from zoo.load import WrongArchitectureError
 from zoo.pipelines.diffusion import DiffusionPipeline
@@ -24,9 +23,14 @@ def _pixels(out) -> torch.Tensor:
     return torch.from_numpy(np.asarray(out.images[0], dtype="float32"))
 
 
-@pytest.mark.parametrize(("name", "repo"), [("flow-grpo-sd35m-geneval", "jieliu/SD3.5M-FlowGRPO-GenEval"),
-                                            ("flow-grpo-sd35m-ocr", "jieliu/SD3.5M-FlowGRPO-Text"),
-                                            ("flow-grpo-sd35m-pickscore", "jieliu/SD3.5M-FlowGRPO-PickScore")])
+@pytest.mark.parametrize(
+    ("name", "repo"),
+    [
+        ("flow-grpo-sd35m-geneval", "jieliu/SD3.5M-FlowGRPO-GenEval"),
+        ("flow-grpo-sd35m-ocr", "jieliu/SD3.5M-FlowGRPO-Text"),
+        ("flow-grpo-sd35m-pickscore", "jieliu/SD3.5M-FlowGRPO-PickScore"),
+    ],
+)
 def test_flow_grpo_lora_applies_on_the_cached_base(name, repo, sd3_dir, lora_dir, hf_cache, install):
     install(sd3_dir, SD3_REPO, hf_cache)
     install(lora_dir, repo, hf_cache)
@@ -49,22 +53,21 @@ def test_adv_grpo_reads_its_subfolder(sd3_dir, lora_dir, hf_cache, install, tmp_
     assert pipe("a flower on a planet", seed=1, **SMALL).images[0].size == (16, 16)
 
 
-def test_dancegrpo_transformer_replaces_the_base_one(sd3_dir, hf_cache, install, tmp_path, monkeypatch):
-    """The FLUX base is too large to build here, so the DanceGRPO entry is pointed at the tiny SD3 base: what is
-    checked is the loader's 'transformer' path (a full denoiser folder replacing the base's)."""
-    from dataclasses import replace
+def test_dancegrpo_transformer_replaces_the_flux_base_one(hf_cache, install, tmp_path):
+    """A tiny FLUX.1-dev-shaped pipeline in the cache, DanceGRPO's full transformer folder replacing its own."""
+    from diffusers import FluxPipeline
 
-    from zoo.registry import MODELS
+    from tests.tiny_pipelines import save_tiny_flux, tiny_flux_transformer
 
-    entry = zoo.info("dancegrpo-flux-hps")
-    monkeypatch.setitem(MODELS._items, entry.name, replace(entry, spec=replace(entry.spec, base_entry="stable-diffusion-3.5-medium")))
-    tiny_transformer(7).save_pretrained(tmp_path / "dance", safe_serialization=True)
-    install(sd3_dir, SD3_REPO, hf_cache)
+    tiny_flux_transformer(7).save_pretrained(tmp_path / "dance", safe_serialization=True)
+    install(save_tiny_flux(tmp_path / "flux"), "black-forest-labs/FLUX.1-dev", hf_cache)
     install(tmp_path / "dance", "xzyhku/flux_hpsv2.1_dancegrpo", hf_cache)
     pipe = zoo.load("dancegrpo-flux-hps", device="cpu", dtype=torch.float32)
+    assert isinstance(pipe.pipe, FluxPipeline)
     assert pipe.settings()["num_inference_steps"] == 16 and pipe.settings()["guidance_scale"] == 3.5
-    expected = tiny_transformer(7).state_dict()
+    expected = tiny_flux_transformer(7).state_dict()
     assert all(torch.equal(expected[k], v) for k, v in pipe.pipe.transformer.state_dict().items())
+    assert pipe("a red square", seed=0, **SMALL).images[0].size == (16, 16)
 
 
 def test_gated_base_missing_gives_the_licence_and_next_steps(lora_dir, hf_cache, install):

@@ -18,8 +18,10 @@ adv_grpo       flow    flow_cps_step     0.8    1e-5  5       0.99      first T'
 CFG is the guidance scale used in sampling and in the trained step (``guidance_scale``); with
 guidance, Flow-GRPO's ``compute_log_prob`` detaches the null-prompt branch (flow_grpo
 ``scripts/train_sd3.py`` @ ac4c86e), so only the prompt branch is trained; DDPO's does not (ddpo-pytorch
-``scripts/train.py``); DanceGRPO trains FLUX, whose guidance is distilled (no CFG); RLCM's LCM
-likewise. TreeGRPO (no code) and Adv-GRPO (a Flow-GRPO derivative) take Flow-GRPO's 4.5: the zoo's
+``scripts/train.py``); DanceGRPO trains FLUX, whose guidance is distilled (no CFG: the transformer takes
+the value as an input, ``model.embedded_guidance``, 3.5), and samples and trains on the authors' own
+shifted schedule (:func:`~zoo.engines.diffusion.sampling.dance_schedule`), not the base scheduler's; RLCM's LCM
+likewise has no CFG. TreeGRPO (no code) and Adv-GRPO (a Flow-GRPO derivative) take Flow-GRPO's 4.5: the zoo's
 choice. "A = 0: drop" is Flow-GRPO's filter of images whose advantage is exactly zero
 (``filter_zero_advantage``; :func:`zoo.rl.diffusion_loss.nonzero_advantage_mask`).
 

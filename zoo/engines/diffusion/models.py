@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 TINY_CONFIG = "zoo_tiny_diffusion.json"
-_SD3_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
+_TRANSFORMER_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
 _UNET_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
 
 
@@ -57,9 +57,11 @@ class DiffusionModel:
         vae: decodes latents to images.
         scheduler: ``FlowMatchEulerDiscreteScheduler``, ``DDIMScheduler`` or ``LCMScheduler``.
         encoder: ``prompts -> (embeds, pooled)``.
-        kind: ``flow`` (velocity prediction) or ``eps`` (noise prediction).
+        kind: ``flow`` (velocity prediction), ``flux`` (velocity on packed tokens) or ``eps`` (noise prediction).
         latent_shape: (C, H, W) of one latent.
         config: what rebuilds it (:func:`save_tiny` / :func:`load_model`).
+        embedded_guidance: the guidance value a guidance-distilled FLUX transformer takes as an input
+            (DanceGRPO feeds FLUX.1-dev 3.5); ``None`` for denoisers without a guidance embedding.
     """
 
     denoiser: torch.nn.Module
@@ -69,6 +71,7 @@ class DiffusionModel:
     kind: str
     latent_shape: tuple[int, int, int]
     config: dict[str, Any]
+    embedded_guidance: float | None = None
 
     @property
     def device(self) -> torch.device:
@@ -79,10 +82,30 @@ class DiffusionModel:
     ) -> torch.Tensor:
         """The denoiser output for (B, C, H, W) latents at (B,) timesteps: velocity or noise."""
         embeds, pooled = cond
+        if self.kind == "flux":
+            return self._flux_velocity(latents, timesteps, embeds, pooled)
         if self.kind == "flow":
             return self.denoiser(hidden_states=latents, timestep=timesteps, encoder_hidden_states=embeds,
                                  pooled_projections=pooled, return_dict=False)[0]  # fmt: skip
         return self.denoiser(latents, timesteps, encoder_hidden_states=embeds, return_dict=False)[0]
+
+    def _flux_velocity(self, latents: torch.Tensor, timesteps: torch.Tensor, embeds: torch.Tensor,
+                       pooled: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        """FLUX's forward as FluxPipeline and DanceGRPO call it: 2x2 patches packed into tokens, position ids
+        (0, row, column) for the image tokens and zeros for the text, the timestep as a fraction of 1000."""
+        b, c, h, w = latents.shape
+        tokens = latents.view(b, c, h // 2, 2, w // 2, 2).permute(0, 2, 4, 1, 3, 5).reshape(b, h * w // 4, c * 4)
+        img_ids = torch.zeros(h // 2, w // 2, 3, device=latents.device)
+        img_ids[..., 1] += torch.arange(h // 2, device=latents.device)[:, None]
+        img_ids[..., 2] += torch.arange(w // 2, device=latents.device)[None, :]
+        guidance = None
+        if self.embedded_guidance is not None:
+            guidance = torch.full((b,), self.embedded_guidance, device=latents.device, dtype=latents.dtype)
+        out = self.denoiser(hidden_states=tokens, timestep=timesteps / 1000, guidance=guidance,
+                            pooled_projections=pooled, encoder_hidden_states=embeds,
+                            txt_ids=torch.zeros(embeds.shape[1], 3, device=latents.device),
+                            img_ids=img_ids.reshape(-1, 3), return_dict=False)[0]  # fmt: skip
+        return out.view(b, h // 2, w // 2, c, 2, 2).permute(0, 3, 1, 4, 2, 5).reshape(b, c, h, w)
 
     @torch.no_grad()
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
@@ -94,7 +117,7 @@ class DiffusionModel:
 
     def lora_targets(self) -> tuple[str, ...]:
         """The attention projections LoRA adapts by default for this architecture."""
-        return _SD3_LORA_TARGETS if self.kind == "flow" else _UNET_LORA_TARGETS
+        return _UNET_LORA_TARGETS if self.kind == "eps" else _TRANSFORMER_LORA_TARGETS
 
 
 def build_tiny(name: str, *, seed: int = 0, sample_size: int = 16) -> DiffusionModel:
@@ -156,8 +179,9 @@ def save_tiny(model: DiffusionModel, directory: str | Path) -> Path:
 class PipelinePromptEncoder:
     """A diffusers pipeline's own text encoders: ``encode_prompt`` without classifier-free guidance.
 
-    SD3-style pipelines return ``(embeds, pooled)``; UNet pipelines have no pooled embedding, so the
-    token mean stands in (the UNet never reads it).
+    SD3-style pipelines return ``(embeds, pooled)``, FLUX's ``(T5 embeds, pooled CLIP, text ids)`` (the
+    ids are zeros, rebuilt at the forward); UNet pipelines have no pooled embedding, so the token mean
+    stands in (the UNet never reads it).
     """
 
     def __init__(self, pipe: Any) -> None:
@@ -171,19 +195,26 @@ class PipelinePromptEncoder:
                 prompts, None, None, device=device, do_classifier_free_guidance=False
             )
             return embeds, pooled
+        if "max_sequence_length" in self.pipe.encode_prompt.__code__.co_varnames:
+            embeds, pooled, _ = self.pipe.encode_prompt(prompts, None, device=device, num_images_per_prompt=1)
+            return embeds, pooled
         embeds, _ = self.pipe.encode_prompt(prompts, device, 1, False)
         return embeds, embeds.mean(1)
 
 
 def load_pipeline(
-    directory: str | Path, resolution: int | None = None, dtype: torch.dtype = torch.float32
+    directory: str | Path,
+    resolution: int | None = None,
+    dtype: torch.dtype = torch.float32,
+    embedded_guidance: float = 3.5,
 ) -> DiffusionModel:
-    """A diffusers text-to-image pipeline directory (``model_index.json``; SD3-style transformer or UNet).
+    """A diffusers text-to-image pipeline directory (``model_index.json``; SD3-style or FLUX transformer, or UNet).
 
     The text encoders and VAE are frozen and kept in ``dtype``; ``resolution`` (pixels) sets the
-    latent size, by default the denoiser's ``sample_size``.
+    latent size, by default the denoiser's ``sample_size`` (FLUX: the pipeline's default, 1024 px).
+    ``embedded_guidance`` is fed to a FLUX transformer that has a guidance embedding (FLUX.1-dev).
     """
-    from diffusers import DiffusionPipeline
+    from diffusers import DiffusionPipeline, FluxTransformer2DModel
 
     from zoo.pipelines.diffusion import absent_components
 
@@ -193,32 +224,42 @@ def load_pipeline(
     denoiser = getattr(pipe, "transformer", None) or getattr(pipe, "unet", None)
     if denoiser is None or getattr(pipe, "vae", None) is None or not hasattr(pipe, "encode_prompt"):
         raise ValueError(f"{directory} holds a {type(pipe).__name__}; the diffusion engine needs a text-to-image "
-                         "pipeline with a transformer or UNet, a VAE and encode_prompt (SD3, SD 1.x/2.x, LCM)")  # fmt: skip
+                         "pipeline with a transformer or UNet, a VAE and encode_prompt (SD3, FLUX, SD 1.x/2.x, LCM)")  # fmt: skip
     for part in ("text_encoder", "text_encoder_2", "text_encoder_3", "vae"):
         if getattr(pipe, part, None) is not None:
             getattr(pipe, part).requires_grad_(False)
     denoiser.float()  # trained weights and log-probs in float32
+    config = {"name": str(directory), "pipeline": type(pipe).__name__}
+    if isinstance(denoiser, FluxTransformer2DModel):
+        size = (resolution or pipe.default_sample_size * pipe.vae_scale_factor) // pipe.vae_scale_factor
+        if size % 2:
+            raise ValueError(f"resolution {resolution} gives a {size}-wide latent; FLUX packs 2x2 latent patches, "
+                             f"so the resolution must be a multiple of {2 * pipe.vae_scale_factor}")  # fmt: skip
+        guidance = embedded_guidance if denoiser.config.guidance_embeds else None
+        return DiffusionModel(denoiser, pipe.vae, pipe.scheduler, PipelinePromptEncoder(pipe), "flux",
+                              (denoiser.config.in_channels // 4, size, size), config, guidance)  # fmt: skip
     size = resolution // pipe.vae_scale_factor if resolution else denoiser.config.sample_size
     kind = "flow" if getattr(pipe, "transformer", None) is not None else "eps"
-    config = {"name": str(directory), "pipeline": type(pipe).__name__}
     return DiffusionModel(denoiser, pipe.vae, pipe.scheduler, PipelinePromptEncoder(pipe), kind,
                           (denoiser.config.in_channels, size, size), config)  # fmt: skip
 
 
-def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | None = None) -> DiffusionModel:
+def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | None = None,
+               embedded_guidance: float = 3.5, revision: str | None = None) -> DiffusionModel:  # fmt: skip
     """``tiny:*`` -> :func:`build_tiny`; a :func:`save_tiny` directory -> that model; a diffusers pipeline
-    directory -> :func:`load_pipeline`."""
+    directory, zoo name (``flux-1-dev``) or Hub id (at ``revision``) -> :func:`load_pipeline`."""
     from safetensors.torch import load_file
 
     if name.startswith("tiny:"):
         return build_tiny(name, **(tiny or {}))
-    directory = Path(name)
+    directory = _pipeline_directory(name, revision)
     if (directory / "model_index.json").is_file():
-        return load_pipeline(directory, resolution)
+        return load_pipeline(directory, resolution, embedded_guidance=embedded_guidance)
     if not (directory / TINY_CONFIG).is_file():
         raise FileNotFoundError(
-            f"model.name={name!r} is not tiny:sd3 / tiny:unet / tiny:lcm, a diffusers pipeline directory "
-            f"(model_index.json) or a directory written by zoo.engines.diffusion.models.save_tiny ({TINY_CONFIG})"
+            f"model.name={name!r} is not tiny:sd3 / tiny:unet / tiny:lcm, a diffusers pipeline (model_index.json: a "
+            f"directory, zoo name or Hub id) or a directory written by zoo.engines.diffusion.models.save_tiny "
+            f"({TINY_CONFIG})"
         )
     config = json.loads((directory / TINY_CONFIG).read_text())
     scaling = config.pop("vae_scaling_factor", 1.0)
@@ -227,3 +268,21 @@ def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | 
     model.denoiser.load_state_dict(load_file(str(directory / "denoiser.safetensors")))
     model.vae.load_state_dict(load_file(str(directory / "vae.safetensors")))
     return model
+
+
+def _pipeline_directory(name: str, revision: str | None) -> Path:
+    """A local directory as it is; a zoo name through its entry (its pinned revision, the gated-licence message);
+    an ``owner/name`` Hub id from the cache or the Hub, as :func:`zoo.load` resolves them."""
+    from zoo.hub import is_repo_id, resolve, resolve_repo
+    from zoo.registry import info
+    from zoo_common.registry import UnknownNameError
+
+    directory = Path(name).expanduser()
+    if directory.is_dir():
+        return directory
+    try:
+        return resolve(info(name), revision).path
+    except UnknownNameError:
+        if is_repo_id(name):
+            return resolve_repo(name, revision).path
+    return directory

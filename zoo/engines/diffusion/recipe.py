@@ -25,12 +25,19 @@ class DiffusionModelConfig:
     """The denoiser, its VAE, scheduler and prompt encoder."""
 
     name: str = "tiny:sd3"
-    """A diffusers text-to-image pipeline directory (``model_index.json``: SD3/SD3.5, SD 1.x/2.x, LCM), or
+    """A diffusers text-to-image pipeline (``model_index.json``: SD3/SD3.5, FLUX.1, SD 1.x/2.x, LCM) as a directory, a
+    zoo name (``flux-1-dev``, ``stable-diffusion-3.5-medium``) or a Hub id; or
     ``tiny:sd3`` (SD3 transformer, flow matching), ``tiny:unet`` (UNet, DDIM), ``tiny:lcm`` (UNet, LCM
     scheduler): tiny random models built from configs with a hashed bag-of-words prompt encoder, for CPU
     runs; or a tiny model saved by :func:`zoo.engines.diffusion.models.save_tiny`."""
+    revision: str | None = None
+    """Hub revision (branch, tag or commit) of a zoo name or Hub id (``null``: the entry's pin, or ``main``)."""
     resolution: int | None = None
-    """Image size in pixels for a pipeline directory (``null``: the denoiser's ``sample_size``)."""
+    """Image size in pixels for a pipeline directory (``null``: the denoiser's ``sample_size``; FLUX 1024)."""
+    embedded_guidance: float = 3.5
+    """The guidance value a guidance-distilled FLUX transformer (FLUX.1-dev) takes as an input, in sampling
+    and training (DanceGRPO 3.5); unused by other denoisers. It is not classifier-free guidance
+    (``algorithm.guidance_scale``), which would add a second, null-prompt forward."""
     tiny: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the tiny builder (``sample_size``, ``seed``, ...)."""
     dtype: str = "float32"
@@ -214,8 +221,10 @@ def _check_window(alg: DiffusionAlgorithmConfig, method: Any) -> None:
                           f"({alg.method} rolls out {method.rollout})")  # fmt: skip
     if 0 <= lo and lo + alg.sde_window_size <= hi <= policy_steps:
         return
-    raise RecipeError(f"algorithm.sde_window_range=[{lo}, {hi}) with sde_window_size={alg.sde_window_size} must "
-                      f"satisfy 0 <= lo, lo + size <= hi <= {policy_steps} (the stochastic steps)")
+    raise RecipeError(
+        f"algorithm.sde_window_range=[{lo}, {hi}) with sde_window_size={alg.sde_window_size} must "
+        f"satisfy 0 <= lo, lo + size <= hi <= {policy_steps} (the stochastic steps)"
+    )
 
 
 def sde_window_range(alg: DiffusionAlgorithmConfig) -> tuple[int, int]:

@@ -9,6 +9,7 @@ denoiser forward per row scores all its children, since they share the parent's 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -23,9 +24,39 @@ from zoo.rl.diffusion_steps import (
     lcm_step_with_logprob,
 )
 
+DANCE_SHIFT = 3.0
+"""DanceGRPO's time shift (``--shift 3`` in ``scripts/finetune/finetune_flux_grpo_8gpus.sh``)."""
+
+
+def dance_schedule(num_steps: int, shift: float = DANCE_SHIFT) -> tuple[torch.Tensor, torch.Tensor]:
+    """DanceGRPO's own schedule, not the base's scheduler: ``(timesteps (N,), sigmas (N + 1,))``.
+
+    Every flow-matching trainer of XueZeyue/DanceGRPO (``fastvideo/train_grpo_flux.py`` and its FLUX-LoRA,
+    HunyuanVideo, Qwen-Image, Wan siblings) shifts an even grid, ``sigma = s t / (1 + (s - 1) t)`` over
+    ``t = linspace(1, 0, N + 1)``, and gives the denoiser ``int(sigma * 1000)``: the truncation is theirs.
+    """
+    grid = torch.linspace(1, 0, num_steps + 1)
+    sigmas = shift * grid / (1 + (shift - 1) * grid)
+    return (sigmas[:-1] * 1000).long().float(), sigmas
+
+
+def _flux_sigmas(scheduler: Any, num_steps: int, model: DiffusionModel) -> dict[str, Any]:
+    """``set_timesteps`` arguments reproducing FluxPipeline's schedule when the scheduler shifts by image size
+    (``use_dynamic_shifting``: ``mu`` from the packed sequence length; the pipeline's ``linspace(1, 1/N, N)``)."""
+    import numpy as np
+    from diffusers.pipelines.flux.pipeline_flux import calculate_shift
+
+    if not scheduler.config.get("use_dynamic_shifting", False):
+        return {}
+    config, (_, h, w) = scheduler.config, model.latent_shape
+    mu = calculate_shift((h // 2) * (w // 2), config.base_image_seq_len, config.max_image_seq_len,
+                         config.base_shift, config.max_shift)  # fmt: skip
+    return {"sigmas": np.linspace(1.0, 1 / num_steps, num_steps), "mu": mu}
+
 
 class Sampler:
-    """The scheduler of ``model`` set to ``num_steps``, and the method's policy step on it.
+    """The method's policy step on ``num_steps`` of a schedule: the model scheduler's (as its pipeline
+    sets it), or, for DanceGRPO, the authors' own :func:`dance_schedule`.
 
     ``policy_steps`` is the number of stochastic steps: all of them, except LCM's last, which
     returns the consistency function's output without noise. With ``guidance_scale > 1`` every
@@ -41,19 +72,24 @@ class Sampler:
             raise ValueError(f"unknown policy step {step!r}")
         self.model, self.step_name, self.num_steps = model, step, num_steps
         scheduler = model.scheduler
-        if step == "lcm":
-            scheduler.set_timesteps(num_steps, original_inference_steps=scheduler.config.original_inference_steps)
+        if step == "dance":
+            self.timesteps, self.sigmas = dance_schedule(num_steps)
         else:
-            scheduler.set_timesteps(num_steps)
-        self.timesteps = scheduler.timesteps.clone()
-        self.sigmas = scheduler.sigmas.clone().float() if hasattr(scheduler, "sigmas") else None
+            if step == "lcm":
+                scheduler.set_timesteps(num_steps, original_inference_steps=scheduler.config.original_inference_steps)
+            else:
+                scheduler.set_timesteps(num_steps, **_flux_sigmas(scheduler, num_steps, model))
+            self.timesteps = scheduler.timesteps.clone()
+            self.sigmas = scheduler.sigmas.clone().float() if hasattr(scheduler, "sigmas") else None
         self.policy_steps = num_steps - 1 if step == "lcm" else num_steps
 
     def model_timesteps(self, index: torch.Tensor) -> torch.Tensor:
         """(B,) denoiser timestep inputs for (B,) step indices."""
         return self.timesteps[index.cpu()].to(self.model.device)
 
-    def predict(self, latents: torch.Tensor, index: torch.Tensor, cond: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def predict(
+        self, latents: torch.Tensor, index: torch.Tensor, cond: tuple[torch.Tensor, torch.Tensor]
+    ) -> torch.Tensor:
         """The (guided) denoiser output at (B,) step ``index``: one batched forward of null and prompt
         conditions when guided (the authors concatenate ``[null, prompt]``), the plain output otherwise."""
         timesteps = self.model_timesteps(index)

@@ -228,7 +228,8 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     if tr.num_threads is not None and accelerator.device.type == "cpu":
         torch.set_num_threads(tr.num_threads)
     torch.manual_seed(tr.seed)
-    model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny}, recipe.model.resolution)
+    model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny}, recipe.model.resolution,
+                       embedded_guidance=recipe.model.embedded_guidance, revision=recipe.model.revision)  # fmt: skip
     _check_family(method, model)
     if getattr(model.encoder, "pipe", None) is not None:  # a pipeline's text encoders run on the device
         model.encoder.pipe.to(accelerator.device)
