@@ -28,8 +28,8 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from zoo.registry import ModelEntry
 from zoo.kinds import VLMSpec
+from zoo.registry import ModelEntry
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +76,23 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def allow_patterns(entry: ModelEntry, trust_remote_code: bool = False) -> list[str]:
+    """The files of ``entry``'s repository the zoo fetches: :data:`ALLOW_PATTERNS` (plus ``*.py`` with remote code).
+
+    A full diffusers pipeline (a spec whose ``component_folders`` is true) keeps the weights ``from_pretrained``
+    reads in its components' folders; the single-file checkpoints such repositories also carry at the root
+    (FLUX.1-dev's 24 GB ``flux1-dev.safetensors``, SD3.5's ``sd3.5_medium.safetensors``) are left on the Hub.
+    """
+    patterns = ALLOW_PATTERNS + (["*.py"] if trust_remote_code else [])
+    if getattr(entry.spec, "component_folders", False):
+        patterns = [f"*/{p}" if p.startswith("*.safetensors") else p for p in patterns]
+    return patterns
+
+
 def download_command(entry: ModelEntry, revision: str | None) -> str:
     """The shell command that puts ``entry``'s files into the cache (what an offline user runs online)."""
     rev = f" --revision {revision}" if revision else ""
-    includes = " ".join(f"--include '{p}'" for p in ALLOW_PATTERNS)
+    includes = " ".join(f"--include '{p}'" for p in allow_patterns(entry))
     return f"hf download {entry.repo_id}{rev} {includes}"
 
 
@@ -116,7 +129,7 @@ def resolve(entry: ModelEntry, revision: str | None = None, *, trust_remote_code
             "restore it with `git checkout -- checkpoints/` or rebuild it with the script named in its model card"
         )
     rev = revision or entry.revision
-    patterns = ALLOW_PATTERNS + (["*.py"] if trust_remote_code else [])
+    patterns = allow_patterns(entry, trust_remote_code)
     try:
         path = snapshot_download(entry.repo_id, revision=rev, allow_patterns=patterns, local_files_only=True)
         source = "cache"

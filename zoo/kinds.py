@@ -98,6 +98,12 @@ class DiffusionSpec:
     base_repo: str | None = None
     lora_weight_name: str | None = None
 
+    @property
+    def component_folders(self) -> bool:
+        """The repository is a whole pipeline whose weights live in its components' folders (``transformer/``,
+        ``vae/``, ...): root-level single-file checkpoints are not fetched (:func:`zoo.hub.allow_patterns`)."""
+        return self.base_repo is None
+
 
 @dataclass(frozen=True)
 class PolicySpec:

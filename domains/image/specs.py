@@ -38,6 +38,11 @@ class AdapterDiffusionSpec(DiffusionSpec):
     subfolder: str | None = None
     merge: bool = True
 
+    @property
+    def component_folders(self) -> bool:
+        """An adapter or denoiser repository: its weights may sit at the root (DanceGRPO's transformer)."""
+        return False
+
 
 @dataclass(frozen=True)
 class OmniGen2Spec(DiffusionSpec):
@@ -53,6 +58,11 @@ class OmniGen2Spec(DiffusionSpec):
 
     image_guidance_scale: float = 2.0
     base_repo_id: str = "OmniGen2/OmniGen2"
+
+    @property
+    def component_folders(self) -> bool:
+        """The repository holds a LoRA, not a whole pipeline."""
+        return False
 
 
 @dataclass(frozen=True)

@@ -110,3 +110,40 @@ def test_entries_name_what_they_sample_with():
     assert zoo.info("adv-grpo-sd35m-pickscore").spec.subfolder == "PickScore"
     assert zoo.info("flux-1-dev").gated and zoo.info("stable-diffusion-3.5-medium").gated
     assert Path(zoo.info("editscore-7b").spec.base_repo_id).name == "Qwen2.5-VL-7B-Instruct"
+
+
+def test_a_pipeline_base_fetches_its_component_folders_not_the_root_checkpoint(hf_cache, monkeypatch):
+    """FLUX.1-dev and SD3.5 also carry single-file checkpoints at the root (24 GB for FLUX) that from_pretrained never
+    reads: a download asks for the components' folders only, while adapter and transformer repositories (weights at
+    the root) keep the root pattern. The patterns asked for are captured from the download call."""
+    from fnmatch import fnmatch
+
+    import zoo.hub
+    from zoo.hub import resolve
+
+    asked: dict[str, list[str]] = {}
+
+    def record(repo_id, **kwargs):
+        if kwargs.get("local_files_only"):
+            from huggingface_hub.errors import LocalEntryNotFoundError
+
+            raise LocalEntryNotFoundError("not cached")
+        asked[repo_id] = kwargs["allow_patterns"]
+        return str(hf_cache)
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(zoo.hub, "snapshot_download", record)
+    for name in ("flux-1-dev", "stable-diffusion-3.5-medium", "dancegrpo-flux-hps", "flow-grpo-sd35m-ocr"):
+        resolve(zoo.info(name))
+
+    def fetched(repo: str, file: str) -> bool:
+        return any(fnmatch(file, p) for p in asked[repo])
+
+    flux, sd35 = "black-forest-labs/FLUX.1-dev", SD3_REPO
+    assert fetched(flux, "transformer/diffusion_pytorch_model-00001-of-00003.safetensors")
+    assert fetched(flux, "model_index.json") and fetched(flux, "tokenizer_2/spiece.model")
+    assert not fetched(flux, "flux1-dev.safetensors") and not fetched(flux, "ae.safetensors")
+    assert not fetched(sd35, "sd3.5_medium.safetensors") and fetched(sd35, "text_encoder_3/model.safetensors")
+    assert fetched("xzyhku/flux_hpsv2.1_dancegrpo", "diffusion_pytorch_model.safetensors")
+    assert fetched("jieliu/SD3.5M-FlowGRPO-Text", "adapter_model.safetensors")
+    assert "'*/*.safetensors'" in zoo.hub.download_command(zoo.info("flux-1-dev"), None)
