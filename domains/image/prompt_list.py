@@ -1,7 +1,7 @@
 """``prompt-list``: text-to-image training prompts from a plain text file, one prompt per line.
 
-The format DanceGRPO trains FLUX from (``assets/prompts.txt`` of XueZeyue/DanceGRPO: HPD v2 prompts, which its
-README says it uses for the open-source image runs); any file of that shape works. Blank lines are skipped;
+The format Flow-GRPO (yifan123/flow_grpo ``dataset/pickscore/train.txt``, ``dataset/ocr/train.txt``) and
+DanceGRPO (``assets/prompts.txt``: HPD v2 prompts, its README says) train from; any file of that shape works. Blank lines are skipped;
 lines are stripped, kept in file order, and numbered by line so a sample id points back into the file.
 """
 
