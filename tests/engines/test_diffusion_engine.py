@@ -113,6 +113,7 @@ def test_unscored_images_get_zero_advantage(tmp_path: Path) -> None:
         (("algorithm.method=tree_grpo", "algorithm.num_steps=5", "algorithm.group_size=6"), "branch_factor"),
         (("algorithm.group_size=1",), "group_size"),
         (("algorithm.timestep_fraction=0",), "timestep_fraction"),
+        (("algorithm.eval_num_steps=1",), "eval_num_steps=1"),
         (("prompts.train=[]",), "prompts.train is empty"),
     ],
 )
@@ -286,3 +287,18 @@ def test_guidance_doubles_the_batch_and_one_turns_it_off(tmp_path: Path) -> None
 def test_bad_guidance_and_window_are_named(overrides: tuple[str, ...], message: str) -> None:
     with pytest.raises(RecipeError, match=message):
         recipe(*overrides)
+
+
+@pytest.mark.parametrize("model", ["tiny:sd3", "tiny:unet"])
+def test_evaluation_samples_with_its_own_step_count(model: str, tmp_path: Path) -> None:
+    """Flow-GRPO trains on 10-step rollouts and evaluates with 40: the evaluation sampler gets its own scheduler
+    copy, so DDIM's training step (which reads the step count off its scheduler) keeps the rollout's."""
+    extra = ("algorithm.method=ddpo", "model.tiny={sample_size: 8}") if model == "tiny:unet" else ()
+    run = build_run(recipe(f"model.name={model}", *extra, "algorithm.eval_num_steps=5"), tmp_path)
+    assert run.eval_sampler is not None and len(run.eval_sampler.timesteps) == 5 and len(run.sampler.timesteps) == 3
+    assert run.eval_sampler.model.scheduler is not run.model.scheduler
+    assert "eval/reward" in run.evaluate(0)
+    if model == "tiny:unet":
+        assert run.model.scheduler.num_inference_steps == 3
+    train_round(run, 0)
+    assert build_run(recipe("algorithm.eval_num_steps=3"), tmp_path / "same").eval_sampler is None

@@ -66,6 +66,9 @@ class DiffusionAlgorithmConfig:
     """Images per prompt per step (G); advantages are normalised within a prompt's images."""
     num_steps: int = 10
     """Denoising steps of a rollout (the authors sample with 10-50; 4 keeps CPU runs fast)."""
+    eval_num_steps: int | None = None
+    """Denoising steps of the held-out evaluation (Flow-GRPO trains on 10-step rollouts and evaluates with 40,
+    its ``eval_num_steps``); ``null``: ``num_steps``."""
     noise_level: float | None = None
     """Flow-GRPO's ``a`` (0.7), DanceGRPO's ``eta`` (0.3), DDPO's DDIM ``eta`` (1.0); unused by RLCM."""
     clip_range: float | None = None
@@ -192,8 +195,9 @@ class DiffusionRecipe(Recipe):
             raise RecipeError("prompts.train is empty and prompts.data.name is unset; give training prompts")
         if alg.group_size < 2:
             raise RecipeError(f"algorithm.group_size={alg.group_size}; group-relative advantages need >= 2")
-        if alg.num_steps < 2:
-            raise RecipeError(f"algorithm.num_steps={alg.num_steps}; a rollout needs at least 2 denoising steps")
+        for key in ("num_steps", "eval_num_steps"):
+            if getattr(alg, key) is not None and getattr(alg, key) < 2:
+                raise RecipeError(f"algorithm.{key}={getattr(alg, key)}; a rollout needs at least 2 denoising steps")
         settings = method.settings(alg)
         if not 0 < settings["timestep_fraction"] <= 1:
             raise RecipeError(f"algorithm.timestep_fraction={settings['timestep_fraction']} must be in (0, 1]")

@@ -12,7 +12,7 @@ import contextlib
 import copy
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,8 @@ class Run:
     ema: Any = None
     reference_model: torch.nn.Module | None = None
     round_cond: tuple[torch.Tensor, torch.Tensor] | None = None
+    eval_sampler: Sampler | None = None
+    """The evaluation's own step count (``algorithm.eval_num_steps``) on a copy of the scheduler; ``None``: ``sampler``."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     # --- sampling ---------------------------------------------------------------------------
@@ -158,7 +160,7 @@ class Run:
         start = self.initial_noise(len(self.eval_prompts), group, same_within_group=False, generator=gen)
         cond_index = torch.arange(len(self.eval_prompts)).repeat_interleave(group)
         with self.ema_weights():
-            latents, _ = self.sampler.run(start, self.select_cond(self.encode(self.eval_prompts), cond_index), 0.0, gen,
+            latents, _ = (self.eval_sampler or self.sampler).run(start, self.select_cond(self.encode(self.eval_prompts), cond_index), 0.0, gen,
                                           sde_steps=set())  # fmt: skip
         prompts = [p for p in self.eval_prompts for _ in range(group)]
         rewards, metrics = self.score(latents, prompts)
@@ -256,13 +258,18 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     prompts = list(recipe.prompts.train) or [s.question for s in recipe.prompts.data.load()]
     settings = method.settings(alg)
     null_cond = _encode(model, [""]) if settings["guidance_scale"] != 1.0 else None  # the authors' null prompt
-    sampler = Sampler(model, method.step, alg.num_steps, guidance_scale=settings["guidance_scale"], null_cond=null_cond,
-                      detach_uncond=settings["detach_uncond"])  # fmt: skip
+    guidance = {"guidance_scale": settings["guidance_scale"], "null_cond": null_cond,
+                "detach_uncond": settings["detach_uncond"]}  # fmt: skip
+    sampler = Sampler(model, method.step, alg.num_steps, **guidance)
+    eval_sampler = None
+    if alg.eval_num_steps not in (None, alg.num_steps):  # its own scheduler: DDIM's step reads the step count from it
+        eval_model = replace(model, scheduler=copy.deepcopy(model.scheduler))
+        eval_sampler = Sampler(eval_model, method.step, alg.eval_num_steps, **guidance)
     run = Run(recipe=recipe, model=model, sampler=sampler, accelerator=accelerator,
               optimizer=optimizer, trainable=trainable, reward=_reward(recipe), prompts=prompts,
               eval_prompts=list(recipe.prompts.eval) or prompts[:4], settings=settings, generator=generator,
               output_dir=Path(output_dir), tracker=method.tracker() if method.tracker else None, ema=ema,
-              reference_model=reference_model)  # fmt: skip
+              reference_model=reference_model, eval_sampler=eval_sampler)  # fmt: skip
     if method.adversarial:
         from zoo.engines.diffusion.adversarial import attach_discriminator
 
