@@ -229,6 +229,8 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     accelerator = Accelerator(cpu=bool(tr.use_cpu))
     if tr.num_threads is not None and accelerator.device.type == "cpu":
         torch.set_num_threads(tr.num_threads)
+    # prompts first: a wrong prompt file is an error in a second, not after the base model has loaded
+    prompts = list(recipe.prompts.train) or [s.question for s in recipe.prompts.data.load()]
     torch.manual_seed(tr.seed)
     model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny}, recipe.model.resolution,
                        embedded_guidance=recipe.model.embedded_guidance, revision=recipe.model.revision)  # fmt: skip
@@ -255,7 +257,6 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
 
         ema = EMAModel(trainable, decay=tr.ema_decay)
     generator = torch.Generator().manual_seed(tr.seed + 1_000_003 * accelerator.process_index)
-    prompts = list(recipe.prompts.train) or [s.question for s in recipe.prompts.data.load()]
     settings = method.settings(alg)
     null_cond = _encode(model, [""]) if settings["guidance_scale"] != 1.0 else None  # the authors' null prompt
     guidance = {"guidance_scale": settings["guidance_scale"], "null_cond": null_cond,
