@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from rewards.rendering.oslevel import Limits
 from rewards.rendering.pool import RenderPool
 from rewards.rendering.result import RenderResult
-from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source
+from rewards.rendering.validate import DEFAULT_KINDS, KINDS, RendererUnavailableError, Source
 
-__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "close_optional_pools", "default_pool", "pool_for",
-           "render", "render_many", "shutdown_default_pool"]
+__all__ = ["KINDS", "Limits", "RenderPool", "RenderResult", "RendererUnavailableError", "close_optional_pools",
+           "default_pool", "pool_for", "render", "render_many", "shutdown_default_pool"]
 
 _default: RenderPool | None = None
 _default_lock = threading.Lock()

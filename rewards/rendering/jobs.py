@@ -89,7 +89,7 @@ def render_matplotlib(source: bytes, size: Size) -> bytes:
 
 def _preload_svg() -> None:
     import cairosvg.surface  # noqa: F401
-    import PIL.Image  # noqa: F401
+    import PIL.Image
     import PIL.PngImagePlugin  # noqa: F401
 
 

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from itertools import count
 from pathlib import Path
+from typing import Self
 
 from rewards.rendering.batching import BATCHED_KINDS, DEFAULT_MAX_BATCH, chunks
 from rewards.rendering.cgroups import ENV_VAR as CGROUP_ENV_VAR
@@ -34,7 +35,15 @@ from rewards.rendering.jobs import python_roots
 from rewards.rendering.oslevel import Limits
 from rewards.rendering.protocol import ChannelClosed, read_message, write_message
 from rewards.rendering.result import INFRA_STATUSES, MODEL_FAILURE_STATUSES, RenderResult
-from rewards.rendering.validate import DEFAULT_KINDS, KINDS, Source, check_installed, check_request, prepare_source
+from rewards.rendering.validate import (
+    DEFAULT_KINDS,
+    KINDS,
+    RendererUnavailableError,
+    Source,
+    check_installed,
+    check_request,
+    prepare_source,
+)
 
 logger = logging.getLogger(__name__)
 #: Job uids are ``uid_base + worker index``: an id range no real account uses, so a job can
@@ -174,13 +183,14 @@ class RenderPool:
         self._closing = False
         self._ids = count()
         self._started = False
+        self._unavailable: dict[str, str] = {}  # kinds the workers could not import a renderer for, and why
         self._executor: ThreadPoolExecutor | None = None
         self._counts: Counter[str] = Counter()
         self._owner = os.getpid()
         self._finalizer = weakref.finalize(self, _kill_all, self._all, self._owner)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> RenderPool:
+    def start(self) -> Self:
         """Start every worker now (in parallel) instead of on the first render.
 
         Raises ``RuntimeError`` naming what is missing when a worker cannot start or cannot
@@ -203,6 +213,7 @@ class RenderPool:
                 self._all.clear()
                 raise
             self._idle, self._missing, self._closing, self._started = fresh, [], False, True
+            self._unavailable = dict(fresh[0].ready.get("unavailable") or {})
             self._log_walls(fresh[0].ready)
         return self
 
@@ -225,7 +236,7 @@ class RenderPool:
             worker.close()
         self._log_failures()
 
-    def __enter__(self) -> RenderPool:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -264,7 +275,7 @@ class RenderPool:
         payload, problem = prepare_source(kind, source, self.max_source_bytes)
         if problem is not None:
             return self._count(RenderResult(None, problem, "invalid", time.monotonic() - start))
-        self.start()
+        self._start_for(kind)
         try:
             worker = self._acquire(start + _START_TIMEOUT + timeout)
         except _NoWorker as err:
@@ -290,7 +301,7 @@ class RenderPool:
 
         Data kinds (SVG) go in batches of at most ``max_batch`` per job (:meth:`render_batch`),
         spread over the workers; code kinds get one job per source."""
-        self.start()
+        self._start_for(kind)
         with self._cond:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="render")
@@ -312,6 +323,7 @@ class RenderPool:
         size, timeout = check_request(kind, size, timeout, self.kinds)
         if kind not in BATCHED_KINDS:
             raise ValueError(f"render kind {kind!r} runs code, one job per source; batches take {sorted(BATCHED_KINDS)}")
+        self._start_for(kind)
         start = time.monotonic()
         results: list[RenderResult | None] = [None] * len(sources)
         payloads: dict[int, bytes] = {}
@@ -337,6 +349,13 @@ class RenderPool:
         return results
 
     # -- internals ---------------------------------------------------------------------------
+    def _start_for(self, kind: str) -> None:
+        """Start the workers; :class:`RendererUnavailableError` if they could not import ``kind``'s renderer
+        (a missing C library is a machine's setup, not a sample's failure: no render of it is attempted)."""
+        self.start()
+        if kind in self._unavailable:
+            raise RendererUnavailableError(kind, self._unavailable[kind])
+
     def _batch_job(self, kind: str, payloads: list[bytes], size: tuple[int, int],
                    timeout: float) -> tuple[list[RenderResult], str | None]:
         """One batch job: the results it settled (a prefix of ``payloads``) and why it stopped, if it did.

@@ -18,6 +18,11 @@ DEFAULT_KINDS = ("svg", "matplotlib")
 KIND_PACKAGES = {"svg-skia": ("skia", "pip install skia-python"),
                  "cadquery": ("cadquery", "pip install -e '.[cad]' (cadquery)"),
                  "cadquery-geometry": ("cadquery", "pip install -e '.[cad]' (cadquery)")}  # fmt: skip
+#: What a kind's renderer needs beyond its Python package, said when the worker cannot import it.
+KIND_LIBRARIES = {"svg": "cairosvg needs the cairo C library (Debian/Ubuntu: apt-get install libcairo2; conda: "
+                         "conda install cairo; macOS: brew install cairo)",
+                  "svg-skia": "skia-python needs its wheel's libraries (Debian/Ubuntu: apt-get install libgl1 "
+                              "libfontconfig1)"}  # fmt: skip
 MAX_SIDE = 4096
 Source = str | bytes
 
@@ -31,6 +36,15 @@ def check_installed(kinds: Sequence[str]) -> None:
         module, install = KIND_PACKAGES.get(kind, (None, ""))
         if module and importlib.util.find_spec(module) is None:
             raise ImportError(f"render kind {kind!r} needs the {module!r} package, which is not installed: {install}")
+
+
+class RendererUnavailableError(ImportError):
+    """A render kind's renderer cannot be imported on this machine (its package or a C library is missing)."""
+
+    def __init__(self, kind: str, error: str) -> None:
+        hint = KIND_LIBRARIES.get(kind, "")
+        super().__init__(f"render kind {kind!r} cannot load its renderer here: {error}" + (f". {hint}" if hint else ""))
+        self.kind = kind
 
 
 def check_request(kind: str, size: Sequence[int], timeout: float,

@@ -57,8 +57,13 @@ def main(argv: list[str]) -> int:
     # namespaces first: a preload may start a thread (pyarrow), and then a user namespace is refused
     walls = oslevel.unshare_namespaces() if config["isolate"] else oslevel.Walls(
         problems=["isolation disabled by the caller (isolate=False)"])
+    unavailable = {}  # kinds whose renderer cannot be imported here: the pool refuses them, the others still serve
     for kind in config["kinds"]:
-        jobs.PRELOADERS[kind]()
+        try:
+            jobs.PRELOADERS[kind]()
+        except (ImportError, OSError) as err:  # a missing C library (libcairo) surfaces as OSError at import
+            first_line = (str(err).strip().splitlines() or [""])[0]
+            unavailable[kind] = f"{type(err).__name__}: {first_line}"
     for name in config.get("preload", []):
         try:
             __import__(name)
@@ -90,7 +95,7 @@ def main(argv: list[str]) -> int:
         cgroups=job_cgroups,
     )
     ready = {"ready": True, "walls": asdict(walls), "scratch_root": scratch_root, "pid": os.getpid(),
-             "cgroup": job_cgroups.path if job_cgroups is not None else None}
+             "cgroup": job_cgroups.path if job_cgroups is not None else None, "unavailable": unavailable}
     write_message(proto_out, ready)
     try:
         _serve(proto_in, proto_out, ctx)

@@ -120,6 +120,7 @@ def test_dead_worker_is_replaced_and_reported_as_infra() -> None:
 
 def test_a_forked_child_starts_its_own_workers(render_pool: RenderPool) -> None:
     """A DataLoader-style fork must not talk over the parent's pipes or kill its workers."""
+    assert render_pool.render("svg", '<svg xmlns="http://www.w3.org/2000/svg"/>', size=(4, 4)).ok  # parent first
     parent_workers = list(render_pool.worker_pids)
     pid = os.fork()
     if pid == 0:
