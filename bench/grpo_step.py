@@ -86,7 +86,7 @@ def make(engine: str, args, dataset, device: str):
         activation_checkpointing=False,
     )
     rewards = [to_trl(ColourReward()), to_trl(LetterRate())]
-    kwargs = dict(model=model, reward_funcs=rewards, args=config, train_dataset=dataset, processing_class=processor)
+    kwargs = {"model": model, "reward_funcs": rewards, "args": config, "train_dataset": dataset, "processing_class": processor}
     if engine == "zoo":
         trainer = ZooGRPOTrainer(**kwargs, algorithm=AlgorithmConfig(loss_type="grpo"))
     else:

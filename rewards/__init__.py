@@ -28,7 +28,7 @@ from rewards.base import (
     get,
     register,
 )
-from rewards.base import list_rewards as list  # noqa: A001  (the documented `rewards.list()`)
+from rewards.base import list_rewards as list  # the documented `rewards.list()`
 
 _LAZY = {
     "TRLReward": "rewards.adapters",

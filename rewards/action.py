@@ -51,13 +51,13 @@ class ActionMatch(SampleReward):
     def score_one(self, prediction: Any, target: Mapping[str, Any]) -> RewardResult:
         ref = require(target, "action", self.name)
         if not isinstance(ref, Mapping):
-            raise ValueError(f"target['action'] must be a dict, got {ref!r}")
+            raise ValueError(f"target['action'] must be a dict, got {ref!r}")  # noqa: TRY004 - bad sample data
         pred = getattr(prediction, "action", None) or parse_json_value(answer_span(text_of(prediction), self.tag))
         if isinstance(pred, list) and pred and isinstance(pred[0], Mapping):
             pred = pred[0]
         if not isinstance(pred, Mapping):
             raise ParseError(f"the answer is not a JSON object: {str(pred)[:80]!r}")
-        ref_key, ref_type = action_type(ref)
+        _ref_key, ref_type = action_type(ref)
         _, pred_type = action_type(pred)
         if pred_type != ref_type:
             return RewardResult(0.0, {"type_match": 0.0, "args_match": 0.0}, f"action {pred_type!r} vs {ref_type!r}")

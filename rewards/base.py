@@ -21,9 +21,8 @@ import contextlib
 import logging
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from rewards.parsing import ParseError

@@ -29,7 +29,7 @@ class TagFormat(SampleReward):
         self.tags, self.strict, self.name = tuple(tags), strict, name
         self.component_names = tuple(f"has_{t}" for t in self.tags)
         body = r"\s*".join(rf"<{t}>(?:(?!<{t}>).)*?</{t}>" for t in self.tags)
-        self._pattern = re.compile(rf"^\s*{body}\s*$" if strict else body, re.S)
+        self._pattern = re.compile(rf"^\s*{body}\s*$" if strict else body, re.DOTALL)
 
     def score_one(self, prediction: Any, target: Mapping[str, Any]) -> RewardResult:
         text = text_of(prediction)
@@ -78,7 +78,7 @@ class CodeFenceFormat(SampleReward):
 
     def score_one(self, prediction: Any, target: Mapping[str, Any]) -> RewardResult:
         text = text_of(prediction)
-        blocks = re.findall(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", text, re.S)
+        blocks = re.findall(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", text, re.DOTALL)
         if not blocks:
             raise ParseError("no ``` fenced code block")
         wanted = [b for lang, b in blocks if self.language is None or lang.lower() == self.language.lower()]

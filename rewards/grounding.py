@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rewards.base import RewardResult, SampleReward, require, text_of
-from zoo_common.coords import to_original
 from rewards.parsing import ParseError, answer_span, parse_qwen_box, parse_qwen_point
+from zoo_common.coords import to_original
 
 FRAMES = ("absolute", "relative-1000", "relative-1")
 

@@ -71,7 +71,7 @@ def ssim(a: ImageLike, b: ImageLike) -> float:
     x, y = _pair(a, b)
     gx = cv2.cvtColor(x, cv2.COLOR_RGB2GRAY).astype(np.float64)
     gy = cv2.cvtColor(y, cv2.COLOR_RGB2GRAY).astype(np.float64)
-    blur = lambda img: cv2.GaussianBlur(img, (11, 11), 1.5, borderType=cv2.BORDER_REFLECT)  # noqa: E731
+    blur = lambda img: cv2.GaussianBlur(img, (11, 11), 1.5, borderType=cv2.BORDER_REFLECT)
     mx, my = blur(gx), blur(gy)
     vx, vy, cxy = blur(gx * gx) - mx * mx, blur(gy * gy) - my * my, blur(gx * gy) - mx * my
     c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2

@@ -17,7 +17,7 @@ class ParseError(ValueError):
     """The model's text does not follow the expected format; ``str(err)`` says how."""
 
 
-_FENCE = re.compile(r"```(?:[a-zA-Z0-9_+-]*)\s*\n?(.*?)```", re.S)
+_FENCE = re.compile(r"```(?:[a-zA-Z0-9_+-]*)\s*\n?(.*?)```", re.DOTALL)
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 
 
@@ -26,7 +26,7 @@ def extract_tag(text: str, tag: str, *, required: bool = True) -> str | None:
 
     An opened but never closed tag is a parse failure (the generation was cut off).
     """
-    match = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.S)
+    match = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)
     if match:
         return match.group(1).strip()
     if not required:
@@ -124,7 +124,7 @@ def parse_choice_letter(answer: str, options: dict[str, str] | None = None) -> s
     text = answer.strip()
     letters = set(options) if options else None
     for pattern in _LETTER_PATTERNS:
-        match = re.search(pattern, text, re.I if "answer" in pattern else 0)
+        match = re.search(pattern, text, re.IGNORECASE if "answer" in pattern else 0)
         if match:
             letter = match.group(1).upper()
             if letters is None or letter in letters:

@@ -8,12 +8,12 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-ImageInput = Union[str, os.PathLike, Image.Image, np.ndarray, bytes]
+ImageInput = str | os.PathLike | Image.Image | np.ndarray | bytes
 
 #: Largest image area accepted (pixels). PIL's own guard is 89 MP and only warns below 2x that;
 #: a screenshot is at most a few tens of MP, so anything bigger is refused outright.

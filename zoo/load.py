@@ -240,5 +240,5 @@ def _dtype(dtype: str | torch.dtype, device: str) -> torch.dtype:
     except AttributeError:
         value = None
     if not isinstance(value, torch.dtype):
-        raise ValueError(f"unknown dtype {dtype!r}; use 'auto', 'float32', 'bfloat16' or 'float16'")
+        raise ValueError(f"unknown dtype {dtype!r}; use 'auto', 'float32', 'bfloat16' or 'float16'")  # noqa: TRY004 - a bad name
     return value

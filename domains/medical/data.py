@@ -208,10 +208,10 @@ def _read_pathmmu(file: Path) -> dict[str, dict[str, list[Any]]]:
 
 def _check_pathmmu_item(item: Any, where: str) -> None:
     if not isinstance(item, dict):
-        raise ValueError(f"{where}: a PathMMU question is a JSON object, got {item!r:.80}")
+        raise ValueError(f"{where}: a PathMMU question is a JSON object, got {item!r:.80}")  # noqa: TRY004 - bad file content
     for key, types in _PATHMMU_FIELDS.items():
         if not isinstance(item.get(key), types):
-            raise ValueError(
+            raise ValueError(  # noqa: TRY004 - bad file content
                 f"{where}: field {key!r} must be {' or '.join(t.__name__ for t in types)}, got {item.get(key)!r:.80} "
                 f"(fields present: {sorted(item)})"
             )
@@ -246,7 +246,7 @@ def _first_value(value: Any) -> Any:
         return value
     try:
         data = json.loads(value.replace("'", '"'))
-        return list(data.values())[0] if isinstance(data, dict) else list(data[0].values())[0]
+        return next(iter(data.values())) if isinstance(data, dict) else next(iter(data[0].values()))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
 
@@ -278,9 +278,9 @@ def u2bench_measurement(value: Any, dataset: str) -> float | None:
         data = json.loads(value.replace("'", '"'))
         if isinstance(data, dict):
             key = MEASUREMENT_KEYS.get(str(dataset), "fat value")
-            found = list(data[key])[0] if str(dataset) == "27" else data[key]
+            found = next(iter(data[key])) if str(dataset) == "27" else data[key]
         elif isinstance(data, list):
-            found = list(data[0].values())[0]
+            found = next(iter(data[0].values()))
         else:
             return None
         number = float(found)

@@ -90,8 +90,8 @@ def test_bare_state_dict_of_a_builtin_architecture(tmp_path: Path) -> None:
     from safetensors.torch import save_file
 
     from zoo.hub import ResolvedModel
-    from zoo.pipelines.clip import load_clip_pipeline
     from zoo.kinds import ClipSpec
+    from zoo.pipelines.clip import load_clip_pipeline
     from zoo.registry import ModelEntry
 
     cfg = tmp_path / "zoo-test-tiny-clip.json"

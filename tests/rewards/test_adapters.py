@@ -13,8 +13,8 @@ from rewards import RewardResult, WeightedSum
 from rewards.adapters import as_target, completion_text
 
 trl = pytest.importorskip("trl")
-from trl import GRPOTrainer  # noqa: E402
-from trl.trainer.utils import get_callable_name, is_async_callable  # noqa: E402
+from trl import GRPOTrainer
+from trl.trainer.utils import get_callable_name, is_async_callable
 
 
 class Flaky:

@@ -8,9 +8,9 @@ import pytest
 
 import rewards
 from rewards import RewardResult, RewardSample, WeightedSum
-from zoo_common.registry import UnknownNameError
 from rewards import base as base_mod
 from rewards.numeric import NumericMatch
+from zoo_common.registry import UnknownNameError
 
 
 class Fixed:

@@ -60,7 +60,7 @@ def test_dino_loads_a_local_checkpoint_through_timm(tmp_path) -> None:
 
     from rewards.embedding_similarity import DinoSimilarity
 
-    arch = dict(img_size=28, embed_dim=32, depth=1, num_heads=2)
+    arch = {"img_size": 28, "embed_dim": 32, "depth": 1, "num_heads": 2}
     torch.manual_seed(0)
     source = timm.create_model("vit_small_patch14_dinov2", pretrained=False, num_classes=0, **arch).eval()
     save_file(source.state_dict(), tmp_path / "dino.safetensors")

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 verl = pytest.importorskip("verl")
-from verl import DataProto  # noqa: E402
-from verl.workers.reward_manager.naive import NaiveRewardManager  # noqa: E402
+from verl import DataProto
+from verl.workers.reward_manager.naive import NaiveRewardManager
 
-from rewards.verl_hook import compute_score  # noqa: E402
+from rewards.verl_hook import compute_score
 
 pytestmark = pytest.mark.verl
 

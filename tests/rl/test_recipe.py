@@ -137,9 +137,9 @@ def test_unknown_yaml_key_and_missing_file(tmp_path):
 
 def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monkeypatch):
     """Recipes start from Hub base models that are not zoo entries; those must not be 'unknown model'."""
-    from zoo_common.registry import UnknownNameError
-    from zoo.hub import CHECKPOINTS_DIR
     from zoo.engines.vlm.policy_model import policy_source
+    from zoo.hub import CHECKPOINTS_DIR
+    from zoo_common.registry import UnknownNameError
 
     def source(name: str, *overrides: str) -> tuple[str, str | None]:
         recipe = Recipe.from_dict({"name": "t", "engine": "vlm-trl", "data": {"name": "d"}, "rewards": ["r"],

@@ -10,6 +10,7 @@ scripted policy and scorer, and the emitted rows, the dialogues and the advantag
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -100,8 +101,8 @@ def test_patched_dialogue_carries_the_expert_answer_and_own_answers_otherwise():
     by_copy: dict[int, list] = {}
     for r in records:
         by_copy.setdefault(r.trajectory, []).append(r)
-    for copy, steps in by_copy.items():
-        for earlier, later in zip(steps, steps[1:]):
+    for steps in by_copy.values():
+        for earlier, later in itertools.pairwise(steps):
             said = [m["content"][0]["text"] for m in later.turn.messages if m["role"] == "assistant"][-1]
             assert said == ("ground-truth" if earlier.patched else earlier.generation.text)
 

@@ -60,7 +60,7 @@ def test_parquet_has_verl_columns(exported):
     rows = table.to_pylist()
     assert len(rows) == 8
     for i, row in enumerate(rows):
-        user = [m for m in row["prompt"] if m["role"] == "user"][0]
+        user = next(m for m in row["prompt"] if m["role"] == "user")
         assert user["content"].count("<image>") == len(row["images"]) == 1
         assert row["images"][0]["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
         assert row["data_source"] == "recipe-verl-export"
@@ -105,9 +105,8 @@ def test_launch_without_verl_says_how_to_install(exported):
 @pytest.fixture(scope="module")
 def verl_config(exported):
     pytest.importorskip("verl")
-    from hydra import compose, initialize_config_dir
-
     import verl
+    from hydra import compose, initialize_config_dir
 
     config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
     args = yaml.safe_load((exported / "verl_args.yaml").read_text())

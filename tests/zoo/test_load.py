@@ -9,10 +9,10 @@ import pytest
 from PIL import Image
 
 import zoo
+from zoo.engines.vlm.sft import SFTExample, train_sft
 from zoo.hub import CHECKPOINTS_DIR, ModelNotAvailableError, ResolvedModel
 from zoo.load import WrongArchitectureError
 from zoo.pipelines.vlm import VLMPipeline
-from zoo.engines.vlm.sft import SFTExample, train_sft
 from zoo.tiny import build_tiny_vlm
 
 PATHO_QUESTION = "What feature is shown? /n A. necrosis /n B. fibrosis /n C. mitosis"

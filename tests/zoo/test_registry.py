@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 import zoo
-from zoo_common.registry import Registry, UnknownNameError
 from zoo.cli import markdown_table
+from zoo_common.registry import Registry, UnknownNameError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

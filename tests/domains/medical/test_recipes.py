@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import domains.medical.entries  # noqa: F401  (registers the datasets)
+import domains.medical.entries  # registers the datasets
 import domains.medical.rewards  # noqa: F401  (registers the rewards)
 from rewards.base import REWARDS, discover
 from zoo.data import DATASETS, load_dataset

@@ -18,8 +18,8 @@ OUTSIDE = [f"/tmp/{MARK}", f"/var/tmp/{MARK}", f"/dev/shm/{MARK}", str(Path.home
 CASES = {
     "infinite-loop": ("while True:\n    pass\n", {"timeout"}, "wall-clock"),
     "loop-ignoring-signals": (
-        "import signal\nfor s in (signal.SIGTERM, signal.SIGALRM, signal.SIGINT, signal.SIGXCPU):\n"
-        "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n",
+        ("import signal\nfor s in (signal.SIGTERM, signal.SIGALRM, signal.SIGINT, signal.SIGXCPU):\n"
+         "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n"),
         {"timeout"}, "wall-clock"),
     "busy-loop-in-c": ("import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')\n", {"timeout"}, "wall-clock"),
     "huge-int-in-c": ("x = 10 ** (10 ** 9)\n", {"timeout", "invalid"}, ""),
@@ -37,9 +37,9 @@ CASES = {
     "delete-outside-scratch": (f"import os\nos.remove({str(REPO / 'pyproject.toml')!r})\n", {"invalid"}, "os.remove"),
     "rmtree-repo": (f"import shutil\nshutil.rmtree({str(REPO / 'rewards')!r})\n", {"invalid"}, "not allowed"),
     "read-home-into-chart": (
-        "import os, matplotlib.pyplot as plt\n"
-        "secret = open(os.path.join('/root', '.bashrc')).read()\n"
-        "fig = plt.figure(); fig.text(0, 0.5, secret)\n", {"invalid"}, "not allowed"),
+        ("import os, matplotlib.pyplot as plt\n"
+         "secret = open(os.path.join('/root', '.bashrc')).read()\n"
+         "fig = plt.figure(); fig.text(0, 0.5, secret)\n"), {"invalid"}, "not allowed"),
     "list-home": ("import os\nnames = os.listdir('/root')\n", {"invalid"}, "not allowed"),
     "read-etc-passwd": ("data = open('/etc/passwd').read()\n", {"invalid"}, "not allowed"),
     "symlink-escape": ("import os\nos.symlink('/etc/shadow', 'x')\ndata = open('x').read()\n",
@@ -64,19 +64,19 @@ CASES = {
     "cffi-dlopen": ("import cffi\nffi = cffi.FFI()\nffi.dlopen(None)\n", {"invalid"}, "cffi"),
     "proc-self-mem": ("open('/proc/self/mem', 'wb')\n", {"invalid"}, "not allowed"),
     "thread-storm": (
-        "import threading, time\nts = [threading.Thread(target=time.sleep, args=(30,)) for _ in range(500)]\n"
-        "[t.start() for t in ts]\n", {"invalid"}, "can't start new thread"),
+        ("import threading, time\nts = [threading.Thread(target=time.sleep, args=(30,)) for _ in range(500)]\n"
+         "[t.start() for t in ts]\n"), {"invalid"}, "can't start new thread"),
     # the audit hook must not be switched off by rewriting what it would look up at call time
     "guard-globals-rewritten": (
-        "import sys\ng = sys.modules['rewards.rendering.guard']\ng._BLOCKED_EVENTS = frozenset()\n"
-        "g._BLOCKED_PREFIXES = ('nothing',)\nimport os\nos.system('true')\n", {"invalid"}, "os.system"),
+        ("import sys\ng = sys.modules['rewards.rendering.guard']\ng._BLOCKED_EVENTS = frozenset()\n"
+         "g._BLOCKED_PREFIXES = ('nothing',)\nimport os\nos.system('true')\n"), {"invalid"}, "os.system"),
     "posixpath-realpath-rewritten": (
-        "import os, posixpath\nposixpath.realpath = lambda p, *a, **k: os.getcwd()\n"
-        "open('/etc/passwd').read()\n", {"invalid"}, "not allowed"),
+        ("import os, posixpath\nposixpath.realpath = lambda p, *a, **k: os.getcwd()\n"
+         "open('/etc/passwd').read()\n"), {"invalid"}, "not allowed"),
     "builtins-rewritten": (
-        "import builtins\nkept = builtins.any, builtins.isinstance\nbuiltins.any = lambda it: True\n"
-        "builtins.isinstance = lambda *a: True\ntry:\n    open('/etc/passwd').read()\n"
-        "finally:\n    builtins.any, builtins.isinstance = kept\n", {"invalid"}, "not allowed"),
+        ("import builtins\nkept = builtins.any, builtins.isinstance\nbuiltins.any = lambda it: True\n"
+         "builtins.isinstance = lambda *a: True\ntry:\n    open('/etc/passwd').read()\n"
+         "finally:\n    builtins.any, builtins.isinstance = kept\n"), {"invalid"}, "not allowed"),
     "read-the-checkout": (f"open({str(REPO / 'pyproject.toml')!r}).read()\n", {"invalid"}, "not allowed"),
     "no-figure": ("x = 1 + 1\n", {"invalid"}, "no matplotlib figure"),
     "syntax-error": ("def f(:\n", {"invalid"}, "SyntaxError"),

@@ -66,11 +66,11 @@ def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
     from, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct``, are not zoo entries), loaded at ``model.revision``
     with ``use_safetensors=True``. Anything else is an unknown zoo name, with close matches.
     """
-    from zoo_common.registry import UnknownNameError
     from zoo.hub import is_repo_id, resolve
     from zoo.load import require_safetensors
     from zoo.registry import info
     from zoo.remote_code import require_opt_in
+    from zoo_common.registry import UnknownNameError
 
     name, trust = recipe.model.name, recipe.model.trust_remote_code
     path = Path(name).expanduser()
