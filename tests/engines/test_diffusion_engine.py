@@ -302,3 +302,42 @@ def test_evaluation_samples_with_its_own_step_count(model: str, tmp_path: Path) 
         assert run.model.scheduler.num_inference_steps == 3
     train_round(run, 0)
     assert build_run(recipe("algorithm.eval_num_steps=3"), tmp_path / "same").eval_sampler is None
+
+
+def colour_rows(split: str = "train") -> list:
+    """GenEval-style prompts whose targets say what the image must show (a dataset loader, registered below)."""
+    from zoo.data import Sample
+
+    colours = ("red", "blue") if split == "train" else ("green",)
+    return [Sample(id=c, prompt=f"a {c} square", target={"tag": "colors", "colour": c}) for c in colours]
+
+
+def test_dataset_targets_reach_the_rewards_for_training_and_held_out_prompts(tmp_path: Path) -> None:
+    """Flow-GRPO's GenEval reward needs each prompt's metadata row, not just its text: the engine passes a sample's
+    dict target with its prompt, and ``data.eval_name`` supplies held-out prompts with theirs."""
+    from zoo.data import DATASETS, register_dataset
+
+    if "fixture-colour-rows" not in DATASETS:
+        register_dataset("fixture-colour-rows", f"{__name__}:colour_rows")
+    seen: list[dict] = []
+
+    class Echo:
+        name = "fixture-target-echo"
+
+        def __call__(self, images, samples):
+            seen.extend(dict(s.target) for s in samples)
+            return [RewardResult(1.0 if s.target.get("colour") else 0.0) for s in samples]
+
+    register("fixture-target-echo", Echo())
+    try:
+        run = build_run(recipe("prompts.train=[]", "prompts.eval=[]", "prompts.data.name=fixture-colour-rows",
+                               "prompts.data.eval_name=fixture-colour-rows", "prompts.data.eval_kwargs={split: test}",
+                               "rewards=[{name: fixture-target-echo}]"), tmp_path)  # fmt: skip
+        assert sorted(run.prompts) == ["a blue square", "a red square"] and run.eval_prompts == ["a green square"]
+        train_round(run, 0)
+        assert seen and all(t["colour"] in t["prompt"] and t["tag"] == "colors" for t in seen)
+        seen.clear()
+        assert run.evaluate(0)["eval/reward"] == 1.0
+        assert {t["colour"] for t in seen} == {"green"}
+    finally:
+        REWARDS._items.pop("fixture-target-echo", None)

@@ -51,9 +51,12 @@ class PromptsConfig:
     train: tuple[str, ...] = ()
     """Training prompts (used when ``data.name`` is empty)."""
     eval: tuple[str, ...] = ()
-    """Held-out prompts sampled deterministically at every evaluation (none: the first training prompts)."""
+    """Held-out prompts sampled deterministically at every evaluation (none: ``data.eval_name``'s prompts, else
+    the first training prompts)."""
     data: DataConfig = field(default_factory=DataConfig)
-    """A registered dataset whose samples' question text are the training prompts (``data.name`` set)."""
+    """A registered dataset whose samples' question text are the training prompts (``data.name`` set), and
+    ``data.eval_name`` / ``eval_kwargs`` one for held-out prompts. A sample's dict target (a GenEval row: objects,
+    counts, colours, positions) reaches the rewards with its prompt."""
 
 
 @dataclass(frozen=True)

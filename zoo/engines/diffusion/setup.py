@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from rewards.base import RewardSample, WeightedSum
+from zoo.data import load_dataset
 from zoo.engines.diffusion.methods import METHODS, Method
 from zoo.engines.diffusion.models import DiffusionModel, load_model
 from zoo.engines.diffusion.recipe import DiffusionRecipe, sde_window_range
@@ -49,6 +50,8 @@ class Run:
     ema: Any = None
     reference_model: torch.nn.Module | None = None
     round_cond: tuple[torch.Tensor, torch.Tensor] | None = None
+    targets: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    """By prompt, what its dataset says the image must show (GenEval's row), merged into the rewards' targets."""
     eval_sampler: Sampler | None = None
     """The evaluation's own step count (``algorithm.eval_num_steps``) on a copy of the scheduler; ``None``: ``sampler``."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -99,7 +102,7 @@ class Run:
         """(N,) rewards of the decoded images (NaN where a reward could not be computed) and per-term means."""
         images = self.model.decode(latents).cpu()
         self.extra["last_scored"] = (images, prompts)
-        samples = [RewardSample(target={"prompt": p}) for p in prompts]
+        samples = [RewardSample(target={"prompt": p, **self.targets.get(p, {})}) for p in prompts]
         results = self.reward(list(images), samples)
         rewards = torch.tensor([math_nan(r.score) for r in results], dtype=torch.float32)
         metrics = {"reward_missing": float(torch.isnan(rewards).float().mean())}
@@ -230,7 +233,7 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     if tr.num_threads is not None and accelerator.device.type == "cpu":
         torch.set_num_threads(tr.num_threads)
     # prompts first: a wrong prompt file is an error in a second, not after the base model has loaded
-    prompts = list(recipe.prompts.train) or [s.question for s in recipe.prompts.data.load()]
+    prompts, eval_prompts, targets = _prompts(recipe)
     torch.manual_seed(tr.seed)
     model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny}, recipe.model.resolution,
                        embedded_guidance=recipe.model.embedded_guidance, revision=recipe.model.revision)  # fmt: skip
@@ -268,7 +271,7 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
         eval_sampler = Sampler(eval_model, method.step, alg.eval_num_steps, **guidance)
     run = Run(recipe=recipe, model=model, sampler=sampler, accelerator=accelerator,
               optimizer=optimizer, trainable=trainable, reward=_reward(recipe), prompts=prompts,
-              eval_prompts=list(recipe.prompts.eval) or prompts[:4], settings=settings, generator=generator,
+              eval_prompts=eval_prompts, targets=targets, settings=settings, generator=generator,
               output_dir=Path(output_dir), tracker=method.tracker() if method.tracker else None, ema=ema,
               reference_model=reference_model, eval_sampler=eval_sampler)  # fmt: skip
     if method.adversarial:
@@ -278,6 +281,20 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     logger.info("%s: %d trainable parameters (%s), method %s", recipe.name, sum(p.numel() for p in trainable),
                 "LoRA" if tr.lora.enabled else "full", alg.method)  # fmt: skip
     return run
+
+
+def _prompts(recipe: DiffusionRecipe) -> tuple[list[str], list[str], dict[str, Mapping[str, Any]]]:
+    """Training prompts, held-out prompts and, by prompt, the targets their datasets carry (a GenEval row: what
+    the image must hold), which the rewards read beside the prompt."""
+    config = recipe.prompts
+    train = [] if config.train else config.data.load()
+    held_out = []
+    if not config.eval and config.data.eval_name:  # a held-out split by design: no training-on-test warning
+        held_out = list(load_dataset(config.data.eval_name, **config.data.eval_kwargs))
+    prompts = list(config.train) or [s.question for s in train]
+    eval_prompts = list(config.eval) or [s.question for s in held_out] or prompts[:4]
+    targets = {s.question: s.target for s in (*train, *held_out) if isinstance(s.target, Mapping)}
+    return prompts, eval_prompts, targets
 
 
 def _check_family(method: Method, model: DiffusionModel) -> None:
