@@ -229,7 +229,8 @@ def summarise(
         "grpo_gain_min": min(gains),
         "grpo_gain_mean": sum(gains) / len(gains),
     }
-    trends = {f"seed{g['seed']}": train_reward_trend(g["log_history"]) for g in grpo if g.get("log_history")}
+    trends = {f"seed{g['seed']}": train_reward_trend(g.get("log_history") or []) for g in grpo}
+    trends = {seed: trend for seed, trend in trends.items() if trend}
     if trends:
         out["grpo_train_reward"] = trends
     if control:

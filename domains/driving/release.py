@@ -45,7 +45,7 @@ DEFAULTS = ReleaseArgs(
     checkpoint=ROOT / "checkpoints" / ENTRY,
     card=ROOT / "model_cards" / ENTRY / "README.md",
     eval_n=20,
-    final_eval_n=300,
+    final_eval_n=100,
 )
 
 _EVAL_CACHE: dict[int, list[Sample]] = {}

@@ -7,8 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from zoo.release import (Ladder, ReleaseArgs, copy_weights, curve, load_stages, minutes, plot_curves, summarise,
-                         train_reward_trend)
+from zoo.release import (
+    Ladder,
+    ReleaseArgs,
+    copy_weights,
+    curve,
+    load_stages,
+    minutes,
+    plot_curves,
+    summarise,
+    train_reward_trend,
+)
 from zoo.runs import mark_complete
 
 
