@@ -203,10 +203,23 @@ def copy_weights(args: ReleaseArgs, seed: int, entry: str, sft_numbers: dict[str
         "entry": entry, "stage": "SFT warm start (GRPO's starting point)", **sft_numbers, "record": "../training.json"})  # fmt: skip
 
 
+def train_reward_trend(history: list[dict[str, Any]], k: int = 10) -> dict[str, float] | None:
+    """Whether the RL run itself learned: the mean sampled training reward (``metrics.csv``'s ``reward``)
+    of its first and last ``k`` logged steps (fewer when the run logged under ``2 k``). ``None`` when
+    the run logged no reward. Steps draw different prompts, so log every step for a trend that means
+    something; the held-out metric is what decides, this only says whether GRPO moved its own objective."""
+    rewards = [float(row["reward"]) for row in history if row.get("reward") not in (None, "")]
+    if not rewards:
+        return None
+    k = max(1, min(k, len(rewards) // 2))
+    return {"first": sum(rewards[:k]) / k, "last": sum(rewards[-k:]) / k, "k": k, "logged_steps": len(rewards)}
+
+
 def summarise(
     ladder: Ladder, sft: dict[str, Any], grpo: list[dict[str, Any]], control: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Before/after numbers and the gain per seed (the cards quote these)."""
+    """Before/after numbers and the gain per seed (the cards quote these), with each GRPO seed's own
+    training-reward trend when its record keeps the run's ``log_history``."""
     m, final = ladder.metric, ladder.final
     gains = [g[final] - sft[final] for g in grpo]
     out = {
@@ -216,6 +229,10 @@ def summarise(
         "grpo_gain_min": min(gains),
         "grpo_gain_mean": sum(gains) / len(gains),
     }
+    trends = {f"seed{g['seed']}": train_reward_trend(g.get("log_history") or []) for g in grpo}
+    trends = {seed: trend for seed, trend in trends.items() if trend}
+    if trends:
+        out["grpo_train_reward"] = trends
     if control:
         out[f"{m}_after_sft_continue_equal_time"] = {f"seed{c['seed']}": c[final] for c in control}
     return out

@@ -151,6 +151,14 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
         )
     else:
         verdict += f" Each number is one greedy pass over the same {n} scenes; no standard error was recorded."
+    trends = training["summary"].get("grpo_train_reward") or {}
+    if trends:
+        parts = [f"seed {key.removeprefix('seed')} {t['first']:.3f} → {t['last']:.3f}" for key, t in trends.items()]
+        k = min(t["k"] for t in trends.values())
+        verdict += (
+            f" Inside the GRPO runs, the sampled training reward (temperature {training['recipe_grpo']['algorithm']['temperature']}, "
+            f"fresh prompts every step), mean of the first {k} logged steps → the last {k}: " + "; ".join(parts) + "."
+        )
     return grpo_rows, control_rows + ("\n" if control_rows else ""), verdict
 
 

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from zoo.release import Ladder, ReleaseArgs, copy_weights, curve, load_stages, minutes, plot_curves, summarise
+from zoo.release import (
+    Ladder,
+    ReleaseArgs,
+    copy_weights,
+    curve,
+    load_stages,
+    minutes,
+    plot_curves,
+    summarise,
+    train_reward_trend,
+)
 from zoo.runs import mark_complete
 
 
@@ -54,6 +64,20 @@ def test_summary_gains_are_against_the_sft_start_per_seed():
     assert out["grpo_gain_min"] == pytest.approx(-0.05) and out["grpo_gain_mean"] == pytest.approx(0.025)
     assert out["pdms_after_sft_continue_equal_time"] == {"seed0": 0.55}
     assert "pdms_after_sft_continue_equal_time" not in summarise(LADDER, sft, grpo, [])
+
+
+def test_train_reward_trend_compares_the_first_and_last_logged_steps():
+    # metrics.csv as the records keep it: strings, the last row (train summary) without a reward
+    history = [{"step": s, "reward": str(r)} for s, r in enumerate([0.1, 0.2, 0.3, 0.5, 0.6, 0.7], 1)]
+    history.append({"step": 6, "reward": ""})
+    trend = train_reward_trend(history, k=2)
+    assert trend == pytest.approx({"first": 0.15, "last": 0.65, "k": 2, "logged_steps": 6})
+    assert train_reward_trend(history, k=10)["k"] == 3  # never overlapping halves
+    assert train_reward_trend([{"step": 1, "reward": ""}]) is None
+    sft = {"final_pdms": 0.5}
+    grpo = [{"seed": 0, "final_pdms": 0.6, "log_history": history}, {"seed": 1, "final_pdms": 0.6}]
+    assert set(summarise(LADDER, sft, grpo, [])["grpo_train_reward"]) == {"seed0"}
+    assert "grpo_train_reward" not in summarise(LADDER, sft, grpo[1:], [])
 
 
 def test_finalize_helpers_copy_weights_and_plot(tmp_path):

@@ -49,6 +49,20 @@ def test_checkpoint_loads_by_name_and_plans_the_example_scene():
         assert len(pred.trajectory) == 8 and all(len(p) == 3 for p in pred.trajectory)
 
 
+def test_card_quotes_grpo_training_reward_trend_only_when_recorded():
+    """The card says whether GRPO moved its own objective when the record has the trend, and stays
+    silent (rather than inventing one) when it has not."""
+    from domains.driving.card import render
+
+    record = json.loads((CHECKPOINT / "training.json").read_text())
+    record["summary"].pop("grpo_train_reward", None)
+    assert "sampled training reward" not in render(record, 3.6)
+    record["summary"]["grpo_train_reward"] = {"seed0": {"first": 0.551, "last": 0.603, "k": 10, "logged_steps": 48},
+                                              "seed1": {"first": 0.569, "last": 0.568, "k": 10, "logged_steps": 48}}
+    text = render(record, 3.6)
+    assert "mean of the first 10 logged steps → the last 10: seed 0 0.551 → 0.603; seed 1 0.569 → 0.568." in text
+
+
 @pytest.mark.slow
 def test_release_stages_run_end_to_end_small(tmp_path):
     """Every training stage of ``python -m domains.driving.release`` at toy scale (minutes, not the release run)."""
