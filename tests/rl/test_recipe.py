@@ -63,6 +63,7 @@ def test_yaml_round_trip(tmp_path):
         ("algorithm.num_generations=1", "groups of at least 2"),
         ("training.batch_size=6", "not a multiple of algorithm.num_generations=8"),
         ("algorithm.dual_clip=0.5", "dual_clip must be > 1"),
+        ("training.warmup_steps=10", "does nothing with lr_scheduler: constant"),
         ("training.lr.x=1", "training.lr is a float value with no keys inside"),
         ("rewards.0.name.x=1", "rewards.0.name is a str value with no keys inside"),
         ("data.kwargs.n.x=1", "data.kwargs.n holds 3, not a mapping"),

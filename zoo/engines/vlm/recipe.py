@@ -127,7 +127,7 @@ class TrainingConfig(TrainingBase):
     lr_scheduler: str = "constant"
     """transformers scheduler name: ``constant``, ``linear``, ``cosine``, ..."""
     warmup_steps: int = 0
-    """Linear warm-up steps."""
+    """Linear warm-up steps (with any scheduler but ``constant``, which has none: use ``constant_with_warmup``)."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
@@ -277,6 +277,9 @@ class VLMRecipe(Recipe):
                               f"({', '.join(p.name for p in alg.plugins)}) need the whole batch: use reward_chunks: 1")
         if alg.dual_clip is not None and alg.dual_clip <= 1:
             raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {alg.dual_clip}")
+        if tr.warmup_steps > 0 and tr.lr_scheduler == "constant":  # transformers' constant schedule has no warm-up
+            raise RecipeError(f"training.warmup_steps={tr.warmup_steps} does nothing with lr_scheduler: constant; "
+                              "use lr_scheduler: constant_with_warmup (or linear, cosine)")  # fmt: skip
         self._validate_tables()
         self._validate_rollout()
 
