@@ -68,6 +68,8 @@ class Args:
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
     overrides: tuple[str, ...] = ()
     """Extra overrides for the RL recipe (``training.steps=2`` for a smoke run)."""
+    control_overrides: tuple[str, ...] = ()
+    """Extra overrides for the control recipe (e.g. ``training.freeze_vision=false`` to match the other arms)."""
 
 
 # --- evaluation --------------------------------------------------------------------------------
@@ -209,7 +211,8 @@ def stage_rl(args: Args, seed: int) -> None:
 def stage_control(args: Args, seed: int) -> None:
     """Control arm: the same SFT continued from the same start for the CPU minutes RL seed ``seed`` used."""
     budget = json.loads((args.run_dir / f"rl-s{seed}.json").read_text())["train_minutes"]
-    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
+    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}",
+                 *args.control_overrides]  # fmt: skip
     train(CONTROL_RECIPE, overrides, args.run_dir / f"sft-continue-s{seed}")
     record_control(args, seed)
 
@@ -302,7 +305,7 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
         "args": knobs_record(args),
         "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
         "recipe_rl": load_recipe(RL_RECIPE, list(args.overrides)).to_dict(),
-        "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
+        "recipe_control": load_recipe(CONTROL_RECIPE, list(args.control_overrides)).to_dict(),
         "seeds": {"rl": seeds, "rl_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
                   "held_out_eval": SYNTHETIC_EPISODES_SEED, "released_rl_seed": seeds[0]},
         "held_out": {"task": "synthetic 2-4 step phone episodes, 112x112 screens, UI-S1 answer format",
@@ -334,6 +337,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="SFT recipe override (training.steps=4 for a smoke run)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="RL recipe override (training.steps=2 for a smoke run)")
+    parser.add_argument("--control-set", dest="control_overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="control recipe override (training.freeze_vision=false to match the other arms)")
     parser.add_argument("--eval-n", type=int, default=Args.eval_n, help="held-out episodes per curve point")
     parser.add_argument("--final-eval-n", type=int, default=Args.final_eval_n, help="held-out episodes, final numbers")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
@@ -344,7 +349,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(ns.threads)
     args = replace(Args(), run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
                    final_eval_n=ns.final_eval_n, overrides=tuple(ns.overrides),
-                   sft_overrides=tuple(ns.sft_overrides))  # fmt: skip
+                   sft_overrides=tuple(ns.sft_overrides), control_overrides=tuple(ns.control_overrides))  # fmt: skip
     seeds = ns.seed or [0, 1]
     if ns.stage in ("sft", "all"):
         stage_sft(args)
