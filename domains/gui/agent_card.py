@@ -12,7 +12,7 @@ from typing import Any
 from zoo.release import write_model_card
 
 PAIRS = (("rl_minus_sft", "RL − SFT start"), ("control_minus_sft", "control − SFT start"),
-         ("rl_minus_control", "RL − control"))
+         ("rl_minus_control", "RL − control"))  # fmt: skip
 ENDS = 10  # logged RL steps averaged at each end of the run to say whether its training reward moved
 
 TEMPLATE = """
@@ -120,7 +120,7 @@ def _verdict(training: dict[str, Any]) -> str:
     paired = training.get("summary", {}).get("step_success_paired")
     if paired:
         text += (" Paired differences in step success (same episodes; ± one standard error clustered by episode): "
-                 + "; ".join(f"{label} {_paired(paired[key])}" for key, label in PAIRS if key in paired) + ".")
+                 + "; ".join(f"{label} {_paired(paired[key])}" for key, label in PAIRS if key in paired) + ".")  # fmt: skip
     if "step_success_se" in start:
         text += (f" One binomial standard error is ±{start['step_success_se']:.3f} on {start['n_steps']} steps "
                  f"(a lower bound: steps of one episode are not independent) and ±{start['episode_success_se']:.3f} "
@@ -173,7 +173,7 @@ def _diagnostics(rl: list[dict[str, Any]]) -> str:
     if not parts:
         return ""
     return ("RL's own logs (`metrics.csv`, sampled at temperature 1): " + "; ".join(parts) + ". A group scored "
-            "alike has zero step advantage; Back and finish steps, always right, are such groups.")
+            "alike has zero step advantage; Back and finish steps, always right, are such groups.")  # fmt: skip
 
 
 def _vision(recipe_sft: dict[str, Any]) -> str:

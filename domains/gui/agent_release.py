@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="RL recipe override (training.steps=2 for a smoke run)")
     parser.add_argument("--control-set", dest="control_overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="control recipe override (training.freeze_vision=false to match the other arms)")
+                        help="control recipe override (training.freeze_vision=false to match the other arms)")  # fmt: skip
     parser.add_argument("--eval-n", type=int, default=Args.eval_n, help="held-out episodes per curve point")
     parser.add_argument("--final-eval-n", type=int, default=Args.final_eval_n, help="held-out episodes, final numbers")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
