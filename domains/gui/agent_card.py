@@ -111,16 +111,16 @@ def _verdict(training: dict[str, Any]) -> str:
     text = (f"UI-S1 RL moves mean step success from {start['step_success']:.3f} to {_mean(rl, 'step_success'):.3f} "
             f"({_mean(rl, 'step_success') - start['step_success']:+.3f}) and episode success from "
             f"{start['episode_success']:.3f} to {_mean(rl, 'episode_success'):.3f}.")  # fmt: skip
+    paired = training.get("summary", {}).get("step_success_paired")
+    if paired:
+        text += (" Paired differences in step success (same episodes; ± one standard error clustered by episode): "
+                 + "; ".join(f"{label} {_paired(paired[key])}" for key, label in PAIRS if key in paired) + ".")  # fmt: skip
     if not control:
         return text + " The continued-SFT control was not run."
     gap = _mean(rl, "step_success") - _mean(control, "step_success")
     text += (f" Continued SFT for the same CPU time reaches {_mean(control, 'step_success'):.3f} step success "
              f"and {_mean(control, 'episode_success'):.3f} episode success: RL {'leads' if gap > 0 else 'trails'} "
              f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
-    paired = training.get("summary", {}).get("step_success_paired")
-    if paired:
-        text += (" Paired differences in step success (same episodes; ± one standard error clustered by episode): "
-                 + "; ".join(f"{label} {_paired(paired[key])}" for key, label in PAIRS if key in paired) + ".")  # fmt: skip
     if "step_success_se" in start:
         text += (f" One binomial standard error is ±{start['step_success_se']:.3f} on {start['n_steps']} steps "
                  f"(a lower bound: steps of one episode are not independent) and ±{start['episode_success_se']:.3f} "
