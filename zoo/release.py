@@ -80,6 +80,29 @@ def standard_error(values: Sequence[float]) -> float:
     return float((sum((v - mean) ** 2 for v in values) / max(1, n - 1) / max(1, n)) ** 0.5)
 
 
+def paired_cluster_se(arm: Sequence[Sequence[float]], base: Sequence[Sequence[float]]) -> float:
+    """Standard error of ``mean(arm) - mean(base)`` over steps, both arms scored on the same episodes.
+
+    ``arm[e]`` and ``base[e]`` are the per-step scores (e.g. 0/1 step success) of episode ``e``. The
+    difference is a ratio of sums, ``sum_e d_e / sum_e n_e`` (``d_e`` the episode's summed step
+    differences, ``n_e`` its steps); its standard error is the usual cluster (linearised ratio)
+    estimate ``sqrt(E / (E - 1) * sum_e (d_e - delta * n_e)^2) / sum_e n_e`` over ``E`` episodes.
+    Pairing removes the between-episode spread the arms share, and clustering by episode keeps the
+    correlation between steps of one episode that a per-step binomial error ignores.
+    """
+    if len(arm) != len(base) or any(len(a) != len(b) for a, b in zip(arm, base)):
+        raise ValueError("paired_cluster_se needs both arms scored on the same episodes and steps")
+    episodes = len(arm)
+    diffs = [sum(a) - sum(b) for a, b in zip(arm, base)]
+    sizes = [len(a) for a in arm]
+    total = sum(sizes)
+    if episodes < 2 or total == 0:
+        return float("nan")
+    delta = sum(diffs) / total
+    spread = sum((d - delta * n) ** 2 for d, n in zip(diffs, sizes))
+    return float((episodes / (episodes - 1) * spread) ** 0.5 / total)
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2))

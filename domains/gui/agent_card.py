@@ -11,6 +11,10 @@ from typing import Any
 
 from zoo.release import write_model_card
 
+PAIRS = (("rl_minus_sft", "RL − SFT start"), ("control_minus_sft", "control − SFT start"),
+         ("rl_minus_control", "RL − control"))  # fmt: skip
+ENDS = 10  # logged RL steps averaged at each end of the run to say whether its training reward moved
+
 TEMPLATE = """
 # gui-agent-tiny
 
@@ -65,8 +69,8 @@ click (magenta) and the target box (green).
 
 ## Training
 
-* **Architecture**: Qwen2.5-VL, text 128 hidden × 4 layers, vision 64 × 2 frozen at random
-  initialisation, 400-token byte-level BPE trained on the task's text (`zoo.tiny`).
+* **Architecture**: Qwen2.5-VL, text 128 hidden × 4 layers, vision 64 × 2 {vision}, 400-token
+  byte-level BPE trained on the task's text (`zoo.tiny`).
 * **SFT** (`domains/gui/recipes/ui-s1-tiny-sft.yaml`): every step taught in its expert-history
   dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16.
 * **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
@@ -107,6 +111,10 @@ def _verdict(training: dict[str, Any]) -> str:
     text = (f"UI-S1 RL moves mean step success from {start['step_success']:.3f} to {_mean(rl, 'step_success'):.3f} "
             f"({_mean(rl, 'step_success') - start['step_success']:+.3f}) and episode success from "
             f"{start['episode_success']:.3f} to {_mean(rl, 'episode_success'):.3f}.")  # fmt: skip
+    paired = training.get("summary", {}).get("step_success_paired")
+    if paired:
+        text += (" Paired differences in step success (same episodes; ± one standard error clustered by episode): "
+                 + "; ".join(f"{label} {_paired(paired[key])}" for key, label in PAIRS if key in paired) + ".")  # fmt: skip
     if not control:
         return text + " The continued-SFT control was not run."
     gap = _mean(rl, "step_success") - _mean(control, "step_success")
@@ -117,10 +125,14 @@ def _verdict(training: dict[str, Any]) -> str:
         text += (f" One binomial standard error is ±{start['step_success_se']:.3f} on {start['n_steps']} steps "
                  f"(a lower bound: steps of one episode are not independent) and ±{start['episode_success_se']:.3f} "
                  f"on {start['n_episodes']} episodes.")  # fmt: skip
-        if abs(gap) < start["step_success_se"]:
+        if abs(gap) < start["step_success_se"] and not paired:
             text += (" **The gap is inside one standard error: at this budget UI-S1 RL does not beat more SFT**, "
                      "and this checkpoint ships as that measured result.")  # fmt: skip
     return text
+
+
+def _paired(per_seed: dict[str, dict[str, float]]) -> str:
+    return ", ".join(f"{v['diff']:+.3f} ± {v['se']:.3f} ({seed})" for seed, v in per_seed.items())
 
 
 def _filter(recipe: dict[str, Any]) -> str:
@@ -145,7 +157,7 @@ def _diagnostics(rl: list[dict[str, Any]]) -> str:
     parts = []
     for run in rl:
         rows = run.get("log_history") or []
-        quarter = max(1, len(rows) // 4)
+        k = max(1, min(ENDS, len(rows) // 2))
         if not rows or "frac_equal_groups" not in rows[0]:
             continue
 
@@ -153,13 +165,21 @@ def _diagnostics(rl: list[dict[str, Any]]) -> str:
             values = [r[key] for r in part if key in r and r[key] == r[key]]
             return sum(values) / max(1, len(values))
 
-        parts.append(f"seed {run['seed']}: training reward {mean('reward', rows[:quarter]):.3f} in the first quarter "
-                     f"of the run, {mean('reward', rows[-quarter:]):.3f} in the last; "
+        parts.append(f"seed {run['seed']}: training reward {mean('reward', rows[:k]):.3f} over the first {k} steps, "
+                     f"{mean('reward', rows[-k:]):.3f} over the last {k} (step success on its type steps "
+                     f"{mean('step_success_type', rows[:k]):.2f} → {mean('step_success_type', rows[-k:]):.2f}, on its "
+                     f"clicks {mean('step_success_click', rows[:k]):.2f} → {mean('step_success_click', rows[-k:]):.2f}); "
                      f"{mean('frac_equal_groups', rows):.0%} of (episode, step) groups scored all copies alike")  # fmt: skip
     if not parts:
         return ""
-    return ("RL's own logs (`metrics.csv`): " + "; ".join(parts) + ". A group scored alike has zero step advantage: "
-            "where the agent is wrong it is confidently wrong, so sampling rarely finds the right click or word.")
+    return ("RL's own logs (`metrics.csv`, sampled at temperature 1): " + "; ".join(parts) + ". A group scored "
+            "alike has zero step advantage; Back and finish steps, always right, are such groups.")  # fmt: skip
+
+
+def _vision(recipe_sft: dict[str, Any]) -> str:
+    if recipe_sft["training"].get("freeze_vision"):
+        return "frozen at random initialisation"
+    return "trained with the rest (SFT, RL and control alike)"
 
 
 def render(training: dict[str, Any], size_mb: float) -> str:
@@ -171,7 +191,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         size_mb=size_mb, n_final=training["held_out"]["n_final"], n_curve=training["held_out"]["n_curve"],
         eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
-        verdict=_verdict(training), by_type=by_type, sft_curve=_sft_curve(sft),
+        verdict=_verdict(training), by_type=by_type, vision=_vision(training["recipe_sft"]), sft_curve=_sft_curve(sft),
         diagnostics=_diagnostics(training["rl"]), sft_lr=training["recipe_sft"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
         rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"], rl_filter=_filter(rl_recipe),

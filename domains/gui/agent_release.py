@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
-from zoo.release import knobs_record, minutes, train, write_json
+from zoo.release import knobs_record, minutes, paired_cluster_se, train, write_json
 
 logger = logging.getLogger("domains.gui.agent_release")
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +68,8 @@ class Args:
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
     overrides: tuple[str, ...] = ()
     """Extra overrides for the RL recipe (``training.steps=2`` for a smoke run)."""
+    control_overrides: tuple[str, ...] = ()
+    """Extra overrides for the control recipe (e.g. ``training.freeze_vision=false`` to match the other arms)."""
 
 
 # --- evaluation --------------------------------------------------------------------------------
@@ -86,14 +88,18 @@ def evaluate(model_dir: Path, n: int) -> dict[str, Any]:
     if n not in _EPISODES:  # the training recipes' layout: no MOBILE_USE system prompt, goal in every turn
         _EPISODES[n] = group_episodes(load_synthetic_episodes(n=n, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False))
     model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
-    _, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n], max_new_tokens=48)
+    rows, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n], max_new_tokens=48)
     steps, episodes = summary["steps"], summary["episodes"]
+    hits: dict[Any, list[int]] = {}  # per episode, in order: the arms' differences are paired on them
+    for row in rows:
+        hits.setdefault(row["episode_id"], []).append(int(row["exact_match"]))
     return {"step_success": steps["exact_match"], "type_match": steps["type_match"], "n_steps": steps["n"],
             "step_success_se": binomial_se(steps["exact_match"], steps["n"]),
             "episode_success": episodes["episode_success"], "n_episodes": episodes["n"],
             "episode_success_se": binomial_se(episodes["episode_success"], episodes["n"]),
             "progress": episodes["progress"],
-            "by_action_type": {k: v["exact_match"] for k, v in summary["by_action_type"].items()}}  # fmt: skip
+            "by_action_type": {k: v["exact_match"] for k, v in summary["by_action_type"].items()},
+            "step_hits": list(hits.values())}  # fmt: skip
 
 
 def binomial_se(p: float, n: int) -> float:
@@ -205,20 +211,45 @@ def stage_rl(args: Args, seed: int) -> None:
 def stage_control(args: Args, seed: int) -> None:
     """Control arm: the same SFT continued from the same start for the CPU minutes RL seed ``seed`` used."""
     budget = json.loads((args.run_dir / f"rl-s{seed}.json").read_text())["train_minutes"]
-    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
+    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}",
+                 *args.control_overrides]  # fmt: skip
     train(CONTROL_RECIPE, overrides, args.run_dir / f"sft-continue-s{seed}")
     record_control(args, seed)
 
 
 def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[str, Any]]) -> dict[str, Any]:
-    """Before/after step and episode success per seed, and each arm's gain over the SFT start."""
+    """Before/after step and episode success per seed, each arm's gain over the SFT start, the paired
+    differences (RL - SFT start, control - SFT start, RL - control) with their episode-clustered standard
+    errors, and RL's training reward over its first and last logged steps."""
     out: dict[str, Any] = {"sft_start": {k: sft["final"][k] for k in ("step_success", "episode_success")}}
     for name, runs in (("ui_s1_rl", rl), ("sft_continue_equal_time", control)):
         out[name] = {f"seed{r['seed']}": {k: r["final"][k] for k in ("step_success", "episode_success")} for r in runs}
         gains = [r["final"]["step_success"] - sft["final"]["step_success"] for r in runs]
         if gains:
             out[f"{name}_step_success_gain_mean"] = sum(gains) / len(gains)
+    controls = {c["seed"]: c for c in control}
+    paired: dict[str, Any] = {}
+    for r in rl:
+        pairs = {"rl_minus_sft": (r, sft)}
+        if r["seed"] in controls:
+            pairs |= {"control_minus_sft": (controls[r["seed"]], sft), "rl_minus_control": (r, controls[r["seed"]])}
+        for key, (arm, base) in pairs.items():
+            if "step_hits" in arm["final"] and "step_hits" in base["final"]:
+                paired.setdefault(key, {})[f"seed{r['seed']}"] = {
+                    "diff": arm["final"]["step_success"] - base["final"]["step_success"],
+                    "se": paired_cluster_se(arm["final"]["step_hits"], base["final"]["step_hits"])}  # fmt: skip
+    if paired:
+        out["step_success_paired"] = paired
+    out["rl_training_reward"] = {f"seed{r['seed']}": training_reward_ends(r["log_history"]) for r in rl}
     return out
+
+
+def training_reward_ends(history: list[dict[str, float]], k: int = 10) -> dict[str, float]:
+    """Mean training reward of the RL run's first and last ``k`` logged steps: did RL's own reward move?"""
+    rewards = [row["reward"] for row in history if "reward" in row]
+    k = max(1, min(k, len(rewards) // 2))
+    first, last = rewards[:k], rewards[-k:]
+    return {"first": sum(first) / max(1, len(first)), "last": sum(last) / max(1, len(last)), "steps": k}
 
 
 def report(args: Args, seeds: list[int]) -> tuple[str, dict[str, Any]]:
@@ -274,7 +305,7 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
         "args": knobs_record(args),
         "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
         "recipe_rl": load_recipe(RL_RECIPE, list(args.overrides)).to_dict(),
-        "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
+        "recipe_control": load_recipe(CONTROL_RECIPE, list(args.control_overrides)).to_dict(),
         "seeds": {"rl": seeds, "rl_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
                   "held_out_eval": SYNTHETIC_EPISODES_SEED, "released_rl_seed": seeds[0]},
         "held_out": {"task": "synthetic 2-4 step phone episodes, 112x112 screens, UI-S1 answer format",
@@ -306,6 +337,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="SFT recipe override (training.steps=4 for a smoke run)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="RL recipe override (training.steps=2 for a smoke run)")
+    parser.add_argument("--control-set", dest="control_overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="control recipe override (training.freeze_vision=false to match the other arms)")  # fmt: skip
     parser.add_argument("--eval-n", type=int, default=Args.eval_n, help="held-out episodes per curve point")
     parser.add_argument("--final-eval-n", type=int, default=Args.final_eval_n, help="held-out episodes, final numbers")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
@@ -316,7 +349,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(ns.threads)
     args = replace(Args(), run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
                    final_eval_n=ns.final_eval_n, overrides=tuple(ns.overrides),
-                   sft_overrides=tuple(ns.sft_overrides))  # fmt: skip
+                   sft_overrides=tuple(ns.sft_overrides), control_overrides=tuple(ns.control_overrides))  # fmt: skip
     seeds = ns.seed or [0, 1]
     if ns.stage in ("sft", "all"):
         stage_sft(args)

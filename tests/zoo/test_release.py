@@ -14,7 +14,9 @@ from zoo.release import (
     curve,
     load_stages,
     minutes,
+    paired_cluster_se,
     plot_curves,
+    standard_error,
     summarise,
     train_reward_trend,
 )
@@ -102,3 +104,23 @@ def test_finalize_helpers_copy_weights_and_plot(tmp_path):
 
     plot_curves({"sft": sft, "grpo": grpo}, tmp_path / "curves.png", metric="pdms")
     assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_paired_cluster_se_is_the_paired_se_for_one_step_episodes_and_zero_for_equal_arms():
+    """With one step per episode the cluster estimate is the plain paired standard error of the
+    differences; identical arms differ by exactly 0 with no spread."""
+    arm, base = [[1], [0], [1], [1], [0]], [[0], [0], [1], [0], [1]]
+    diffs = [a[0] - b[0] for a, b in zip(arm, base)]
+    assert paired_cluster_se(arm, base) == pytest.approx(standard_error(diffs))
+    assert paired_cluster_se(arm, arm) == 0.0
+
+
+def test_paired_cluster_se_by_hand_on_uneven_episodes():
+    # episodes of 2 and 3 steps: d = (1, -1, 2) on n = (2, 1, 3); delta = 2/6; residuals d - delta*n
+    arm, base = [[1, 1], [0], [1, 1, 1]], [[0, 1], [1], [0, 1, 0]]
+    delta = 2 / 6
+    residuals = [1 - 2 * delta, -1 - delta, 2 - 3 * delta]
+    expected = (3 / 2 * sum(r * r for r in residuals)) ** 0.5 / 6
+    assert paired_cluster_se(arm, base) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="same episodes"):
+        paired_cluster_se(arm, base[:2])

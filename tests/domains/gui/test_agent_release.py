@@ -37,7 +37,8 @@ def test_release_stages_run_end_to_end_small(tmp_path):
                    check=True, cwd=ROOT)  # fmt: skip
     subprocess.run([*release, "rl", "--set", "training.steps=2", "--set", "training.save_steps=1",
                     "--set", "multi_turn.episodes_per_step=1", *common], check=True, cwd=ROOT)  # fmt: skip
-    subprocess.run([*release, "sft-continue", *common], check=True, cwd=ROOT)
+    control_set = ["--control-set", "training.lr=0.0015"]
+    subprocess.run([*release, "sft-continue", *control_set, *common], check=True, cwd=ROOT)
     rl = json.loads((tmp_path / "rl-s0.json").read_text())
     assert [p["step"] for p in rl["curve"]] == [1, 2] and rl["train_minutes"] > 0
     control = json.loads((tmp_path / "sft-continue-s0.json").read_text())
@@ -47,9 +48,12 @@ def test_release_stages_run_end_to_end_small(tmp_path):
     table = subprocess.run([*release, "report", *common], check=True, cwd=ROOT, capture_output=True, text=True)
     assert "+ UI-S1 RL, seed 0" in table.stdout and "+ SFT continued (equal), seed 0" in table.stdout
     card = tmp_path / "card" / "README.md"
-    subprocess.run([*release, "finalize", "--checkpoint", str(tmp_path / "ckpt"), "--card", str(card), *common],
-                   check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run([*release, "finalize", "--checkpoint", str(tmp_path / "ckpt"), "--card", str(card), *control_set,
+                    *common], check=True, cwd=ROOT)  # fmt: skip
     record = json.loads((tmp_path / "ckpt" / "training.json").read_text())
     assert record["summary"]["sft_start"]["step_success"] == record["sft"]["final"]["step_success"]
+    assert record["recipe_control"]["training"]["lr"] == 0.0015  # --control-set reached the record
+    paired = record["summary"]["step_success_paired"]["rl_minus_control"]["seed0"]
+    assert paired["diff"] == pytest.approx(rl["final"]["step_success"] - control["final"]["step_success"])
     assert (tmp_path / "ckpt" / "sft" / "model.safetensors").is_file() and (card.parent / "curves.png").is_file()
     assert f"{record['rl'][0]['final']['step_success']:.3f}" in card.read_text()
