@@ -171,8 +171,8 @@ def main() -> None:
             results[engine].append(phase(engine, args, dataset, device))
     summary = {e: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for e, rs in results.items()}
     if device == "cpu":
-        for engine in summary:
-            summary[engine]["peak_mb"] = cpu_peak_mb(engine, args)
+        for engine, numbers in summary.items():
+            numbers["peak_mb"] = cpu_peak_mb(engine, args)
     report = {
         "device": torch.cuda.get_device_name() if device == "cuda" else f"cpu x{args.threads} thread(s)",
         "memory": "cuda max_memory_allocated" if device == "cuda" else "peak RSS increase in train(), fresh process",

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
-from zoo.release import knobs_record, minutes, paired_cluster_se, train, write_json
+from zoo.release import knobs_record, minutes, paired_cluster_se, train, train_reward_trend, write_json
 
 logger = logging.getLogger("domains.gui.agent_release")
 ROOT = Path(__file__).resolve().parents[2]
@@ -240,16 +240,8 @@ def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[
                     "se": paired_cluster_se(arm["final"]["step_hits"], base["final"]["step_hits"])}  # fmt: skip
     if paired:
         out["step_success_paired"] = paired
-    out["rl_training_reward"] = {f"seed{r['seed']}": training_reward_ends(r["log_history"]) for r in rl}
+    out["rl_training_reward"] = {f"seed{r['seed']}": train_reward_trend(r["log_history"]) for r in rl}
     return out
-
-
-def training_reward_ends(history: list[dict[str, float]], k: int = 10) -> dict[str, float]:
-    """Mean training reward of the RL run's first and last ``k`` logged steps: did RL's own reward move?"""
-    rewards = [row["reward"] for row in history if "reward" in row]
-    k = max(1, min(k, len(rewards) // 2))
-    first, last = rewards[:k], rewards[-k:]
-    return {"first": sum(first) / max(1, len(first)), "last": sum(last) / max(1, len(last)), "steps": k}
 
 
 def report(args: Args, seeds: list[int]) -> tuple[str, dict[str, Any]]:

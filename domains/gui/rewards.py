@@ -55,11 +55,11 @@ def parse_gui_g1_bbox(text: str) -> Any:
     """
     try:
         value = ast.literal_eval(_strip_json_fence(text))
-    except Exception as err:  # literal_eval raises ValueError, SyntaxError, TypeError, MemoryError...
+    except Exception as err:  # noqa: BLE001 - literal_eval raises ValueError, SyntaxError, TypeError, MemoryError...
         raise ParseError(f"not a Python/JSON literal ({type(err).__name__})") from None
     try:
         return value[0]["bbox_2d"]
-    except Exception as err:  # upstream catches everything here too (e.g. a dict has no [0])
+    except Exception as err:  # noqa: BLE001 - upstream catches everything here too (a dict has no [0])
         raise ParseError(f"expected [{{'bbox_2d': [...]}}, ...], got {type(value).__name__} ({err!r})") from None
 
 
@@ -188,8 +188,8 @@ def parse_ui_s1_response(text: str) -> tuple[str | None, Any]:
     ``json.loads``-ed strictly (no Python literals, no fence). A missing or invalid action raises
     :class:`ParseError` — upstream raises too, which zeroes *both* the format and action scores.
     """
-    think = re.search(r"<think>(.*?)</think>", text, re.S)
-    action = re.search(r"<action>(.*?)</action>", text, re.S)
+    think = re.search(r"<think>(.*?)</think>", text, re.DOTALL)
+    action = re.search(r"<action>(.*?)</action>", text, re.DOTALL)
     if action is None:
         raise ParseError("no <action>...</action> in the output")
     try:

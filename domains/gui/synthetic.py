@@ -100,7 +100,7 @@ class _Canvas:
         self.verb = VERBS[platform]
 
     def add(self, label: str, role: str, ui_type: str, box: tuple[float, ...], instruction: str) -> None:
-        x1, y1, x2, y2 = (int(round(v)) for v in box)
+        x1, y1, x2, y2 = (round(v) for v in box)
         self.screen.elements.append(Element(label, role, ui_type, (x1, y1, x2, y2), instruction))
 
     def text_size(self, text: str, size: int, bold: bool = False) -> tuple[int, int]:

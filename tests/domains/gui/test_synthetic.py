@@ -43,7 +43,7 @@ def test_single_button_screen_box_is_the_button():
     screen = single_button_screen(5)
     [button] = screen.elements
     img = np.asarray(screen.image).astype(int)
-    x1, y1, x2, y2 = button.bbox
+    x1, y1, _, y2 = button.bbox
     inside = img[(y1 + y2) // 2, x1 + 1]
     assert screen.image.size == (112, 112)
     assert (inside != img[0, 0]).any() or (inside != img[-1, -1]).any()
