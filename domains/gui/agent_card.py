@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.release import write_model_card
+from zoo.release import train_reward_trend, write_model_card
 
 PAIRS = (("rl_minus_sft", "RL − SFT start"), ("control_minus_sft", "control − SFT start"),
          ("rl_minus_control", "RL − control"))  # fmt: skip
@@ -157,16 +157,17 @@ def _diagnostics(rl: list[dict[str, Any]]) -> str:
     parts = []
     for run in rl:
         rows = run.get("log_history") or []
-        k = max(1, min(ENDS, len(rows) // 2))
-        if not rows or "frac_equal_groups" not in rows[0]:
+        trend = train_reward_trend(rows, ENDS)
+        if trend is None or "frac_equal_groups" not in rows[0]:
             continue
+        k = trend["k"]
 
         def mean(key: str, part: list[dict[str, float]]) -> float:
             values = [r[key] for r in part if key in r and r[key] == r[key]]
             return sum(values) / max(1, len(values))
 
-        parts.append(f"seed {run['seed']}: training reward {mean('reward', rows[:k]):.3f} over the first {k} steps, "
-                     f"{mean('reward', rows[-k:]):.3f} over the last {k} (step success on its type steps "
+        parts.append(f"seed {run['seed']}: training reward {trend['first']:.3f} over the first {k} steps, "
+                     f"{trend['last']:.3f} over the last {k} (step success on its type steps "
                      f"{mean('step_success_type', rows[:k]):.2f} → {mean('step_success_type', rows[-k:]):.2f}, on its "
                      f"clicks {mean('step_success_click', rows[:k]):.2f} → {mean('step_success_click', rows[-k:]):.2f}); "
                      f"{mean('frac_equal_groups', rows):.0%} of (episode, step) groups scored all copies alike")  # fmt: skip
