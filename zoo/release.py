@@ -38,9 +38,12 @@ class ReleaseArgs:
     card: Path
     """Where ``finalize`` writes the model card."""
     eval_n: int
-    """Held-out samples per curve point (half of it for the SFT curve, which only locates the plateau)."""
+    """Held-out samples per curve point of the GRPO and control runs."""
     final_eval_n: int
     """Held-out samples for the before/after numbers in training.json and the card."""
+    sft_eval_n: int | None = None
+    """Held-out samples per SFT curve point (default half of ``eval_n``): as many as ``final_eval_n`` when the
+    curve must show that the SFT start has reached its plateau, the point of starting GRPO there."""
     sft_overrides: tuple[str, ...] = ()
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
     grpo_overrides: tuple[str, ...] = ()
@@ -160,7 +163,8 @@ def stage_sft(ladder: Ladder, args: ReleaseArgs) -> None:
     out = train(ladder.sft_recipe, list(args.sft_overrides), args.run_dir / "sft")
     recipe = load_recipe(ladder.sft_recipe, list(args.sft_overrides))
     write_json(args.run_dir / "sft.json", {
-        "curve": curve(ladder, out, args.eval_n // 2), "train_minutes": minutes(out), "steps": recipe.training.steps,
+        "curve": curve(ladder, out, args.sft_eval_n or args.eval_n // 2), "train_minutes": minutes(out),
+        "steps": recipe.training.steps,
         "lr": recipe.training.lr, ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
 
 
@@ -350,6 +354,8 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
     )
     parser.add_argument("--eval-n", type=int, default=defaults.eval_n)
     parser.add_argument("--final-eval-n", type=int, default=defaults.final_eval_n)
+    parser.add_argument("--sft-eval-n", type=int, default=defaults.sft_eval_n,
+                        help="held-out samples per SFT curve point (default half of --eval-n)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
     ns = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -357,7 +363,7 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
 
     torch.set_num_threads(ns.threads)
     args = ReleaseArgs(run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
-                       final_eval_n=ns.final_eval_n, sft_overrides=tuple(ns.sft_overrides),
+                       final_eval_n=ns.final_eval_n, sft_eval_n=ns.sft_eval_n, sft_overrides=tuple(ns.sft_overrides),
                        grpo_overrides=tuple(ns.grpo_overrides))  # fmt: skip
     seeds = ns.seed or [0, 1, 2]
     if ns.stage in ("sft", "all"):

@@ -61,9 +61,10 @@ comfort {rel_c:.3f}, parse failures {rel_parse:.3f}. Per-scene rows are in `eval
 
 ![trajectories](trajectories.png)
 
-Curves (held-out PDMS during training, on {n_curve_sft} scenes for SFT and {n_curve} for GRPO and the
-control) are in `training.json` (`sft.curve`, `grpo[*].curve`, `sft_continue_equal_time[*].curve`) and
-plotted in `curves.png` next to this card.
+The SFT start's held-out curve ({n_curve_sft} scenes), where it flattens is where GRPO starts:
+{sft_curve}. Curves (held-out PDMS during training, on {n_curve_sft} scenes for SFT and {n_curve} for GRPO
+and the control) are in `training.json` (`sft.curve`, `grpo[*].curve`, `sft_continue_equal_time[*].curve`)
+and plotted in `curves.png` next to this card.
 
 ## Training
 
@@ -186,7 +187,8 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         size_mb=size_mb,
         n_final=training["held_out"]["n_final"],
         n_curve=training["held_out"]["n_curve"],
-        n_curve_sft=training["held_out"]["n_curve"] // 2,
+        n_curve_sft=training["held_out"].get("n_curve_sft", training["held_out"]["n_curve"] // 2),
+        sft_curve=" · ".join(f"step {p['step']} {p['pdms']:.3f}" for p in training["sft"]["curve"]),
         eval_seed=training["seeds"]["held_out_eval"],
         sft_steps=training["sft"]["steps"],
         sft_minutes=training["sft"]["train_minutes"],

@@ -38,14 +38,15 @@ RECIPES = Path(__file__).resolve().parent / "recipes"
 SFT_RECIPE = RECIPES / "driving-vla-tiny-sft.yaml"
 GRPO_RECIPE = RECIPES / "driving-vla-tiny-cpu.yaml"
 CONTROL_RECIPE = RECIPES / "driving-vla-tiny-sft-control.yaml"
-#: The released checkpoint's knobs: 20 held-out scenes per curve point (10 for SFT), 100 for the final numbers
-#: (the scenes of ``zoo eval driving-vla-tiny --data synthetic``).
+#: The released checkpoint's knobs: 300 held-out scenes for the SFT curve (enough to see its plateau) and the
+#: final numbers, 100 per GRPO / control curve point (the first 100 are ``zoo eval driving-vla-tiny --data synthetic``).
 DEFAULTS = ReleaseArgs(
     run_dir=ROOT / "runs/driving-tiny",
     checkpoint=ROOT / "checkpoints" / ENTRY,
     card=ROOT / "model_cards" / ENTRY / "README.md",
-    eval_n=20,
-    final_eval_n=100,
+    eval_n=100,
+    final_eval_n=300,
+    sft_eval_n=300,
 )
 
 _EVAL_CACHE: dict[int, list[Sample]] = {}
@@ -147,7 +148,8 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
                   "held_out_eval": EVAL_SEED, "released_grpo_seed": seeds[0]},
         "held_out": {"task": "synthetic 112-px bird's-eye scenes (cruise, follow, stop, curve)",
                      "metric": "mean v1 PDMS-style score (parse failure = 0), greedy decoding",
-                     "n_final": args.final_eval_n, "n_curve": args.eval_n},
+                     "n_final": args.final_eval_n, "n_curve": args.eval_n,
+                     "n_curve_sft": args.sft_eval_n or args.eval_n // 2},
         "sft": sft,
         "grpo": grpo,
         "sft_continue_equal_time": control,

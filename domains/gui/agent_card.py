@@ -72,12 +72,13 @@ click (magenta) and the target box (green).
 * **Architecture**: Qwen2.5-VL, text 128 hidden × 4 layers, vision 64 × 2 {vision}, 400-token
   byte-level BPE trained on the task's text (`zoo.tiny`).
 * **SFT** (`domains/gui/recipes/ui-s1-tiny-sft.yaml`): every step taught in its expert-history
-  dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16.
+  dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16{sft_schedule}.
 * **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
   the authors' patch module (threshold 2), step reward, episode + step advantages (γ 0.5,
   mean-std), token-mean clipped loss (ε 0.2, dual clip 3). CPU-scale changes: {rl_episodes} episodes ×
   {rl_n} copies per step, lr {rl_lr}, β 0, {rl_steps} steps, {rl_filter}.
-* **Control** (`ui-s1-tiny-sft-control.yaml`): the same SFT from the same start, stopped at RL's CPU time.
+* **Control** (`ui-s1-tiny-sft-control.yaml`): the same SFT from the same start at lr {control_lr}, stopped at
+  RL's CPU time.
 * **Reproduce**: `python -m domains.gui.agent_release all` (seeds in `training.json`).
 
 ## Limitations and out-of-scope use
@@ -142,14 +143,23 @@ def _filter(recipe: dict[str, Any]) -> str:
     return f"the authors' future-reward filter (std > {threshold}) with the batch topped up by further rollouts"
 
 
-def _sft_curve(sft: dict[str, Any]) -> str:
+def _schedule(training: dict[str, Any]) -> str:
+    """The SFT learning-rate schedule in words (older records have no ``decay_steps``: constant)."""
+    decay = training.get("decay_steps") or 0
+    if not decay:
+        return f", {training['warmup_steps']}-step warm-up then constant"
+    return (f", {training['warmup_steps']}-step warm-up, constant, then linear decay to 0 over the last {decay} of "
+            f"{training['steps']} steps (warm-up-stable-decay)")  # fmt: skip
+
+
+def _sft_curve(sft: dict[str, Any], n: int) -> str:
     """Where the SFT start stands on its own curve: the control is only fair if SFT has flattened."""
     points = sft.get("curve") or []
     if not points:
         return ""
     steps = "; ".join(f"step {p['step']}: {p['step_success']:.3f} (" + ", ".join(
         f"{k} {v:.2f}" for k, v in sorted(p["by_action_type"].items())) + ")" for p in points)  # fmt: skip
-    return f"The SFT start's own held-out curve (step success, by action type): {steps}."
+    return f"The SFT start's own held-out curve (step success, by action type; {n} episodes): {steps}."
 
 
 def _diagnostics(rl: list[dict[str, Any]]) -> str:
@@ -188,12 +198,14 @@ def render(training: dict[str, Any], size_mb: float) -> str:
     sft, rl_recipe = training["sft"], training["recipe_rl"]
     released = training["rl"][0]["final"]["by_action_type"]
     by_type = ", ".join(f"{k} {sft['final']['by_action_type'][k]:.2f} → {v:.2f}" for k, v in sorted(released.items()))
+    n_curve_sft = training["held_out"].get("n_curve_sft", training["held_out"]["n_curve"])
     return TEMPLATE.format(
         size_mb=size_mb, n_final=training["held_out"]["n_final"], n_curve=training["held_out"]["n_curve"],
         eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
-        verdict=_verdict(training), by_type=by_type, vision=_vision(training["recipe_sft"]), sft_curve=_sft_curve(sft),
+        verdict=_verdict(training), by_type=by_type, vision=_vision(training["recipe_sft"]), sft_curve=_sft_curve(sft, n_curve_sft),
         diagnostics=_diagnostics(training["rl"]), sft_lr=training["recipe_sft"]["training"]["lr"],
+        sft_schedule=_schedule(training["recipe_sft"]["training"]), control_lr=training["recipe_control"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
         rl_lr=rl_recipe["training"]["lr"], rl_steps=rl_recipe["training"]["steps"], rl_filter=_filter(rl_recipe),
     )  # fmt: skip
@@ -206,9 +218,10 @@ def plot_curves(training: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # the curves' own episodes: the SFT curve's last point (its final weights) when recorded, not the final-eval set
-    sft_curve = training["sft"].get("curve") or []
-    start = sft_curve[-1]["step_success"] if sft_curve else training["sft"]["final"]["step_success"]
+    # the curves' own episodes: the SFT start scored on them (older records: the SFT curve's last point, on as many)
+    sft, sft_curve = training["sft"], training["sft"].get("curve") or []
+    start = (sft["on_curve_episodes"] if "on_curve_episodes" in sft else sft_curve[-1] if sft_curve
+             else sft["final"])["step_success"]  # fmt: skip
     fig, ax = plt.subplots(figsize=(6, 4))
     for style, name, label in (("-o", "rl", "UI-S1 RL"), ("--s", "sft_continue_equal_time", "more SFT")):
         for i, run in enumerate(training[name]):

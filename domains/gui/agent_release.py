@@ -63,7 +63,9 @@ class Args:
     final_eval_n: int = 600
     """Held-out episodes for the before/after numbers."""
     sft_curve_points: int = 5
-    """SFT checkpoints evaluated (``eval_n`` episodes each) to show where its curve flattens."""
+    """SFT checkpoints evaluated (``sft_eval_n`` episodes each) to show where its curve flattens."""
+    sft_eval_n: int = 300
+    """Held-out episodes per SFT curve point: enough to tell a plateau from a step of 0.03."""
     sft_overrides: tuple[str, ...] = ()
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
     overrides: tuple[str, ...] = ()
@@ -158,8 +160,10 @@ def record_sft(args: Args) -> dict[str, Any]:
     """The SFT start's held-out numbers, and its curve (per action type too): is it still improving?"""
     out = args.run_dir / "sft"
     data = {"steps": int(list(csv.DictReader((out / "metrics.csv").open()))[-1]["step"]),
-            "train_minutes": minutes(out), "curve": curve(out, args.eval_n, points=args.sft_curve_points),
-            "final": evaluate(out / "final", args.final_eval_n)}  # fmt: skip
+            "train_minutes": minutes(out), "curve": curve(out, args.sft_eval_n, points=args.sft_curve_points),
+            "final": evaluate(out / "final", args.final_eval_n),
+            # where the RL and control curves (args.eval_n episodes) start from, on their own episodes
+            "on_curve_episodes": evaluate(out / "final", args.eval_n)}  # fmt: skip
     write_json(args.run_dir / "sft.json", data)
     return data
 
@@ -302,7 +306,7 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
                   "held_out_eval": SYNTHETIC_EPISODES_SEED, "released_rl_seed": seeds[0]},
         "held_out": {"task": "synthetic 2-4 step phone episodes, 112x112 screens, UI-S1 answer format",
                      "protocol": "AndroidControl step-wise: greedy, expert history, UI-S1 matcher",
-                     "n_final": args.final_eval_n, "n_curve": args.eval_n},
+                     "n_final": args.final_eval_n, "n_curve": args.eval_n, "n_curve_sft": args.sft_eval_n},
         "sft": read("sft.json"),
         "rl": [read(f"rl-s{s}.json") for s in seeds],
         "sft_continue_equal_time": [read(p) for p in paths if (args.run_dir / p).is_file()],
@@ -333,6 +337,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="control recipe override (training.freeze_vision=false to match the other arms)")  # fmt: skip
     parser.add_argument("--eval-n", type=int, default=Args.eval_n, help="held-out episodes per curve point")
     parser.add_argument("--final-eval-n", type=int, default=Args.final_eval_n, help="held-out episodes, final numbers")
+    parser.add_argument("--sft-eval-n", type=int, default=Args.sft_eval_n, help="held-out episodes per SFT curve point")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
     ns = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -340,7 +345,7 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(ns.threads)
     args = replace(Args(), run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
-                   final_eval_n=ns.final_eval_n, overrides=tuple(ns.overrides),
+                   final_eval_n=ns.final_eval_n, sft_eval_n=ns.sft_eval_n, overrides=tuple(ns.overrides),
                    sft_overrides=tuple(ns.sft_overrides), control_overrides=tuple(ns.control_overrides))  # fmt: skip
     seeds = ns.seed or [0, 1]
     if ns.stage in ("sft", "all"):

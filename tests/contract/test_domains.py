@@ -75,6 +75,8 @@ def test_cpu_smoke_recipe_trains_one_step(domain, path, tmp_path):
     overrides = ["training.steps=1", "training.save_steps=1"]
     if hasattr(recipe.training, "use_cpu"):
         overrides.append("training.use_cpu=true")
+    if getattr(recipe.training, "decay_steps", 0):  # a decay longer than the one step would be refused
+        overrides.append("training.decay_steps=1")
     if hasattr(recipe, "algorithm") and hasattr(recipe, "data") and "n" in recipe.data.kwargs:
         overrides.append(f"data.kwargs.n={recipe.algorithm.num_generations}")
     out = run(str(path), overrides, output_dir=str(tmp_path / "run"))

@@ -42,6 +42,39 @@ def test_resumed_run_equals_uninterrupted(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_lr_factor_warms_up_holds_then_decays_linearly_to_zero():
+    from zoo.engines.vlm.sft import lr_factor
+
+    got = [lr_factor(s, warmup=3, total=10, decay=4) for s in range(10)]
+    assert got == pytest.approx([1 / 3, 2 / 3, 1, 1, 1, 1, 1, 0.75, 0.5, 0.25])
+    assert [lr_factor(s, warmup=3, total=10, decay=0) for s in (0, 2, 9)] == pytest.approx([1 / 3, 1, 1])
+
+
+def test_decay_resumed_from_a_constant_rate_checkpoint_equals_a_straight_decay_run(tmp_path):
+    """The warm-up-stable-decay schedule equals the constant one until its decay starts, so a decay can be
+    appended to a finished constant-rate run by resuming it (how a release settles its SFT start)."""
+    wsd = ("training.warmup_steps=2", "training.steps=6", "training.decay_steps=2")
+    straight = sft_engine.train(recipe(*wsd), tmp_path / "straight")
+    part = tmp_path / "resumed"
+    sft_engine.train(recipe("training.warmup_steps=2", "training.steps=4"), part)  # constant rate to step 4
+    sft_engine.train(recipe(*wsd), part, resume=True)
+
+    with (straight / "metrics.csv").open() as f:
+        lrs = [float(r["lr"]) for r in csv.DictReader(f)]
+    peak = recipe().training.lr
+    assert lrs == pytest.approx([peak] * 4 + [peak / 2, 0.0])  # the rate of the next step, logged after each
+    assert losses(part) == losses(straight)
+    a, b = load_file(straight / "final/model.safetensors"), load_file(part / "final/model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("overrides", [("training.steps=4", "training.decay_steps=5"),
+                                       ("training.decay_steps=2", "training.max_minutes=1")])  # fmt: skip
+def test_decay_needs_a_step_count_it_can_reach(overrides):
+    with pytest.raises(RecipeError, match="decay_steps"):
+        recipe(*overrides)
+
+
 def test_time_budget_stops_the_run_and_is_recorded(tmp_path):
     out = sft_engine.train(recipe("training.steps=1000", "training.max_minutes=0.0001"), tmp_path / "run")
     rows = list(csv.DictReader((out / "metrics.csv").open()))

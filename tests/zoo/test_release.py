@@ -99,8 +99,8 @@ def test_finalize_helpers_copy_weights_and_plot(tmp_path):
     assert json.loads((args.checkpoint / "sft" / "training.json").read_text()) == {
         "entry": "tiny", "stage": "SFT warm start (GRPO's starting point)", "held_out_pdms": 0.4,
         "record": "../training.json"}  # fmt: skip
-    assert args.to_record() == {"eval_n": 4, "final_eval_n": 8, "sft_overrides": ["training.steps=4"],
-                                "grpo_overrides": []}  # fmt: skip
+    assert args.to_record() == {"eval_n": 4, "final_eval_n": 8, "sft_eval_n": None,
+                                "sft_overrides": ["training.steps=4"], "grpo_overrides": []}  # fmt: skip
 
     plot_curves({"sft": sft, "grpo": grpo}, tmp_path / "curves.png", metric="pdms")
     assert (tmp_path / "curves.png").stat().st_size > 1000

@@ -66,7 +66,7 @@ def test_card_quotes_grpo_training_reward_trend_only_when_recorded():
 @pytest.mark.slow
 def test_release_stages_run_end_to_end_small(tmp_path):
     """Every training stage of ``python -m domains.driving.release`` at toy scale (minutes, not the release run)."""
-    common = ["--run-dir", str(tmp_path), "--eval-n", "4", "--final-eval-n", "2", "--seed", "0"]
+    common = ["--run-dir", str(tmp_path), "--eval-n", "4", "--final-eval-n", "2", "--sft-eval-n", "2", "--seed", "0"]
     release = [sys.executable, "-m", "domains.driving.release"]
     subprocess.run([*release, "sft", "--sft-set", "training.steps=4", "--sft-set", "training.save_steps=2", *common],
                    check=True, cwd=ROOT)  # fmt: skip

@@ -31,10 +31,10 @@ def test_control_is_read_at_the_first_checkpoint_reaching_rl_time(tmp_path):
 @pytest.mark.slow
 def test_release_stages_run_end_to_end_small(tmp_path):
     """SFT, UI-S1 RL, the equal-time control and the report at toy scale (minutes, not the release run)."""
-    common = ["--run-dir", str(tmp_path), "--eval-n", "2", "--final-eval-n", "2", "--seed", "0"]
+    common = ["--run-dir", str(tmp_path), "--eval-n", "2", "--final-eval-n", "2", "--sft-eval-n", "2", "--seed", "0"]
     release = [sys.executable, "-m", "domains.gui.agent_release"]
-    subprocess.run([*release, "sft", "--sft-set", "training.steps=2", "--sft-set", "training.save_steps=1", *common],
-                   check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run([*release, "sft", "--sft-set", "training.steps=2", "--sft-set", "training.save_steps=1",
+                    "--sft-set", "training.decay_steps=1", *common], check=True, cwd=ROOT)  # fmt: skip
     subprocess.run([*release, "rl", "--set", "training.steps=2", "--set", "training.save_steps=1",
                     "--set", "multi_turn.episodes_per_step=1", *common], check=True, cwd=ROOT)  # fmt: skip
     control_set = ["--control-set", "training.lr=0.0015"]

@@ -11,6 +11,7 @@ schedule, data RNG, torch RNG) in one state dict, so an interrupted run continue
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -90,6 +91,8 @@ class SFTLoop:
         seed: int = 0,
         freeze_vision: bool = True,
         grad_clip: float = 1.0,
+        total_steps: int | None = None,
+        decay_steps: int = 0,
     ) -> None:
         torch.manual_seed(seed)
         self.model, self.processor, self.sample_examples = model, processor, sample_examples
@@ -99,7 +102,10 @@ class SFTLoop:
             logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=lr)
-        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / max(1, warmup)))
+        if decay_steps and (total_steps is None or not 0 < decay_steps <= total_steps):
+            raise ValueError(f"decay_steps={decay_steps} needs total_steps >= decay_steps (got {total_steps})")
+        factor = functools.partial(lr_factor, warmup=warmup, total=total_steps or 0, decay=decay_steps)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
         self.step_count = 0
 
     def step(self) -> float:
@@ -132,6 +138,22 @@ class SFTLoop:
         self.schedule.load_state_dict(state["schedule"])
         self.rng.setstate(state["data_rng"])
         torch.set_rng_state(state["torch_rng"])
+
+
+def lr_factor(step: int, *, warmup: int, total: int, decay: int) -> float:
+    """The learning-rate multiplier of optimiser step ``step`` (0-based): linear warm-up over ``warmup``
+    steps, constant, then (``decay > 0``) linear to zero over the last ``decay`` of ``total`` steps.
+
+    That is the warm-up-stable-decay (WSD) schedule of MiniCPM (Hu et al., 2024, arXiv:2404.06395): a
+    constant-rate run can be ended at any step by a short decay, which settles the weights that a
+    constant rate keeps moving (a tiny model's held-out accuracy swings by several points between
+    checkpoints of a constant-rate run). With ``decay = 0`` it is warm-up then constant. Warm-up counts
+    from 1 (step 0 already trains at ``1 / warmup`` of the rate), unlike transformers' schedules.
+    """
+    factor = min(1.0, (step + 1) / max(1, warmup))
+    if decay and step >= total - decay:
+        factor *= max(0.0, (total - step) / decay)
+    return factor
 
 
 def train_sft(

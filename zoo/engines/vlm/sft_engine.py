@@ -66,6 +66,9 @@ class SFTTrainingConfig(TrainingBase):
     """Examples per optimiser step."""
     warmup_steps: int = 30
     """Linear warm-up steps, then a constant learning rate."""
+    decay_steps: int = 0
+    """Linear decay of the learning rate to zero over the last N of ``steps`` (warm-up-stable-decay,
+    :func:`~zoo.engines.vlm.sft.lr_factor`); 0 keeps it constant to the end."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm."""
     freeze_vision: bool = True
@@ -91,6 +94,12 @@ class SFTRecipe(Recipe):
             raise RecipeError("an SFT recipe needs data.name (a dataset) and data.answer_format (zoo.data.ANSWER_FORMATS)")
         if self.training.batch_size < 1:
             raise RecipeError(f"training.batch_size={self.training.batch_size} must be >= 1")
+        if not 0 <= self.training.decay_steps <= self.training.steps:
+            raise RecipeError(f"training.decay_steps={self.training.decay_steps} must be between 0 and "
+                              f"training.steps={self.training.steps}")  # fmt: skip
+        if self.training.decay_steps and self.training.max_minutes is not None:
+            raise RecipeError("training.decay_steps decays towards training.steps, which training.max_minutes may "
+                              "never reach: use one or the other")  # fmt: skip
         if self.data.multi_turn and not self.data.stream:
             raise RecipeError("data.multi_turn needs data.stream: true (a batch draws whole episodes)")
 
@@ -119,7 +128,8 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         model, processor = load_policy(recipe, corpus=corpus)
     tr = recipe.training
     loop = SFTLoop(model, processor, sampler, batch_size=tr.batch_size, lr=tr.lr, warmup=tr.warmup_steps,
-                   seed=tr.seed, freeze_vision=tr.freeze_vision, grad_clip=tr.max_grad_norm)  # fmt: skip
+                   seed=tr.seed, freeze_vision=tr.freeze_vision, grad_clip=tr.max_grad_norm,
+                   total_steps=tr.steps, decay_steps=tr.decay_steps)  # fmt: skip
     used = 0.0
     if checkpoint is not None:
         state = torch.load(checkpoint / STATE_FILE, weights_only=True)
