@@ -119,9 +119,11 @@ def _verdict(training: dict[str, Any]) -> str:
     if not control:
         return text + " The continued-SFT control was not run."
     gap = _mean(rl, "step_success") - _mean(control, "step_success")
+    seeds = (f"over {len(rl)} seeds" if len(rl) == len(control)
+             else f"(RL: mean of {len(rl)} seeds; control: {len(control)} seed{'s' if len(control) > 1 else ''})")
     text += (f" Continued SFT for the same CPU time reaches {_mean(control, 'step_success'):.3f} step success "
              f"and {_mean(control, 'episode_success'):.3f} episode success: RL {'leads' if gap > 0 else 'trails'} "
-             f"it by {abs(gap):.3f} step success over {len(rl)} seeds.")  # fmt: skip
+             f"it by {abs(gap):.3f} step success {seeds}.")  # fmt: skip
     if "step_success_se" in start:
         text += (f" One binomial standard error is ±{start['step_success_se']:.3f} on {start['n_steps']} steps "
                  f"(a lower bound: steps of one episode are not independent) and ±{start['episode_success_se']:.3f} "
