@@ -144,7 +144,8 @@ def lr_factor(step: int, *, warmup: int, total: int, decay: int) -> float:
     """The learning-rate multiplier of optimiser step ``step`` (0-based): linear warm-up over ``warmup``
     steps, constant, then (``decay > 0``) linear to zero over the last ``decay`` of ``total`` steps.
 
-    That is the warm-up-stable-decay (WSD) schedule of MiniCPM (Hu et al., 2024, arXiv:2404.06395): a
+    That is the warm-up-stable-decay (WSD) schedule of MiniCPM (Hu et al., 2024, arXiv:2404.06395), with a
+    linear decay where MiniCPM's is exponential: a
     constant-rate run can be ended at any step by a short decay, which settles the weights that a
     constant rate keeps moving (a tiny model's held-out accuracy swings by several points between
     checkpoints of a constant-rate run). With ``decay = 0`` it is warm-up then constant. Warm-up counts
