@@ -53,6 +53,11 @@ class ReleaseArgs:
         """The non-path knobs, as ``training.json`` stores them."""
         return knobs_record(self)
 
+    @property
+    def sft_curve_n(self) -> int:
+        """Held-out samples per SFT curve point: ``sft_eval_n``, else half of ``eval_n``."""
+        return self.sft_eval_n or self.eval_n // 2
+
 
 @dataclass(frozen=True)
 class Ladder:
@@ -163,7 +168,7 @@ def stage_sft(ladder: Ladder, args: ReleaseArgs) -> None:
     out = train(ladder.sft_recipe, list(args.sft_overrides), args.run_dir / "sft")
     recipe = load_recipe(ladder.sft_recipe, list(args.sft_overrides))
     write_json(args.run_dir / "sft.json", {
-        "curve": curve(ladder, out, args.sft_eval_n or args.eval_n // 2), "train_minutes": minutes(out),
+        "curve": curve(ladder, out, args.sft_curve_n), "train_minutes": minutes(out),
         "steps": recipe.training.steps,
         "lr": recipe.training.lr, ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
 

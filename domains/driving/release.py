@@ -149,7 +149,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "held_out": {"task": "synthetic 112-px bird's-eye scenes (cruise, follow, stop, curve)",
                      "metric": "mean v1 PDMS-style score (parse failure = 0), greedy decoding",
                      "n_final": args.final_eval_n, "n_curve": args.eval_n,
-                     "n_curve_sft": args.sft_eval_n or args.eval_n // 2},
+                     "n_curve_sft": args.sft_curve_n},
         "sft": sft,
         "grpo": grpo,
         "sft_continue_equal_time": control,

@@ -104,6 +104,14 @@ def evaluate(model_dir: Path, n: int) -> dict[str, Any]:
             "step_hits": list(hits.values())}  # fmt: skip
 
 
+def first_episodes(scores: dict[str, Any], n: int) -> dict[str, Any]:
+    """Step success of :func:`evaluate`'s ``scores`` on their first ``n`` episodes, which are the ``n``
+    held-out episodes themselves (episode ``i`` depends only on the seed and ``i``): no second evaluation."""
+    hits = scores["step_hits"][:n]
+    steps = [hit for episode in hits for hit in episode]
+    return {"step_success": sum(steps) / len(steps), "n_steps": len(steps), "n_episodes": len(hits), "step_hits": hits}
+
+
 def binomial_se(p: float, n: int) -> float:
     """One binomial standard error of a success rate ``p`` over ``n`` trials (steps of one episode are
     not independent, so for step success this is a lower bound)."""
@@ -159,11 +167,15 @@ def matched_checkpoint(run: Path, budget: float) -> Path:
 def record_sft(args: Args) -> dict[str, Any]:
     """The SFT start's held-out numbers, and its curve (per action type too): is it still improving?"""
     out = args.run_dir / "sft"
+    final = evaluate(out / "final", args.final_eval_n)
+    # where the RL and control curves (args.eval_n episodes) start from, on their own episodes
+    if args.eval_n <= args.final_eval_n:
+        on_curve = first_episodes(final, args.eval_n)
+    else:
+        on_curve = evaluate(out / "final", args.eval_n)
     data = {"steps": int(list(csv.DictReader((out / "metrics.csv").open()))[-1]["step"]),
             "train_minutes": minutes(out), "curve": curve(out, args.sft_eval_n, points=args.sft_curve_points),
-            "final": evaluate(out / "final", args.final_eval_n),
-            # where the RL and control curves (args.eval_n episodes) start from, on their own episodes
-            "on_curve_episodes": evaluate(out / "final", args.eval_n)}  # fmt: skip
+            "final": final, "on_curve_episodes": on_curve}  # fmt: skip
     write_json(args.run_dir / "sft.json", data)
     return data
 

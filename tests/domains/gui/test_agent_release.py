@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from domains.gui.agent_release import matched_checkpoint
+from domains.gui.agent_release import first_episodes, matched_checkpoint
 from zoo.runs import mark_complete
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,6 +26,12 @@ def test_control_is_read_at_the_first_checkpoint_reaching_rl_time(tmp_path):
     assert matched_checkpoint(tmp_path, 1.0).name == "checkpoint-15"
     assert matched_checkpoint(tmp_path, 0.9).name == "checkpoint-10"
     assert matched_checkpoint(tmp_path, 5.0).name == "final"  # the run never reached RL's time
+
+
+def test_first_episodes_scores_a_prefix_of_the_evaluated_episodes():
+    scores = {"step_hits": [[1, 0], [1, 1, 1], [0]]}
+    assert first_episodes(scores, 2) == {"step_success": 0.8, "n_steps": 5, "n_episodes": 2,
+                                         "step_hits": [[1, 0], [1, 1, 1]]}  # fmt: skip
 
 
 @pytest.mark.slow
