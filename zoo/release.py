@@ -21,9 +21,10 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
+Scores = TypeVar("Scores")
 STAGES = ("sft", "grpo", "sft-continue", "finalize", "all")
 
 
@@ -109,6 +110,42 @@ def paired_cluster_se(arm: Sequence[Sequence[float]], base: Sequence[Sequence[fl
     delta = sum(diffs) / total
     spread = sum((d - delta * n) ** 2 for d, n in zip(diffs, sizes))
     return float((episodes / (episodes - 1) * spread) ** 0.5 / total)
+
+
+def mean_difference(arm: Sequence[float], base: Sequence[float]) -> dict[str, float]:
+    """``arm - base`` over held-out samples both were scored on: the mean per-sample difference and its
+    standard error (pairing removes the between-sample spread the two share)."""
+    if len(arm) != len(base):
+        raise ValueError(f"mean_difference needs both arms scored on the same samples ({len(arm)} != {len(base)})")
+    diff = [a - b for a, b in zip(arm, base)]
+    return {"diff": sum(diff) / max(1, len(diff)), "se": standard_error(diff)}
+
+
+def format_difference(pair: dict[str, float]) -> str:
+    """``+0.012 ± 0.008``: a paired difference as cards quote it (one standard error)."""
+    return f"{pair['diff']:+.3f} ± {pair['se']:.3f}"
+
+
+def paired_comparisons(
+    start: Scores, arms: dict[int, Scores], controls: dict[int, Scores],
+    difference: Callable[[Scores, Scores], dict[str, float]], *, arm: str = "grpo",
+) -> dict[str, dict[str, dict[str, float]]]:
+    """The three comparisons a release ladder reports, per seed, on the same held-out samples.
+
+    ``{"<arm>_minus_sft": {"seed0": difference(arm, start)}, "control_minus_sft": ..., "<arm>_minus_control": ...}``:
+    each RL seed against the SFT start and, where that seed's control ran, the control against the start
+    and RL against the control (the one that says whether RL bought anything). ``difference`` scores a
+    pair (``{"diff": ..., "se": ...}``): :func:`mean_difference` for per-sample scores, an
+    episode-clustered error (:func:`paired_cluster_se`) for multi-step episodes.
+    """
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for seed, scores in arms.items():
+        pairs = {f"{arm}_minus_sft": (scores, start)}
+        if seed in controls:
+            pairs |= {"control_minus_sft": (controls[seed], start), f"{arm}_minus_control": (scores, controls[seed])}
+        for key, (a, b) in pairs.items():
+            out.setdefault(key, {})[f"seed{seed}"] = difference(a, b)
+    return out
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

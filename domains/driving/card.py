@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import ladder_minutes, plot_curves, write_model_card
+from zoo.release import format_difference, ladder_minutes, plot_curves, write_model_card
 
 TEMPLATE = """
 # driving-vla-tiny
@@ -135,20 +135,18 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
     else:
         verdict += " The continued-SFT control was not run."
     n = training["held_out"]["n_final"]
-    if se:
+    paired = training.get("paired") or {}
+    if paired:
         parts = []
         for g in grpo:
             key = f"seed{g['seed']}"
-            part = f"seed {g['seed']}: GRPO − SFT {g['final_pdms'] - start['final_pdms']:+.3f} ± {se['grpo_minus_sft'][key]:.3f}"
-            match = [c for c in control if c["seed"] == g["seed"]]
-            if match and key in se["grpo_minus_control"]:
-                diff = g["final_pdms"] - match[0]["final_pdms"]
-                part += f", GRPO − control {diff:+.3f} ± {se['grpo_minus_control'][key]:.3f}"
+            part = f"seed {g['seed']}: GRPO − SFT {format_difference(paired['grpo_minus_sft'][key])}"
+            if key in paired.get("grpo_minus_control", {}):
+                part += f", GRPO − control {format_difference(paired['grpo_minus_control'][key])}"
             parts.append(part)
-        paired = "; ".join(parts)
         verdict += (
             f" ± is one standard error over the {n} scenes (greedy, one pass each); differences are paired, "
-            f"every arm being scored on the same scenes: {paired}."
+            f"every arm being scored on the same scenes: {'; '.join(parts)}."
         )
     else:
         verdict += f" Each number is one greedy pass over the same {n} scenes; no standard error was recorded."

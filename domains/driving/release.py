@@ -28,7 +28,18 @@ import numpy as np
 
 from domains.driving.data import EVAL_SEED
 from zoo.data import Sample
-from zoo.release import Ladder, ReleaseArgs, copy_weights, load_stages, read_json, standard_error, summarise, write_json
+from zoo.release import (
+    Ladder,
+    ReleaseArgs,
+    copy_weights,
+    load_stages,
+    mean_difference,
+    paired_comparisons,
+    read_json,
+    standard_error,
+    summarise,
+    write_json,
+)  # fmt: skip
 from zoo.release import main as release_main
 
 logger = logging.getLogger("domains.driving.release")
@@ -99,25 +110,24 @@ def expert_ceiling(n: int) -> dict[str, float]:
     return summarise(score_rows(samples, plans))["overall"]
 
 
-def standard_errors(args: ReleaseArgs, seeds: list[int]) -> dict[str, Any]:
-    """Standard errors over the held-out scenes of every arm's final mean, and of the differences
-    GRPO - SFT start and GRPO - control per seed (paired: the arms are scored on the same scenes)."""
+def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Over the held-out scenes: the standard error of every arm's final mean, and the paired
+    differences (:func:`zoo.release.paired_comparisons`: GRPO - SFT start, control - SFT start and
+    GRPO - control per seed; every arm is scored on the same scenes)."""
 
-    def scores(run: str) -> np.ndarray:
-        return np.asarray(read_json(scores_file(args.run_dir / run / "final", args.final_eval_n))["pdms"])
+    def scores(run: str) -> list[float]:
+        return read_json(scores_file(args.run_dir / run / "final", args.final_eval_n))["pdms"]
+
+    def has_control(seed: int) -> bool:
+        return scores_file(args.run_dir / f"sft-continue-s{seed}" / "final", args.final_eval_n).is_file()
 
     sft = scores("sft")
-    out: dict[str, Any] = {"n": len(sft), "sft": standard_error(sft), "grpo": {}, "control": {}, "grpo_minus_sft": {},
-                           "grpo_minus_control": {}}  # fmt: skip
-    for seed in seeds:
-        grpo = scores(f"grpo-s{seed}")
-        out["grpo"][f"seed{seed}"] = standard_error(grpo)
-        out["grpo_minus_sft"][f"seed{seed}"] = standard_error(grpo - sft)
-        if scores_file(args.run_dir / f"sft-continue-s{seed}" / "final", args.final_eval_n).is_file():
-            control = scores(f"sft-continue-s{seed}")
-            out["control"][f"seed{seed}"] = standard_error(control)
-            out["grpo_minus_control"][f"seed{seed}"] = standard_error(grpo - control)
-    return out
+    grpo = {seed: scores(f"grpo-s{seed}") for seed in seeds}
+    control = {seed: scores(f"sft-continue-s{seed}") for seed in seeds if has_control(seed)}
+    errors = {"n": len(sft), "sft": standard_error(sft),
+              "grpo": {f"seed{seed}": standard_error(v) for seed, v in grpo.items()},
+              "control": {f"seed{seed}": standard_error(v) for seed, v in control.items()}}  # fmt: skip
+    return errors, paired_comparisons(sft, grpo, control, mean_difference)
 
 
 LADDER = Ladder(SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE, metric="pdms", evaluate=evaluate)
@@ -132,6 +142,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
     from zoo.recipe import load_recipe
 
     sft, grpo, control = load_stages(args, seeds)
+    errors, paired = standard_errors(args, seeds)
     copy_weights(args, seeds[0], ENTRY, {"held_out_pdms": sft["final_pdms"]})
     benchmark = "synthetic" if args.final_eval_n >= driving_eval.SYNTHETIC["synthetic"] else "synthetic-tiny"
     n = min(args.final_eval_n, driving_eval.SYNTHETIC[benchmark])
@@ -154,7 +165,8 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "grpo": grpo,
         "sft_continue_equal_time": control,
         "summary": summarise(LADDER, sft, grpo, control),
-        "standard_error": standard_errors(args, seeds),
+        "standard_error": errors,
+        "paired": paired,
         "expert_at_answer_precision": expert_ceiling(args.final_eval_n),
         "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},
     }  # fmt: skip

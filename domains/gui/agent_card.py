@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.release import train_reward_trend, write_model_card
+from zoo.release import format_difference, train_reward_trend, write_model_card
 
 PAIRS = (("rl_minus_sft", "RL − SFT start"), ("control_minus_sft", "control − SFT start"),
          ("rl_minus_control", "RL − control"))  # fmt: skip
@@ -135,7 +135,7 @@ def _verdict(training: dict[str, Any]) -> str:
 
 
 def _paired(per_seed: dict[str, dict[str, float]]) -> str:
-    return ", ".join(f"{v['diff']:+.3f} ± {v['se']:.3f} ({seed})" for seed, v in per_seed.items())
+    return ", ".join(f"{format_difference(v)} ({seed})" for seed, v in per_seed.items())
 
 
 def _filter(recipe: dict[str, Any]) -> str:

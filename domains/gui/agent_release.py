@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
-from zoo.release import knobs_record, minutes, paired_cluster_se, train, train_reward_trend, write_json
+from zoo.release import (
+    knobs_record,
+    minutes,
+    paired_cluster_se,
+    paired_comparisons,
+    train,
+    train_reward_trend,
+    write_json,
+)  # fmt: skip
 
 logger = logging.getLogger("domains.gui.agent_release")
 ROOT = Path(__file__).resolve().parents[2]
@@ -243,19 +251,12 @@ def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[
         gains = [r["final"]["step_success"] - sft["final"]["step_success"] for r in runs]
         if gains:
             out[f"{name}_step_success_gain_mean"] = sum(gains) / len(gains)
-    controls = {c["seed"]: c for c in control}
-    paired: dict[str, Any] = {}
-    for r in rl:
-        pairs = {"rl_minus_sft": (r, sft)}
-        if r["seed"] in controls:
-            pairs |= {"control_minus_sft": (controls[r["seed"]], sft), "rl_minus_control": (r, controls[r["seed"]])}
-        for key, (arm, base) in pairs.items():
-            if "step_hits" in arm["final"] and "step_hits" in base["final"]:
-                paired.setdefault(key, {})[f"seed{r['seed']}"] = {
-                    "diff": arm["final"]["step_success"] - base["final"]["step_success"],
-                    "se": paired_cluster_se(arm["final"]["step_hits"], base["final"]["step_hits"])}  # fmt: skip
-    if paired:
-        out["step_success_paired"] = paired
+    def difference(arm: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
+        return {"diff": arm["step_success"] - base["step_success"],
+                "se": paired_cluster_se(arm["step_hits"], base["step_hits"])}  # fmt: skip
+
+    out["step_success_paired"] = paired_comparisons(
+        sft["final"], {r["seed"]: r["final"] for r in rl}, {c["seed"]: c["final"] for c in control}, difference, arm="rl")
     out["rl_training_reward"] = {f"seed{r['seed']}": train_reward_trend(r["log_history"]) for r in rl}
     return out
 

@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import standard_error
+from zoo.release import format_difference, mean_difference, paired_comparisons, standard_error
 
 logger = logging.getLogger("domains.visual_code.release")
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +170,8 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
                      "the drawn pixels whose colours agree; 0 when nothing renders), greedy; 'rlrf': rlrf-svg "
                      "without its perceptual term, reported beside it"},
         "sft": sft, "grpo": grpo, "sft_continue_equal_time": control,
-        "paired": paired_differences(per_scene, seeds),
+        "paired": paired_comparisons(per_scene["sft"], {s: per_scene[f"grpo-s{s}"] for s in seeds},
+                                     {c["seed"]: per_scene[f"control-s{c['seed']}"] for c in control}, mean_difference),
     }
     record.update(card_fields(record))
     (CHECKPOINT / "training.json").write_text(json.dumps(record, indent=2))
@@ -212,19 +213,6 @@ def plot(record: dict[str, Any], path: Path) -> None:
                  "sft_continue_equal_time": [arm(c) for c in record["sft_continue_equal_time"]]}, path, "reward")
 
 
-def paired_differences(per_scene: dict[str, list[float]], seeds: list[int]) -> dict[str, dict[str, float]]:
-    """Mean per-scene difference and its standard error, on the same held-out scenes: each GRPO seed
-    against the SFT start and against the control of the same seed (when it ran)."""
-    out = {}
-    for seed in seeds:
-        grpo = per_scene[f"grpo-s{seed}"]
-        for name, base in (("sft", per_scene["sft"]), ("control", per_scene.get(f"control-s{seed}"))):
-            if base is not None:
-                diff = [a - b for a, b in zip(grpo, base)]
-                out[f"grpo-s{seed} - {name}"] = {"mean": _mean(diff), "se": standard_error(diff)}
-    return out
-
-
 def card_fields(record: dict[str, Any]) -> dict[str, Any]:
     """What the generic card (:func:`zoo.cards.render_card`) reads: measured rows, summary, training text."""
     sft, grpo, control = record["sft"], record["grpo"], record["sft_continue_equal_time"]
@@ -243,15 +231,14 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
     reused = "; the SFT start shipped with the previous release, not retrained" if sft.get("reused") else ""
 
     def diff(seed: int, base: str) -> str:
-        d = paired[f"grpo-s{seed} - {base}"]
-        return f"{d['mean']:+.3f} ± {d['se']:.3f}"
+        return format_difference(paired[f"grpo_minus_{base}"][f"seed{seed}"])
 
     gains = ", ".join(f"seed {g['seed']}: {diff(g['seed'], 'sft')} in {g['total_minutes']:.2f} CPU-min" for g in grpo)
     controls = ", ".join(f"seed {c['seed']}: {c['final']['reward'] - sft['final']['reward']:+.3f} in "
                          f"{c['total_minutes']:.2f} CPU-min" for c in control) or "not run"
     versus = ", ".join(f"seed {c['seed']}: {diff(c['seed'], 'control')}" for c in control)
-    beats = control and all(paired[f"grpo-s{c['seed']} - control"]["mean"] > 2 * paired[f"grpo-s{c['seed']} - control"]["se"]
-                            for c in control)
+    versus_control = [paired["grpo_minus_control"][f"seed{c['seed']}"] for c in control]
+    beats = control and all(d["diff"] > 2 * d["se"] for d in versus_control)
     verdict = ("GRPO beats the control on every seed by more than two standard errors." if beats else
                "GRPO does not beat the control by more than two standard errors on every seed.")
     return {

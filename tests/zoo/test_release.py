@@ -13,8 +13,10 @@ from zoo.release import (
     copy_weights,
     curve,
     load_stages,
+    mean_difference,
     minutes,
     paired_cluster_se,
+    paired_comparisons,
     plot_curves,
     standard_error,
     summarise,
@@ -124,3 +126,26 @@ def test_paired_cluster_se_by_hand_on_uneven_episodes():
     assert paired_cluster_se(arm, base) == pytest.approx(expected)
     with pytest.raises(ValueError, match="same episodes"):
         paired_cluster_se(arm, base[:2])
+
+
+def test_paired_comparisons_pair_each_seed_with_the_start_and_its_own_control():
+    """GRPO - SFT start per seed; control - start and GRPO - control only where that seed's control ran."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    sft = rng.uniform(0, 1, 40)
+    grpo = {0: sft + rng.normal(0.1, 0.05, 40), 1: sft + rng.normal(0, 0.2, 40)}
+    control = {0: sft + 0.02}
+    out = paired_comparisons(sft.tolist(), {s: v.tolist() for s, v in grpo.items()},
+                             {s: v.tolist() for s, v in control.items()}, mean_difference)  # fmt: skip
+    assert set(out) == {"grpo_minus_sft", "control_minus_sft", "grpo_minus_control"}
+    assert set(out["grpo_minus_sft"]) == {"seed0", "seed1"} and set(out["grpo_minus_control"]) == {"seed0"}
+    diff = grpo[0] - control[0]
+    assert out["grpo_minus_control"]["seed0"]["diff"] == pytest.approx(diff.mean())
+    assert out["grpo_minus_control"]["seed0"]["se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(40))
+    assert out["control_minus_sft"]["seed0"] == pytest.approx({"diff": 0.02, "se": 0.0}, abs=1e-12)
+    assert out["grpo_minus_sft"]["seed1"]["diff"] == pytest.approx((grpo[1] - sft).mean())
+    renamed = paired_comparisons([0.0], {0: [1.0]}, {}, mean_difference, arm="rl")
+    assert renamed == {"rl_minus_sft": {"seed0": {"diff": 1.0, "se": 0.0}}}
+    with pytest.raises(ValueError, match="same samples"):
+        mean_difference([1.0, 2.0], [1.0])

@@ -82,7 +82,7 @@ def test_release_stages_run_end_to_end_small(tmp_path):
     subprocess.run([*release, "finalize", "--checkpoint", str(checkpoint), "--card", str(card), *common],
                    check=True, cwd=ROOT)  # fmt: skip
     record = json.loads((checkpoint / "training.json").read_text())
-    assert record["standard_error"]["n"] == 2 and set(record["standard_error"]["grpo_minus_control"]) == {"seed0"}
+    assert record["standard_error"]["n"] == 2 and set(record["paired"]["grpo_minus_control"]) == {"seed0"}
     assert record["expert_at_answer_precision"]["pdms"] > 0.9
     assert "± is one standard error" in card.read_text()
 
@@ -98,9 +98,9 @@ def test_standard_errors_are_paired_over_the_same_scenes(tmp_path):
     arms = {"sft": [0.2, 0.4, 0.6, 0.8], "grpo-s0": [0.3, 0.5, 0.7, 0.9], "sft-continue-s0": [0.8, 0.6, 0.4, 0.2]}
     for run, values in arms.items():
         write_json(scores_file(tmp_path / run / "final", 4), {"ids": list("abcd"), "pdms": values})
-    out = standard_errors(args, [0])
-    assert out["sft"] == pytest.approx(np.std(arms["sft"], ddof=1) / 2)
-    assert out["grpo_minus_sft"]["seed0"] == pytest.approx(0.0)  # a constant +0.1 shift: no paired spread
+    errors, paired = standard_errors(args, [0])
+    assert errors["sft"] == pytest.approx(np.std(arms["sft"], ddof=1) / 2)
+    assert paired["grpo_minus_sft"]["seed0"] == pytest.approx({"diff": 0.1, "se": 0.0})  # a constant shift: no spread
     diff = np.subtract(arms["grpo-s0"], arms["sft-continue-s0"])
-    assert out["grpo_minus_control"]["seed0"] == pytest.approx(np.std(diff, ddof=1) / 2)
+    assert paired["grpo_minus_control"]["seed0"]["se"] == pytest.approx(np.std(diff, ddof=1) / 2)
     assert DEFAULTS.final_eval_n >= 100
