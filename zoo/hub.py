@@ -29,7 +29,8 @@ from huggingface_hub.errors import (
 )
 
 from zoo.kinds import VLMSpec
-from zoo.registry import ModelEntry
+from zoo.registry import ModelEntry, info
+from zoo_common.registry import UnknownNameError
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,9 @@ ALLOW_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "*.json", "*.jinj
 #: Shipped checkpoints live next to the packages; ``ZOO_CHECKPOINTS`` points elsewhere.
 CHECKPOINTS_DIR = Path(os.environ.get("ZOO_CHECKPOINTS", Path(__file__).resolve().parents[1] / "checkpoints"))
 
+
+#: ``zoo.load("hf-hub:owner/name")`` loads that repository even when a registry name is spelt the same.
+HUB_PREFIX = "hf-hub:"
 
 #: A Hugging Face repository id: ``owner/name`` (one slash, no spaces).
 REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -69,6 +73,60 @@ class ResolvedModel:
     path: Path
     revision: str
     source: str
+
+
+@dataclass(frozen=True)
+class NamedModel:
+    """What a model name points at: exactly one of a local directory, a registry entry, or a Hub
+    repository the registry does not list (see :func:`lookup`)."""
+
+    name: str
+    directory: Path | None = None
+    entry: ModelEntry | None = None
+    repo_id: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How logs and generic entries call it: the entry's name, the repository id or the folder's name."""
+        if self.entry is not None:
+            return self.entry.name
+        return self.repo_id or (self.directory.name if self.directory else self.name)
+
+    def files(self, revision: str | None = None, *, trust_remote_code: bool = False) -> ResolvedModel:
+        """Where the files are, without loading them: the directory as it is; the entry's shipped
+        checkpoint, cache or download (:func:`resolve`); the repository's cache or download."""
+        if self.directory is not None:
+            return ResolvedModel(self.directory, "local", "local")
+        if self.entry is not None:
+            return resolve(self.entry, revision, trust_remote_code=trust_remote_code)
+        assert self.repo_id is not None
+        return resolve_repo(self.repo_id, revision, trust_remote_code=trust_remote_code)
+
+
+def lookup(name: str) -> NamedModel:
+    """The one reading of a model name, wherever the zoo takes one (``zoo.load``, a recipe's ``model.name``).
+
+    In order: an existing directory; ``hf-hub:owner/name``; a registry name or alias; an
+    ``owner/name`` Hub id the registry does not list (the instruct base models recipes start from,
+    such as ``Qwen/Qwen2.5-VL-7B-Instruct``). Anything else is an unknown registry name, and the error
+    suggests close matches. Nothing is downloaded here (:meth:`NamedModel.files` does that).
+    """
+    if not name or not name.strip():
+        raise ValueError("empty model name; pass a registry name (`zoo list`), a Hub id or a directory")
+    directory = Path(name).expanduser()
+    if directory.is_dir():
+        return NamedModel(name, directory=directory.resolve())
+    if name.startswith(HUB_PREFIX):
+        repo_id = name.removeprefix(HUB_PREFIX)
+        if not is_repo_id(repo_id):
+            raise ValueError(f"{name!r}: after {HUB_PREFIX!r} comes a Hub repository id, owner/name")
+        return NamedModel(name, repo_id=repo_id)
+    try:
+        return NamedModel(name, entry=info(name))
+    except UnknownNameError:
+        if is_repo_id(name):
+            return NamedModel(name, repo_id=name)
+        raise
 
 
 def hub_offline() -> bool:

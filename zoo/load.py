@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
-from zoo.registry import MODELS, ModelEntry, info
+from zoo.registry import ModelEntry, info
 from zoo.remote_code import OPT_IN, RemoteCodeError, require_opt_in
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-HUB_PREFIX = "hf-hub:"
 
 #: HF ``model_type`` -> (human name, coordinate frame its native grounding output uses).
 KNOWN_ARCHITECTURES = {
@@ -81,24 +80,15 @@ def load(
         WrongArchitectureError: the files are not of the entry's architecture or kind.
         zoo.remote_code.RemoteCodeError: the model needs its own code and ``trust_remote_code`` is off.
     """
-    from zoo.hub import ResolvedModel, is_repo_id, resolve, resolve_repo
+    from zoo.hub import lookup
 
-    if not name or not name.strip():
-        raise ValueError("empty model name; pass a registry name (`zoo list`), a Hub id or a directory")
     if kind is not None and kind not in SPECS:
         raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(SPECS)}")
-    path = Path(name).expanduser()
-    if path.is_dir():
-        resolved = ResolvedModel(path.resolve(), "local", "local")
-        model_entry = _entry_for_files(resolved.path, path.name, None, entry, kind)
-    elif name.startswith(HUB_PREFIX) or (is_repo_id(name) and name not in MODELS):
-        repo_id = name.removeprefix(HUB_PREFIX)
-        resolved = resolve_repo(repo_id, revision, trust_remote_code=trust_remote_code)
-        model_entry = _entry_for_files(resolved.path, repo_id, repo_id, entry, kind)
-    else:
-        model_entry = info(name)
-        _check_entry_code(model_entry, trust_remote_code)  # before anything is downloaded
-        resolved = resolve(model_entry, revision, trust_remote_code=trust_remote_code)
+    named = lookup(name)
+    if named.entry is not None:
+        _check_entry_code(named.entry, trust_remote_code)  # before anything is downloaded
+    resolved = named.files(revision, trust_remote_code=trust_remote_code)
+    model_entry = named.entry or _entry_for_files(resolved.path, named.label, named.repo_id, entry, kind)
     _check_entry_code(model_entry, trust_remote_code)  # an entry= describing a directory needs it too
     check_architecture(resolved.path, model_entry)
     # the files decide as well: configs that name code of their own need the opt-in, then get it

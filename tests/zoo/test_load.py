@@ -190,3 +190,23 @@ def test_ui_s1_action_point_comes_back_in_original_pixels(tmp_path, hf_cache, in
     assert pred.think == "open it"
     assert pred.point == pytest.approx(expected)
     assert pred.action["action"] == "click" and pred.action["coordinate"] == pytest.approx(expected)
+
+
+def test_every_model_name_is_read_one_way(tmp_path):
+    """``zoo.hub.lookup``, behind zoo.load, recipes' model.name (TRL, verl) and the diffusion engine:
+    a directory, then ``hf-hub:``, then the registry, then an unlisted ``owner/name`` Hub id."""
+    from zoo.hub import lookup
+    from zoo_common.registry import UnknownNameError
+
+    assert lookup(str(tmp_path)).directory == tmp_path.resolve() and lookup(str(tmp_path)).label == tmp_path.name
+    entry = lookup("patho-r1").entry
+    assert entry is not None and entry.name == "patho-r1-7b"  # through its alias
+    assert lookup("Qwen/Qwen2.5-VL-7B-Instruct").repo_id == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert lookup("hf-hub:WenchuanZhang/Patho-R1-7B").repo_id == "WenchuanZhang/Patho-R1-7B"
+    with pytest.raises(ValueError, match="owner/name"):
+        lookup("hf-hub:patho-r1")
+    assert lookup("gui-grounding-tiny").files().path == CHECKPOINTS_DIR / "gui-grounding-tiny"
+    with pytest.raises(UnknownNameError, match="Did you mean"):
+        lookup("patho-r")
+    with pytest.raises(ValueError, match="empty model name"):
+        lookup(" ")

@@ -252,7 +252,9 @@ def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | 
 
     if name.startswith("tiny:"):
         return build_tiny(name, **(tiny or {}))
-    directory = _pipeline_directory(name, revision)
+    from zoo.hub import lookup
+
+    directory = lookup(name).files(revision).path
     if (directory / "model_index.json").is_file():
         return load_pipeline(directory, resolution, embedded_guidance=embedded_guidance)
     if not (directory / TINY_CONFIG).is_file():
@@ -268,21 +270,3 @@ def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | 
     model.denoiser.load_state_dict(load_file(str(directory / "denoiser.safetensors")))
     model.vae.load_state_dict(load_file(str(directory / "vae.safetensors")))
     return model
-
-
-def _pipeline_directory(name: str, revision: str | None) -> Path:
-    """A local directory as it is; a zoo name through its entry (its pinned revision, the gated-licence message);
-    an ``owner/name`` Hub id from the cache or the Hub, as :func:`zoo.load` resolves them."""
-    from zoo.hub import is_repo_id, resolve, resolve_repo
-    from zoo.registry import info
-    from zoo_common.registry import UnknownNameError
-
-    directory = Path(name).expanduser()
-    if directory.is_dir():
-        return directory
-    try:
-        return resolve(info(name), revision).path
-    except UnknownNameError:
-        if is_repo_id(name):
-            return resolve_repo(name, revision).path
-    return directory

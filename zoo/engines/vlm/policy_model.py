@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.recipe import RecipeError
@@ -58,34 +57,25 @@ def load_policy(
 
 
 def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
-    """``(path or repo id, revision)`` of a non-tiny ``recipe.model.name``.
+    """``(path or repo id, revision)`` of a non-tiny ``recipe.model.name``, read as :func:`zoo.hub.lookup`
+    reads every model name.
 
     A local directory or a zoo name is checked as :func:`zoo.load` checks it (safetensors weights;
-    code shipped with the model only with ``model.trust_remote_code``); a name that is neither but
-    has the shape ``owner/name`` is a Hub repository (the instruct base models the recipes start
-    from, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct``, are not zoo entries), loaded at ``model.revision``
-    with ``use_safetensors=True``. Anything else is an unknown zoo name, with close matches.
+    code shipped with the model only with ``model.trust_remote_code``); a Hub repository the registry
+    does not list (the instruct base models the recipes start from, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct``)
+    is loaded at ``model.revision`` with ``use_safetensors=True``.
     """
-    from zoo.hub import is_repo_id, resolve
+    from zoo.hub import lookup
     from zoo.load import require_safetensors
-    from zoo.registry import info
     from zoo.remote_code import require_opt_in
-    from zoo_common.registry import UnknownNameError
 
     name, trust = recipe.model.name, recipe.model.trust_remote_code
-    path = Path(name).expanduser()
-    if path.is_dir():
-        path = path.resolve()
-    else:
-        try:
-            entry = info(name)
-        except UnknownNameError:
-            if is_repo_id(name):
-                return name, recipe.model.revision
-            raise
-        if entry.trust_remote_code and not trust:
-            raise RecipeError(f"model.name={name!r} runs code from its repository; read it, then set {_OPT_IN}")
-        path = resolve(entry, recipe.model.revision, trust_remote_code=trust).path
+    named = lookup(name)
+    if named.repo_id is not None:
+        return named.repo_id, recipe.model.revision
+    if named.entry is not None and named.entry.trust_remote_code and not trust:
+        raise RecipeError(f"model.name={name!r} runs code from its repository; read it, then set {_OPT_IN}")
+    path = named.files(recipe.model.revision, trust_remote_code=trust).path
     try:
         require_safetensors(path)
         require_opt_in(path, trust, how=_OPT_IN)

@@ -169,23 +169,19 @@ def model_path(recipe: VLMRecipe, folder: Path, samples: list) -> str:
         model.save_pretrained(target)
         processor.save_pretrained(target)
         return str(target)
-    if Path(name).expanduser().is_dir():  # checked as zoo.load checks it: safetensors, no unasked-for code
+    from zoo.hub import lookup
+
+    named = lookup(name)
+    if named.directory is not None:  # checked as zoo.load checks it: safetensors, no unasked-for code
         from zoo.engines.vlm.policy_model import policy_source
 
         return policy_source(recipe)[0]
-    from zoo.hub import is_repo_id
-    from zoo.registry import info
-    from zoo_common.registry import UnknownNameError
-
-    try:
-        entry = info(name)
-    except UnknownNameError:
-        if is_repo_id(name):  # a Hub base model that is not a zoo entry (Qwen/Qwen2.5-VL-7B-Instruct)
-            return name
-        raise
-    if entry.repo_id is None:
+    if named.repo_id is not None:  # a Hub base model that is not a zoo entry (Qwen/Qwen2.5-VL-7B-Instruct)
+        return named.repo_id
+    assert named.entry is not None
+    if named.entry.repo_id is None:
         raise RecipeError(f"model {name!r} has no Hub repository for verl to load; give a local directory")
-    return entry.repo_id
+    return named.entry.repo_id
 
 
 def verl_overrides(recipe: VLMRecipe, folder: Path, model: str) -> dict[str, str]:
