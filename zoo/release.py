@@ -257,19 +257,38 @@ def load_stages(
     return sft, grpo, [read_json(p) for p in control_files if p.is_file()]
 
 
+#: What transformers writes into a saved ``tokenizer_config.json`` about how *this* machine read the
+#: files (offline, from a folder), not about the tokenizer; a published checkpoint should not carry it.
+LOADING_CONTEXT_KEYS = ("local_files_only", "is_local")
+
+
+def drop_loading_context(folder: Path) -> None:
+    """Remove :data:`LOADING_CONTEXT_KEYS` from every ``tokenizer_config.json`` under ``folder``."""
+    for path in folder.rglob("tokenizer_config.json"):
+        config = json.loads(path.read_text())
+        if any(key in config for key in LOADING_CONTEXT_KEYS):
+            path.write_text(json.dumps({k: v for k, v in config.items() if k not in LOADING_CONTEXT_KEYS}, indent=2) + "\n")
+
+
+def ship_weights(final: Path, sft: Path, checkpoint: Path, sft_record: dict[str, Any]) -> None:
+    """An RL run's ``final/`` becomes ``checkpoint`` and its SFT start ``checkpoint/sft`` (so ``zoo train``
+    on the RL recipe reproduces that stage alone), with ``sft_record`` in ``sft/training.json``.
+
+    Safetensors and JSON only (TRL's ``training_args.bin`` and other pickles stay behind) and no
+    loading context in the tokenizer configs (:func:`drop_loading_context`)."""
+    if checkpoint.exists():
+        shutil.rmtree(checkpoint)
+    pickles = shutil.ignore_patterns("*.bin", "*.pt", "*.pth")
+    shutil.copytree(final, checkpoint, ignore=pickles)
+    shutil.copytree(sft, checkpoint / "sft", ignore=pickles)
+    drop_loading_context(checkpoint)
+    write_json(checkpoint / "sft" / "training.json", {**sft_record, "record": "../training.json"})
+
+
 def copy_weights(args: ReleaseArgs, seed: int, entry: str, sft_numbers: dict[str, Any]) -> None:
-    """The GRPO model of ``seed`` to the checkpoint folder, its SFT start to ``sft/`` (so ``zoo train``
-    on the GRPO recipe reproduces that stage alone), with ``sft_numbers`` and a pointer to the full
-    record in ``sft/training.json``."""
-    if args.checkpoint.exists():
-        shutil.rmtree(args.checkpoint)
-    pickles = shutil.ignore_patterns(
-        "*.bin", "*.pt", "*.pth"
-    )  # TRL's training_args.bin: weights ship as safetensors only
-    shutil.copytree(args.run_dir / f"grpo-s{seed}" / "final", args.checkpoint, ignore=pickles)
-    shutil.copytree(args.run_dir / "sft" / "final", args.checkpoint / "sft", ignore=pickles)
-    write_json(args.checkpoint / "sft" / "training.json", {
-        "entry": entry, "stage": "SFT warm start (GRPO's starting point)", **sft_numbers, "record": "../training.json"})  # fmt: skip
+    """:func:`ship_weights` for a :class:`Ladder`: GRPO seed ``seed`` and the SFT start of ``args.run_dir``."""
+    ship_weights(args.run_dir / f"grpo-s{seed}" / "final", args.run_dir / "sft" / "final", args.checkpoint,
+                 {"entry": entry, "stage": "SFT warm start (GRPO's starting point)", **sft_numbers})  # fmt: skip
 
 
 def train_reward_trend(history: list[dict[str, Any]], k: int = 10) -> dict[str, float] | None:

@@ -29,7 +29,6 @@ import argparse
 import csv
 import json
 import logging
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from zoo.release import (
     minutes,
     paired_cluster_se,
     paired_comparisons,
+    ship_weights,
     train,
     train_reward_trend,
     write_json,
@@ -291,14 +291,9 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
 
     table, summary = report(args, seeds)
     logger.info("\n%s", table)
-    if args.checkpoint.exists():
-        shutil.rmtree(args.checkpoint)
-    shutil.copytree(args.run_dir / f"rl-s{seeds[0]}" / "final", args.checkpoint)
-    # The SFT start ships too, so `zoo train` on the RL or control recipe reproduces that stage alone.
-    shutil.copytree(args.run_dir / "sft" / "final", args.checkpoint / "sft")
-    write_json(args.checkpoint / "sft" / "training.json", {
+    ship_weights(args.run_dir / f"rl-s{seeds[0]}" / "final", args.run_dir / "sft" / "final", args.checkpoint, {
         "entry": ENTRY, "stage": "SFT start (the UI-S1 RL run's and the control's starting point)",
-        "held_out": json.loads((args.run_dir / "sft.json").read_text())["final"], "record": "../training.json"})  # fmt: skip
+        "held_out": json.loads((args.run_dir / "sft.json").read_text())["final"]})  # fmt: skip
 
     pipe = zoo.load(str(args.checkpoint), entry=ENTRY)
     released = agent_eval.run(pipe, "synthetic-episodes", None, args.checkpoint / "eval", limit=args.final_eval_n)

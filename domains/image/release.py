@@ -29,6 +29,7 @@ import torch
 
 from rewards.prompt_colour import PALETTE, PromptColour
 from zoo.engines.diffusion.synthetic import HELD_OUT, SHAPES
+from zoo.release import drop_loading_context
 
 NAME = "flow-grpo-tiny-colour"
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +157,7 @@ def package(run_dir: Path, pretrain_record: dict[str, Any], rl_cpu_minutes: floa
     if target.exists():
         shutil.rmtree(target)
     pipe.save_pretrained(target, safe_serialization=True)
+    drop_loading_context(target)
     shutil.copy(run_dir / "rl" / "metrics.csv", target / "metrics.csv")
     record = {"entry": NAME, "script": "python -m domains.image.release all", "recipe": recipe.to_dict(),
               "pretrain": pretrain_record, "rl_cpu_minutes": rl_cpu_minutes,

@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import format_difference, mean_difference, paired_comparisons, standard_error
+from zoo.release import format_difference, mean_difference, paired_comparisons, ship_weights, standard_error
 
 logger = logging.getLogger("domains.visual_code.release")
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,11 +155,8 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
         g["diagnostics"] = grpo_diagnostics(args.run_dir / f"grpo-s{g['seed']}")
     per_scene = {"sft": sft.pop("final_scores"), **{f"grpo-s{g['seed']}": g.pop("final_scores") for g in grpo},
                  **{f"control-s{c['seed']}": c.pop("final_scores") for c in control}}
-    if CHECKPOINT.exists():
-        shutil.rmtree(CHECKPOINT)
-    pickles = shutil.ignore_patterns("training_args.bin")  # the release ships safetensors and JSON only
-    shutil.copytree(args.run_dir / f"grpo-s{seeds[0]}" / "final", CHECKPOINT, ignore=pickles)
-    shutil.copytree(args.run_dir / "sft" / "final", CHECKPOINT / "sft", ignore=pickles)
+    ship_weights(args.run_dir / f"grpo-s{seeds[0]}" / "final", args.run_dir / "sft" / "final", CHECKPOINT,
+                 {"entry": ENTRY, "stage": "SFT start (GRPO's starting point)", "held_out": sft["final"]})  # fmt: skip
     record = {
         "entry": ENTRY, "release": "python -m domains.visual_code.release all",
         "recipe_sft": load_recipe(SFT_RECIPE).to_dict(), "recipe_grpo": load_recipe(GRPO_RECIPE).to_dict(),

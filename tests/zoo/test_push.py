@@ -128,3 +128,13 @@ def test_upload_creates_the_repo_sends_the_plan_in_one_commit_and_records_the_re
     assert history == [record] and record["revision"] == "0123456789abcdef0123456789abcdef01234567"
     push(plan, record_dir=tmp_path)  # a second push appends, keeping the first revision
     assert len(json.loads((tmp_path / "gui-grounding-tiny" / "hub_revisions.json").read_text())) == 2
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_tokenizer_configs_carry_no_loading_context(name):
+    """What transformers saves about how this machine read the files (offline, from a folder) would
+    travel to the Hub with a push; the release drivers drop it (zoo.release.drop_loading_context)."""
+    from zoo.release import LOADING_CONTEXT_KEYS
+
+    for path in (CHECKPOINTS_DIR / name).rglob("tokenizer_config.json"):
+        assert not set(json.loads(path.read_text())) & set(LOADING_CONTEXT_KEYS), path

@@ -96,8 +96,13 @@ def test_finalize_helpers_copy_weights_and_plot(tmp_path):
     sft, grpo, control = load_stages(args, [0])
     assert sft == records["sft"] and grpo == [records["grpo-s0"]] and control == []  # no control run yet
 
+    saved = {"tokenizer_class": "Qwen2Tokenizer", "local_files_only": True, "is_local": True}  # as saved offline
+    (args.run_dir / "grpo-s0" / "final" / "tokenizer_config.json").write_text(json.dumps(saved))
+    (args.run_dir / "grpo-s0" / "final" / "training_args.bin").write_bytes(b"pickle")
     copy_weights(args, 0, "tiny", {"held_out_pdms": 0.4})
     assert (args.checkpoint / "model.safetensors").read_text() == "final"
+    assert not (args.checkpoint / "training_args.bin").exists()
+    assert json.loads((args.checkpoint / "tokenizer_config.json").read_text()) == {"tokenizer_class": "Qwen2Tokenizer"}
     assert json.loads((args.checkpoint / "sft" / "training.json").read_text()) == {
         "entry": "tiny", "stage": "SFT warm start (GRPO's starting point)", "held_out_pdms": 0.4,
         "record": "../training.json"}  # fmt: skip
