@@ -31,7 +31,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import format_difference, mean_difference, paired_comparisons, ship_weights, standard_error
+from zoo.release import (
+    format_difference,
+    mean_difference,
+    paired_comparisons,
+    ship_weights,
+    standard_error,
+    train_reward_trend,
+)  # fmt: skip
 
 logger = logging.getLogger("domains.visual_code.release")
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,18 +186,17 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
                    for i in range(args.final_eval_n)))
 
 
-def grpo_diagnostics(run: Path) -> dict[str, float]:
+def grpo_diagnostics(run: Path) -> dict[str, Any]:
     """What says whether GRPO could learn, from its ``metrics.csv``: the sampled training reward over
-    the first and last quarter of the logged steps, the share of groups whose rewards were all equal
-    (no advantage), of answers that failed to render, and of completions cut at the length cap."""
+    the first and last quarter of the logged steps (:func:`zoo.release.train_reward_trend`), the share
+    of groups whose rewards were all equal (no advantage), of answers that failed to render, and of
+    completions cut at the length cap."""
     rows = [r for r in csv.DictReader((run / "metrics.csv").open()) if r.get("reward")]
-    quarter = max(1, len(rows) // 4)
 
-    def mean(key: str, part: list[dict[str, str]] = rows) -> float:
-        return _mean([float(r[key]) for r in part])
+    def mean(key: str) -> float:
+        return _mean([float(r[key]) for r in rows])
 
-    return {"train_reward_first_quarter": mean("reward", rows[:quarter]),
-            "train_reward_last_quarter": mean("reward", rows[-quarter:]),
+    return {"train_reward": train_reward_trend(rows, k=max(1, len(rows) // 4)),
             "frac_groups_all_equal": mean("frac_reward_zero_std"),
             "render_failed": mean("svg-shape-iou/render_failed"),
             "completion_mean_length": mean("completions/mean_length"),

@@ -52,8 +52,8 @@ def test_finalize_writes_the_record_per_scene_scores_and_the_curve(tmp_path, mon
     assert record["paired"]["grpo_minus_control"]["seed0"]["diff"] == pytest.approx(0.15)
     assert "final_scores" not in record["grpo"][0]
     diagnostics = record["grpo"][0]["diagnostics"]  # the summary row (no reward) is skipped
-    assert diagnostics["train_reward_first_quarter"] == pytest.approx(0.21)
-    assert diagnostics["train_reward_last_quarter"] == pytest.approx(0.33)
+    assert diagnostics["train_reward"]["first"] == pytest.approx(0.21)
+    assert diagnostics["train_reward"]["last"] == pytest.approx(0.33)
     assert diagnostics["frac_groups_all_equal"] == pytest.approx(0.05)
     assert "does not beat the control" in record["evaluation_note"]  # seed 1 is noise around the start
     rows = [json.loads(line) for line in (tmp_path / "checkpoint" / "eval" / "predictions.jsonl").open()]
