@@ -210,19 +210,20 @@ def stage_sft(ladder: Ladder, args: ReleaseArgs) -> None:
         "lr": recipe.training.lr, ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
 
 
-def sft_start(args: ReleaseArgs) -> Path:
-    """GRPO's starting point: this release's SFT run, else the SFT start shipped with the checkpoint."""
-    start = args.run_dir / "sft" / "final"
+def sft_start(run_dir: Path, checkpoint: Path) -> Path:
+    """RL's and the control's starting point: the SFT stage of ``run_dir``, else the SFT start shipped
+    in ``checkpoint/sft`` (so one RL seed can be re-run without training SFT again)."""
+    start = run_dir / "sft" / "final"
     if start.is_dir():
         return start
-    logger.info("no SFT stage in %s; starting from the shipped %s", args.run_dir, args.checkpoint / "sft")
-    return args.checkpoint / "sft"
+    logger.info("no SFT stage in %s; starting from the shipped %s", run_dir, checkpoint / "sft")
+    return checkpoint / "sft"
 
 
 def stage_grpo(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
     """GRPO from the SFT start, seed ``seed`` (its data seed is ``100 + seed``)."""
-    overrides = [f"training.seed={seed}", f"model.name={sft_start(args)}", f"data.kwargs.seed={100 + seed}",
-                 *args.grpo_overrides]  # fmt: skip
+    start = sft_start(args.run_dir, args.checkpoint)
+    overrides = [f"training.seed={seed}", f"model.name={start}", f"data.kwargs.seed={100 + seed}", *args.grpo_overrides]
     out = train(ladder.grpo_recipe, overrides, args.run_dir / f"grpo-s{seed}")
     history = [{k: v for k, v in row.items() if k != "step"} | {"step": int(row["step"])} for row in metric_rows(out)]
     write_json(args.run_dir / f"grpo-s{seed}.json", {
@@ -239,7 +240,8 @@ def stage_sft_continue(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
     if not (grpo / "final").is_dir():
         raise FileNotFoundError(f"{grpo}/final does not exist: run the grpo stage for seed {seed} first")
     budget = minutes(grpo)
-    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
+    start = sft_start(args.run_dir, args.checkpoint)
+    overrides = [f"model.name={start}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
     out = train(ladder.control_recipe, overrides, args.run_dir / f"sft-continue-s{seed}")
     write_json(args.run_dir / f"sft-continue-s{seed}.json", {
         "seed": seed, "curve": curve(ladder, out, args.eval_n), "train_minutes": minutes(out),
@@ -266,8 +268,9 @@ def drop_loading_context(folder: Path) -> None:
     """Remove :data:`LOADING_CONTEXT_KEYS` from every ``tokenizer_config.json`` under ``folder``."""
     for path in folder.rglob("tokenizer_config.json"):
         config = json.loads(path.read_text())
-        if any(key in config for key in LOADING_CONTEXT_KEYS):
-            path.write_text(json.dumps({k: v for k, v in config.items() if k not in LOADING_CONTEXT_KEYS}, indent=2) + "\n")
+        kept = {key: value for key, value in config.items() if key not in LOADING_CONTEXT_KEYS}
+        if kept != config:
+            path.write_text(json.dumps(kept, indent=2) + "\n")
 
 
 def ship_weights(final: Path, sft: Path, checkpoint: Path, sft_record: dict[str, Any]) -> None:
@@ -324,6 +327,21 @@ def summarise(
     if control:
         out[f"{m}_after_sft_continue_equal_time"] = {f"seed{c['seed']}": c[final] for c in control}
     return out
+
+
+def ladder_record(ladder: Ladder, args: ReleaseArgs, seeds: list[int], held_out_seed: int) -> dict[str, Any]:
+    """How a ladder's release was made, as its ``training.json`` states it: the driver's knobs, the three
+    recipes as resolved (overrides applied) and every seed (GRPO, its data, the control, held-out data)."""
+    from zoo.recipe import load_recipe
+
+    return {
+        "args": args.to_record(),
+        "recipe_sft": load_recipe(ladder.sft_recipe, list(args.sft_overrides)).to_dict(),
+        "recipe_grpo": load_recipe(ladder.grpo_recipe, list(args.grpo_overrides)).to_dict(),
+        "recipe_control": load_recipe(ladder.control_recipe).to_dict(),
+        "seeds": {"grpo": seeds, "grpo_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
+                  "held_out_eval": held_out_seed, "released_grpo_seed": seeds[0]},
+    }  # fmt: skip
 
 
 def ladder_minutes(training: dict[str, Any]) -> float:

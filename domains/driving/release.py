@@ -32,6 +32,7 @@ from zoo.release import (
     Ladder,
     ReleaseArgs,
     copy_weights,
+    ladder_record,
     load_stages,
     mean_difference,
     paired_comparisons,
@@ -139,7 +140,6 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
     training.json and the model card."""
     from domains.driving import evaluate as driving_eval
     from domains.driving.card import write_card
-    from zoo.recipe import load_recipe
 
     sft, grpo, control = load_stages(args, seeds)
     errors, paired = standard_errors(args, seeds)
@@ -151,12 +151,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "entry": ENTRY,
         "card": "domains.driving.card:write_card",  # `zoo card driving-vla-tiny` renders with it
         "release": "python -m domains.driving.release all " + " ".join(f"--seed {s}" for s in seeds),
-        "args": args.to_record(),
-        "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
-        "recipe_grpo": load_recipe(GRPO_RECIPE, list(args.grpo_overrides)).to_dict(),
-        "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
-        "seeds": {"grpo": seeds, "grpo_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
-                  "held_out_eval": EVAL_SEED, "released_grpo_seed": seeds[0]},
+        **ladder_record(LADDER, args, seeds, EVAL_SEED),
         "held_out": {"task": "synthetic 112-px bird's-eye scenes (cruise, follow, stop, curve)",
                      "metric": "mean v1 PDMS-style score (parse failure = 0), greedy decoding",
                      "n_final": args.final_eval_n, "n_curve": args.eval_n,

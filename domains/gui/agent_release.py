@@ -39,6 +39,7 @@ from zoo.release import (
     minutes,
     paired_cluster_se,
     paired_comparisons,
+    sft_start,
     ship_weights,
     train,
     train_reward_trend,
@@ -209,15 +210,6 @@ def record_control(args: Args, seed: int) -> dict[str, Any]:
     return data
 
 
-def sft_start(args: Args) -> Path:
-    """RL's and the control's starting point: this release's SFT run, else the SFT start shipped in ``sft/``."""
-    start = args.run_dir / "sft" / "final"
-    if start.is_dir():
-        return start
-    logger.info("no SFT stage in %s; starting from the shipped %s", args.run_dir, args.checkpoint / "sft")
-    return args.checkpoint / "sft"
-
-
 def stage_sft(args: Args) -> None:
     """The supervised warm start (the RL arm's and the control's starting point)."""
     train(SFT_RECIPE, list(args.sft_overrides), args.run_dir / "sft")
@@ -226,8 +218,8 @@ def stage_sft(args: Args) -> None:
 
 def stage_rl(args: Args, seed: int) -> None:
     """UI-S1 semi-online RL from the SFT start, seed ``seed`` (its training episodes: seed ``100 + seed``)."""
-    overrides = [f"model.name={sft_start(args)}", f"training.seed={seed}", f"data.kwargs.seed={100 + seed}",
-                 *args.overrides]  # fmt: skip
+    start = sft_start(args.run_dir, args.checkpoint)
+    overrides = [f"model.name={start}", f"training.seed={seed}", f"data.kwargs.seed={100 + seed}", *args.overrides]
     train(RL_RECIPE, overrides, args.run_dir / f"rl-s{seed}")
     record_rl(args, seed)
 
@@ -235,7 +227,8 @@ def stage_rl(args: Args, seed: int) -> None:
 def stage_control(args: Args, seed: int) -> None:
     """Control arm: the same SFT continued from the same start for the CPU minutes RL seed ``seed`` used."""
     budget = json.loads((args.run_dir / f"rl-s{seed}.json").read_text())["train_minutes"]
-    overrides = [f"model.name={sft_start(args)}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}",
+    start = sft_start(args.run_dir, args.checkpoint)
+    overrides = [f"model.name={start}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}",
                  *args.control_overrides]  # fmt: skip
     train(CONTROL_RECIPE, overrides, args.run_dir / f"sft-continue-s{seed}")
     record_control(args, seed)
@@ -255,8 +248,8 @@ def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[
         return {"diff": arm["step_success"] - base["step_success"],
                 "se": paired_cluster_se(arm["step_hits"], base["step_hits"])}  # fmt: skip
 
-    out["step_success_paired"] = paired_comparisons(
-        sft["final"], {r["seed"]: r["final"] for r in rl}, {c["seed"]: c["final"] for c in control}, difference, arm="rl")
+    rl_final, control_final = {r["seed"]: r["final"] for r in rl}, {c["seed"]: c["final"] for c in control}
+    out["step_success_paired"] = paired_comparisons(sft["final"], rl_final, control_final, difference, arm="rl")
     out["rl_training_reward"] = {f"seed{r['seed']}": train_reward_trend(r["log_history"]) for r in rl}
     return out
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from domains.gui.evaluate import SYNTHETIC_TINY_SEED, hit_rate
 from zoo.data import Sample
-from zoo.release import Ladder, ReleaseArgs, copy_weights, load_stages, summarise, write_json
+from zoo.release import Ladder, ReleaseArgs, copy_weights, ladder_record, load_stages, summarise, write_json
 from zoo.release import main as release_main
 
 logger = logging.getLogger("domains.gui.release")
@@ -71,7 +71,6 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
     """Copy the seed-0 GRPO model (and its SFT start, in ``sft/``) to checkpoints/, write training.json,
     the demo example and the model card."""
     from domains.gui.card import write_card
-    from zoo.recipe import load_recipe
 
     sft, grpo, control = load_stages(args, seeds)
     copy_weights(args, seeds[0], "gui-grounding-tiny", {"held_out_hit": sft["final_hit"]})
@@ -79,12 +78,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "entry": "gui-grounding-tiny",
         "card": "domains.gui.card:write_card",  # `zoo card gui-grounding-tiny` renders with it
         "release": "python -m domains.gui.release all",
-        "args": args.to_record(),
-        "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
-        "recipe_grpo": load_recipe(GRPO_RECIPE, list(args.grpo_overrides)).to_dict(),
-        "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
-        "seeds": {"grpo": seeds, "grpo_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
-                  "held_out_eval": EVAL_SEED, "released_grpo_seed": seeds[0]},
+        **ladder_record(LADDER, args, seeds, EVAL_SEED),
         "held_out": {"task": "synthetic single-button 112x112 screens", "metric": "hit (box centre in target box)",
                      "n_final": args.final_eval_n, "n_curve": args.eval_n},
         "sft": sft,
