@@ -62,6 +62,31 @@ def test_logps_score_the_generated_ids(setup):
     assert int(mask.sum()) == sum(len(r.generation.token_ids) for r in records)
 
 
+def test_logps_are_those_of_the_sampling_temperature(setup):
+    """TRL and verl score rollouts with ``log_softmax(logits / temperature)``; so does the semi-online loop
+    (at temperature 0.3, scoring the raw logits made a tiny agent's click coordinates degenerate)."""
+    _, samples, model, processor = setup
+    policy = VLMPolicy(model, processor, max_new_tokens=6, temperature=0.5)
+
+    def score(texts, batch):
+        return [RewardResult(0.0, {"extract_match": 0.0}) for _ in texts]
+
+    records = semi_online_rollout(group_episodes(samples)[:1], policy, score, lambda s: "x", rollout_n=2,
+                                  patch_threshold=0)  # fmt: skip
+    seen = []
+    hook = model.register_forward_hook(lambda module, args, out: seen.append(out.logits.detach()))
+    try:
+        logps, mask = turn_logps(model, processor, records, temperature=0.5)
+    finally:
+        hook.remove()
+    width = mask.shape[1]
+    ids = torch.tensor([list(r.generation.token_ids) + [0] * (width - len(r.generation.token_ids)) for r in records])
+    expected = torch.log_softmax(seen[-1][:, -width - 1 : -1].float() / 0.5, dim=-1).gather(-1, ids.unsqueeze(-1))
+    assert torch.allclose(logps * mask, expected.squeeze(-1) * mask, atol=1e-5)
+    raw, _ = turn_logps(model, processor, records)
+    assert not torch.allclose(logps * mask, raw * mask, atol=1e-3)
+
+
 def test_model_frame_follows_the_processor_limits(setup):
     _, _, _, processor = setup
     w, h = model_frame_size(processor, (1080, 2400))

@@ -99,8 +99,15 @@ class VLMPolicy:
         return out
 
 
-def turn_logps(model: Any, processor: Any, records: Sequence[StepRecord]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(logps, mask)``, both (B, T): log-probabilities of each record's answer ids given its turn."""
+def turn_logps(
+    model: Any, processor: Any, records: Sequence[StepRecord], temperature: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(logps, mask)``, both (B, T): log-probabilities of each record's answer ids given its turn.
+
+    Under the sampling ``temperature`` (``log_softmax(logits / temperature)``, as TRL and verl score
+    their rollouts): the policy gradient is that of the distribution the answers were drawn from.
+    At 1.0 (UI-S1's setting) the division is a no-op; at any other temperature, scoring the raw
+    logits would push on a distribution nobody sampled from."""
     device = next(model.parameters()).device
     inputs = _encode_prompts(processor, [r.turn for r in records]).to(device)
     answers = [list(r.generation.token_ids) for r in records]
@@ -118,5 +125,5 @@ def turn_logps(model: Any, processor: Any, records: Sequence[StepRecord]) -> tup
         attention_mask=torch.cat([inputs["attention_mask"], mask], dim=1),
         **extra,
     ).logits[:, prompt_len - 1 : -1].float()
-    logps = torch.log_softmax(logits, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+    logps = torch.log_softmax(logits / temperature, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
     return logps, mask.to(logps.dtype)

@@ -268,13 +268,13 @@ class SemiOnlineLearner:
         total = 0.0
         for start in range(0, len(rows), tr.batch_size):
             chunk = rows[start : start + tr.batch_size]
-            logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk])
+            logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk], alg.temperature)
             loss, _ = loss_fn(logps, logps.detach(), adv[chunk].to(logps.device), mask, clip_low=clip_low,
                               clip_high=clip_high, agg=alg.loss.aggregation,
                               loss_scale_factor=alg.loss.scale(alg.max_completion_length), **options)  # fmt: skip
             if self.reference is not None:
                 with torch.no_grad():
-                    ref, _ = turn_logps(self.reference, self.processor, [records[i] for i in chunk])
+                    ref, _ = turn_logps(self.reference, self.processor, [records[i] for i in chunk], alg.temperature)
                 kl = losses.kl_penalty(logps, ref, alg.kl_estimator)
                 loss = loss + alg.beta * losses.aggregate(kl, mask, alg.loss.aggregation)
             # chunks are weighted by their share of turns: exact for the seq-mean aggregations,
