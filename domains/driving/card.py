@@ -130,7 +130,7 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
         verdict += (
             f" Against the honest baseline — spending GRPO's CPU time on more SFT from the same start — GRPO "
             f"averages {g_mean:.3f} and continued SFT {c_mean:.3f} ({g_mean - c_mean:+.3f}); "
-            + ("GRPO is ahead on this budget." if g_mean > c_mean else "GRPO is not ahead on this budget.")
+            + ("GRPO is ahead on average." if g_mean > c_mean else "GRPO is not ahead on average.")
         )
     else:
         verdict += " The continued-SFT control was not run."
@@ -148,6 +148,13 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
             f" ± is one standard error over the {n} scenes (greedy, one pass each); differences are paired, "
             f"every arm being scored on the same scenes: {'; '.join(parts)}."
         )
+        versus = list(paired.get("grpo_minus_control", {}).values())
+        if versus:
+            clear = sum(d["diff"] > 2 * d["se"] for d in versus)
+            verdict += (
+                f" GRPO beats its control by more than two standard errors on {clear} of {len(versus)} seeds"
+                + ("." if clear == len(versus) else ": on this budget its edge over more SFT is not shown.")
+            )
     else:
         verdict += f" Each number is one greedy pass over the same {n} scenes; no standard error was recorded."
     trends = training["summary"].get("grpo_train_reward") or {}
