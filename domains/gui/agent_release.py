@@ -284,9 +284,10 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
 
     table, summary = report(args, seeds)
     logger.info("\n%s", table)
+    start = json.loads((args.run_dir / "sft.json").read_text())["final"]
     ship_weights(args.run_dir / f"rl-s{seeds[0]}" / "final", args.run_dir / "sft" / "final", args.checkpoint, {
         "entry": ENTRY, "stage": "SFT start (the UI-S1 RL run's and the control's starting point)",
-        "held_out": json.loads((args.run_dir / "sft.json").read_text())["final"]})  # fmt: skip
+        "held_out": {k: v for k, v in start.items() if k != "step_hits"}})  # per-episode hits: ../training.json
 
     pipe = zoo.load(str(args.checkpoint), entry=ENTRY)
     released = agent_eval.run(pipe, "synthetic-episodes", None, args.checkpoint / "eval", limit=args.final_eval_n)
