@@ -90,7 +90,7 @@ class NamedModel:
         """How logs and generic entries call it: the entry's name, the repository id or the folder's name."""
         if self.entry is not None:
             return self.entry.name
-        return self.repo_id or (self.directory.name if self.directory else self.name)
+        return self.directory.name if self.directory is not None else str(self.repo_id)
 
     def files(self, revision: str | None = None, *, trust_remote_code: bool = False) -> ResolvedModel:
         """Where the files are, without loading them: the directory as it is; the entry's shipped

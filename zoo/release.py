@@ -126,6 +126,12 @@ def format_difference(pair: dict[str, float]) -> str:
     return f"{pair['diff']:+.3f} ± {pair['se']:.3f}"
 
 
+def clears(pair: dict[str, float], standard_errors: float = 2.0) -> bool:
+    """Whether a paired difference is positive by more than ``standard_errors`` of its standard errors:
+    the bar a card applies before it says RL beat its control."""
+    return pair["diff"] > standard_errors * pair["se"]
+
+
 def paired_comparisons(
     start: Scores, arms: dict[int, Scores], controls: dict[int, Scores],
     difference: Callable[[Scores, Scores], dict[str, float]], *, arm: str = "grpo",

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import format_difference, ladder_minutes, plot_curves, write_model_card
+from zoo.release import clears, format_difference, ladder_minutes, plot_curves, write_model_card
 
 TEMPLATE = """
 # driving-vla-tiny
@@ -150,7 +150,7 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
         )
         versus = list(paired.get("grpo_minus_control", {}).values())
         if versus:
-            clear = sum(d["diff"] > 2 * d["se"] for d in versus)
+            clear = sum(clears(d) for d in versus)
             verdict += (
                 f" GRPO beats its control by more than two standard errors on {clear} of {len(versus)} seeds"
                 + ("." if clear == len(versus) else ": on this budget its edge over more SFT is not shown.")

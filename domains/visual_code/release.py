@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.release import (
+    clears,
     format_difference,
     mean_difference,
     paired_comparisons,
@@ -240,8 +241,7 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
     controls = ", ".join(f"seed {c['seed']}: {c['final']['reward'] - sft['final']['reward']:+.3f} in "
                          f"{c['total_minutes']:.2f} CPU-min" for c in control) or "not run"
     versus = ", ".join(f"seed {c['seed']}: {diff(c['seed'], 'control')}" for c in control)
-    versus_control = [paired["grpo_minus_control"][f"seed{c['seed']}"] for c in control]
-    beats = control and all(d["diff"] > 2 * d["se"] for d in versus_control)
+    beats = control and all(clears(paired["grpo_minus_control"][f"seed{c['seed']}"]) for c in control)
     verdict = ("GRPO beats the control on every seed by more than two standard errors." if beats else
                "GRPO does not beat the control by more than two standard errors on every seed.")
     return {
