@@ -85,11 +85,13 @@ def load(
     if kind is not None and kind not in SPECS:
         raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(SPECS)}")
     named = lookup(name)
-    if named.entry is not None:
-        _check_entry_code(named.entry, trust_remote_code)  # before anything is downloaded
+    model_entry = named.entry
+    if model_entry is not None:
+        _check_entry_code(model_entry, trust_remote_code)  # before anything is downloaded
     resolved = named.files(revision, trust_remote_code=trust_remote_code)
-    model_entry = named.entry or _entry_for_files(resolved.path, named.label, named.repo_id, entry, kind)
-    _check_entry_code(model_entry, trust_remote_code)  # an entry= describing a directory needs it too
+    if model_entry is None:
+        model_entry = _entry_for_files(resolved.path, named.label, named.repo_id, entry, kind)
+        _check_entry_code(model_entry, trust_remote_code)  # an entry= describing a directory needs it too
     check_architecture(resolved.path, model_entry)
     # the files decide as well: configs that name code of their own need the opt-in, then get it
     if require_opt_in(resolved.path, trust_remote_code) and not model_entry.trust_remote_code:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
 Scores = TypeVar("Scores")
-STAGES = ("sft", "grpo", "sft-continue", "finalize", "all")
+STAGES = ("sft", "grpo", "sft-continue", "rescore", "finalize", "all")
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,18 @@ def clears(pair: dict[str, float], standard_errors: float = 2.0) -> bool:
     """Whether a paired difference is positive by more than ``standard_errors`` of its standard errors:
     the bar a card applies before it says RL beat its control."""
     return pair["diff"] > standard_errors * pair["se"]
+
+
+def across_seeds(per_seed: dict[str, dict[str, float]]) -> dict[str, float] | None:
+    """A recipe's effect with the training run as the unit: the mean of the seeds' paired differences
+    (``{"seed0": {"diff", "se"}, ...}``, one :func:`paired_comparisons` entry) and its standard error over
+    seeds. One seed's ``se`` covers only which held-out samples were drawn; the spread between seeds
+    also holds what training itself varies (data order, sampling, where the last checkpoint lands),
+    which is what "RL beats continued SFT" is a claim about. ``None`` under two seeds."""
+    diffs = [pair["diff"] for pair in per_seed.values()]
+    if len(diffs) < 2:
+        return None
+    return {"diff": sum(diffs) / len(diffs), "se": standard_error(diffs), "seeds": len(diffs)}
 
 
 def paired_comparisons(
@@ -253,6 +265,24 @@ def stage_sft_continue(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
         "seed": seed, "curve": curve(ladder, out, args.eval_n), "train_minutes": minutes(out),
         "steps": int(metric_rows(out)[-1]["step"]),
         ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
+
+
+def stage_rescore(ladder: Ladder, args: ReleaseArgs, seeds: list[int]) -> None:
+    """Score the final weights of every stage that ran (SFT, and GRPO and control of ``seeds``) again on
+    ``args.final_eval_n`` held-out samples and rewrite the final metric of their records: a larger
+    held-out set after the fact, with every arm on the same samples, without training again. The
+    curves keep the ``eval_n`` they were read at."""
+    runs = ["sft", *(f"{arm}-s{seed}" for seed in seeds for arm in ("grpo", "sft-continue"))]
+    for run in runs:
+        path = args.run_dir / f"{run}.json"
+        if not path.is_file():
+            continue
+        record = read_json(path)
+        before = record.get(ladder.final)
+        record[ladder.final] = ladder.evaluate(args.run_dir / run / "final", args.final_eval_n)
+        write_json(path, record)
+        logger.info("%s final %s on %d held-out samples: %.3f (was %s)", run, ladder.metric, args.final_eval_n,
+                    record[ladder.final], before)  # fmt: skip
 
 
 def load_stages(
@@ -457,5 +487,7 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
         stage_grpo(ladder, args, seed)
     for seed in seeds if ns.stage in ("sft-continue", "all") else []:
         stage_sft_continue(ladder, args, seed)
+    if ns.stage == "rescore":
+        stage_rescore(ladder, args, seeds)
     if ns.stage in ("finalize", "all"):
         finalize(args, seeds)

@@ -151,10 +151,18 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
         versus = list(paired.get("grpo_minus_control", {}).values())
         if versus:
             clear = sum(clears(d) for d in versus)
+            verdict += f" GRPO beats its control by more than two standard errors on {clear} of {len(versus)} seeds."
+        pooled = (training.get("across_seeds") or {}).get("grpo_minus_control")
+        if pooled:
             verdict += (
-                f" GRPO beats its control by more than two standard errors on {clear} of {len(versus)} seeds"
-                + ("." if clear == len(versus) else ": on this budget its edge over more SFT is not shown.")
+                f" With the run as the unit (the mean of the {pooled['seeds']} seeds' differences, ± its standard "
+                f"error over seeds, which also holds training's run-to-run spread): GRPO − control "
+                f"{format_difference(pooled)}; "
+                + ("GRPO's edge over more SFT is beyond two standard errors." if clears(pooled)
+                   else "on this budget GRPO's edge over more SFT is not shown.")
             )
+        elif versus and clear < len(versus):
+            verdict += " On this budget GRPO's edge over more SFT is not shown."
     else:
         verdict += f" Each number is one greedy pass over the same {n} scenes; no standard error was recorded."
     trends = training["summary"].get("grpo_train_reward") or {}

@@ -9,6 +9,7 @@ held-out metric and writes the record::
     python -m domains.driving.release sft                    # zoo train domains/driving/recipes/driving-vla-tiny-sft.yaml
     python -m domains.driving.release grpo --seed 0          # zoo train domains/driving/recipes/driving-vla-tiny-cpu.yaml
     python -m domains.driving.release sft-continue --seed 0  # control: driving-vla-tiny-sft-control.yaml, GRPO's CPU time
+    python -m domains.driving.release rescore --final-eval-n 1000 --seed 0 --seed 1  # finals on more scenes
     python -m domains.driving.release finalize --seed 0 --seed 1  # checkpoint + training.json + eval + card
     python -m domains.driving.release all --seed 0 --seed 1  # everything above
 
@@ -31,6 +32,7 @@ from zoo.data import Sample
 from zoo.release import (
     Ladder,
     ReleaseArgs,
+    across_seeds,
     copy_weights,
     ladder_record,
     load_stages,
@@ -131,6 +133,11 @@ def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any]
     return errors, paired_comparisons(sft, grpo, control, mean_difference)
 
 
+def seed_level(paired: dict[str, Any]) -> dict[str, Any]:
+    """Every paired comparison over the seeds that have it (:func:`zoo.release.across_seeds`)."""
+    return {key: pair for key, per_seed in paired.items() if (pair := across_seeds(per_seed))}
+
+
 LADDER = Ladder(SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE, metric="pdms", evaluate=evaluate)
 
 
@@ -162,6 +169,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "summary": summarise(LADDER, sft, grpo, control),
         "standard_error": errors,
         "paired": paired,
+        "across_seeds": seed_level(paired),
         "expert_at_answer_precision": expert_ceiling(args.final_eval_n),
         "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},
     }  # fmt: skip

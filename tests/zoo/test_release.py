@@ -10,6 +10,8 @@ import pytest
 from zoo.release import (
     Ladder,
     ReleaseArgs,
+    across_seeds,
+    clears,
     copy_weights,
     curve,
     load_stages,
@@ -18,6 +20,7 @@ from zoo.release import (
     paired_cluster_se,
     paired_comparisons,
     plot_curves,
+    stage_rescore,
     standard_error,
     summarise,
     train_reward_trend,
@@ -154,3 +157,34 @@ def test_paired_comparisons_pair_each_seed_with_the_start_and_its_own_control():
     assert renamed == {"rl_minus_sft": {"seed0": {"diff": 1.0, "se": 0.0}}}
     with pytest.raises(ValueError, match="same samples"):
         mean_difference([1.0, 2.0], [1.0])
+
+
+def test_across_seeds_is_the_mean_seed_difference_with_its_standard_error_over_seeds():
+    """Seeds as the unit: scipy.stats.sem (ddof 1) of the per-seed differences; each seed's own scene-level
+    ``se`` plays no part, and one seed gives no spread to estimate."""
+    from scipy import stats
+
+    per_seed = {"seed0": {"diff": 0.015, "se": 0.019}, "seed1": {"diff": 0.050, "se": 0.019},
+                "seed2": {"diff": -0.005, "se": 0.019}}  # fmt: skip
+    out = across_seeds(per_seed)
+    assert out == pytest.approx({"diff": 0.02, "se": float(stats.sem([0.015, 0.05, -0.005])), "seeds": 3})
+    assert not clears(out)  # 0.020 against 2 x 0.016
+    assert across_seeds({"seed0": {"diff": 0.1, "se": 0.0}}) is None
+
+
+def test_rescore_rewrites_the_final_metric_of_every_stage_that_ran(tmp_path):
+    """``rescore`` evaluates each existing stage's final/ on ``final_eval_n`` samples; a missing stage is skipped."""
+    seen = []
+
+    def by_n(model_dir: Path, n: int) -> float:
+        seen.append((model_dir.parent.name, n))
+        return n / 1000
+
+    ladder = Ladder(Path("sft.yaml"), Path("grpo.yaml"), Path("control.yaml"), metric="pdms", evaluate=by_n)
+    args = ReleaseArgs(run_dir=tmp_path, checkpoint=tmp_path / "ckpt", card=tmp_path / "card.md",
+                       eval_n=4, final_eval_n=700)  # fmt: skip
+    for run in ("sft", "grpo-s0", "sft-continue-s0", "grpo-s1"):
+        (tmp_path / f"{run}.json").write_text(json.dumps({"final_pdms": 0.1, "curve": [1]}))
+    stage_rescore(ladder, args, [0, 1])
+    assert seen == [("sft", 700), ("grpo-s0", 700), ("sft-continue-s0", 700), ("grpo-s1", 700)]
+    assert json.loads((tmp_path / "grpo-s1.json").read_text()) == {"final_pdms": 0.7, "curve": [1]}

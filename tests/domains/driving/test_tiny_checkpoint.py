@@ -63,6 +63,19 @@ def test_card_quotes_grpo_training_reward_trend_only_when_recorded():
     assert "mean of the first 10 logged steps → the last 10: seed 0 0.551 → 0.603; seed 1 0.569 → 0.568." in text
 
 
+def test_card_reads_grpo_against_control_with_the_run_as_the_unit():
+    """The verdict on GRPO's edge over more SFT follows the seed-level difference (mean ± SE over seeds)."""
+    from domains.driving.card import render
+
+    record = json.loads((CHECKPOINT / "training.json").read_text())
+    record["across_seeds"] = {"grpo_minus_control": {"diff": 0.020, "se": 0.016, "seeds": 3}}
+    text = render(record, 3.6)
+    assert "mean of the 3 seeds' differences" in text and "GRPO − control +0.020 ± 0.016" in text
+    assert "edge over more SFT is not shown" in text
+    record["across_seeds"]["grpo_minus_control"] = {"diff": 0.020, "se": 0.008, "seeds": 7}
+    assert "GRPO's edge over more SFT is beyond two standard errors" in render(record, 3.6)
+
+
 @pytest.mark.slow
 def test_release_stages_run_end_to_end_small(tmp_path):
     """Every training stage of ``python -m domains.driving.release`` at toy scale (minutes, not the release run)."""
