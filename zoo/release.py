@@ -49,6 +49,8 @@ class ReleaseArgs:
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
     grpo_overrides: tuple[str, ...] = ()
     """Extra overrides for the GRPO recipe."""
+    control_overrides: tuple[str, ...] = ()
+    """Extra overrides for the control recipe (its lr, to compare at GRPO's rate)."""
 
     def to_record(self) -> dict[str, Any]:
         """The non-path knobs, as ``training.json`` stores them."""
@@ -207,20 +209,23 @@ def curve(ladder: Ladder, run: Path, n: int) -> list[dict[str, float]]:
     return points
 
 
-def train(recipe: Path, overrides: list[str], out: Path) -> Path:
-    """``zoo train RECIPE --set ... --output-dir OUT`` (a fresh run: a stale one is removed)."""
+def train(recipe: Path, overrides: list[str], out: Path, resume: bool = False) -> Path:
+    """``zoo train RECIPE --set ... --output-dir OUT``: a fresh run (a stale one is removed), or with
+    ``resume`` one continued from the newest complete checkpoint in ``out`` (``zoo train --resume``), e.g.
+    an SFT run extended by a learning-rate decay (``training.steps`` and ``training.decay_steps`` raised)."""
     from zoo.train import run
 
-    if out.exists():
+    if out.exists() and not resume:
         shutil.rmtree(out)
-    return run(str(recipe), overrides, output_dir=str(out))
+    return run(str(recipe), overrides, output_dir=str(out), resume=resume)
 
 
-def stage_sft(ladder: Ladder, args: ReleaseArgs) -> None:
-    """The supervised warm start; its curve and final held-out metric go to ``sft.json``."""
+def stage_sft(ladder: Ladder, args: ReleaseArgs, resume: bool = False) -> None:
+    """The supervised warm start (continued from its newest checkpoint with ``resume``); its curve and
+    final held-out metric go to ``sft.json``."""
     from zoo.recipe import load_recipe
 
-    out = train(ladder.sft_recipe, list(args.sft_overrides), args.run_dir / "sft")
+    out = train(ladder.sft_recipe, list(args.sft_overrides), args.run_dir / "sft", resume)
     recipe = load_recipe(ladder.sft_recipe, list(args.sft_overrides))
     write_json(args.run_dir / "sft.json", {
         "curve": curve(ladder, out, args.sft_curve_n), "train_minutes": minutes(out),
@@ -259,7 +264,8 @@ def stage_sft_continue(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
         raise FileNotFoundError(f"{grpo}/final does not exist: run the grpo stage for seed {seed} first")
     budget = minutes(grpo)
     start = sft_start(args.run_dir, args.checkpoint)
-    overrides = [f"model.name={start}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}"]
+    overrides = [f"model.name={start}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}",
+                 *args.control_overrides]  # fmt: skip
     out = train(ladder.control_recipe, overrides, args.run_dir / f"sft-continue-s{seed}")
     write_json(args.run_dir / f"sft-continue-s{seed}.json", {
         "seed": seed, "curve": curve(ladder, out, args.eval_n), "train_minutes": minutes(out),
@@ -374,7 +380,7 @@ def ladder_record(ladder: Ladder, args: ReleaseArgs, seeds: list[int], held_out_
         "args": args.to_record(),
         "recipe_sft": load_recipe(ladder.sft_recipe, list(args.sft_overrides)).to_dict(),
         "recipe_grpo": load_recipe(ladder.grpo_recipe, list(args.grpo_overrides)).to_dict(),
-        "recipe_control": load_recipe(ladder.control_recipe).to_dict(),
+        "recipe_control": load_recipe(ladder.control_recipe, list(args.control_overrides)).to_dict(),
         "seeds": {"grpo": seeds, "grpo_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
                   "held_out_eval": held_out_seed, "released_grpo_seed": seeds[0]},
     }  # fmt: skip
@@ -467,6 +473,11 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
     parser.add_argument(
         "--set", dest="grpo_overrides", action="append", default=[], metavar="KEY=VALUE", help="GRPO recipe override"
     )
+    parser.add_argument("--control-set", dest="control_overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="control recipe override (training.lr=3e-4: continue SFT at GRPO's rate)")  # fmt: skip
+    parser.add_argument("--resume", action="store_true",
+                        help="sft: continue the run in RUN_DIR/sft from its newest complete checkpoint (e.g. with "
+                             "--sft-set training.steps=4500 --sft-set training.decay_steps=500 to end it in a decay)")  # fmt: skip
     parser.add_argument("--eval-n", type=int, default=defaults.eval_n)
     parser.add_argument("--final-eval-n", type=int, default=defaults.final_eval_n)
     parser.add_argument("--sft-eval-n", type=int, default=defaults.sft_eval_n,
@@ -479,10 +490,11 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
     torch.set_num_threads(ns.threads)
     args = ReleaseArgs(run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
                        final_eval_n=ns.final_eval_n, sft_eval_n=ns.sft_eval_n, sft_overrides=tuple(ns.sft_overrides),
-                       grpo_overrides=tuple(ns.grpo_overrides))  # fmt: skip
+                       grpo_overrides=tuple(ns.grpo_overrides),
+                       control_overrides=tuple(ns.control_overrides))  # fmt: skip
     seeds = ns.seed or [0, 1, 2]
     if ns.stage in ("sft", "all"):
-        stage_sft(ladder, args)
+        stage_sft(ladder, args, resume=ns.resume)
     for seed in seeds if ns.stage in ("grpo", "all") else []:
         stage_grpo(ladder, args, seed)
     for seed in seeds if ns.stage in ("sft-continue", "all") else []:

@@ -23,6 +23,7 @@ from zoo.release import (
     stage_rescore,
     standard_error,
     summarise,
+    train,
     train_reward_trend,
 )
 from zoo.runs import mark_complete
@@ -110,7 +111,8 @@ def test_finalize_helpers_copy_weights_and_plot(tmp_path):
         "entry": "tiny", "stage": "SFT warm start (GRPO's starting point)", "held_out_pdms": 0.4,
         "record": "../training.json"}  # fmt: skip
     assert args.to_record() == {"eval_n": 4, "final_eval_n": 8, "sft_eval_n": None,
-                                "sft_overrides": ["training.steps=4"], "grpo_overrides": []}  # fmt: skip
+                                "sft_overrides": ["training.steps=4"], "grpo_overrides": [],
+                                "control_overrides": []}  # fmt: skip
 
     plot_curves({"sft": sft, "grpo": grpo}, tmp_path / "curves.png", metric="pdms")
     assert (tmp_path / "curves.png").stat().st_size > 1000
@@ -188,3 +190,18 @@ def test_rescore_rewrites_the_final_metric_of_every_stage_that_ran(tmp_path):
     stage_rescore(ladder, args, [0, 1])
     assert seen == [("sft", 700), ("grpo-s0", 700), ("sft-continue-s0", 700), ("grpo-s1", 700)]
     assert json.loads((tmp_path / "grpo-s1.json").read_text()) == {"final_pdms": 0.7, "curve": [1]}
+
+
+def test_train_starts_afresh_unless_resuming(tmp_path, monkeypatch):
+    """A stage's run folder is wiped before ``zoo train``, except with ``resume`` (an SFT run extended by a
+    decay continues from its newest checkpoint: the engine restores the optimiser, schedule and data stream)."""
+    import zoo.train
+
+    calls = []
+    monkeypatch.setattr(zoo.train, "run", lambda recipe, overrides, output_dir, resume: calls.append(resume))
+    out = tmp_path / "sft"
+    (out / "checkpoint-4000").mkdir(parents=True)
+    train(Path("sft.yaml"), ["training.steps=4500"], out, resume=True)
+    assert (out / "checkpoint-4000").is_dir() and calls == [True]
+    train(Path("sft.yaml"), [], out)
+    assert not out.exists() and calls == [True, False]
