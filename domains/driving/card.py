@@ -121,8 +121,10 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
         for c in control
     )
     g_mean = _mean([g["final_pdms"] for g in grpo])
+    over_start = (training.get("across_seeds") or {}).get("grpo_minus_sft")
+    spread = f" ± {over_start['se']:.3f} over seeds," if over_start else ""
     verdict = (
-        f"GRPO over its SFT start: mean change **{g_mean - start['final_pdms']:+.3f}** over {len(grpo)} seeds "
+        f"GRPO over its SFT start: mean change **{g_mean - start['final_pdms']:+.3f}**{spread} over {len(grpo)} seeds "
         f"(smallest {training['summary']['grpo_gain_min']:+.3f})."
     )
     if control:

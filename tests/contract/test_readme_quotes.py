@@ -1,0 +1,50 @@
+"""The README's paragraph on each tiny checkpoint quotes that checkpoint's training record.
+
+A re-release rewrites ``checkpoints/<entry>/training.json`` and the card, but the README's summary
+is written by hand; these checks fail when the two disagree, so a release cannot leave the README
+quoting the numbers of the one before (it happened: two releases of driving and of the GUI agent).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zoo.release import format_difference
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def record(entry: str) -> dict:
+    return json.loads((ROOT / "checkpoints" / entry / "training.json").read_text())
+
+
+def quotes(entry: str) -> list[str]:
+    """What the README must say of ``entry``: numbers as the record holds them, at the README's precision."""
+    r = record(entry)
+    if entry == "driving-vla-tiny":
+        seeds = r["across_seeds"]
+        return [f"PDMS {r['sft']['final_pdms']:.3f} after", f"GRPO − SFT start {format_difference(seeds['grpo_minus_sft'])}",
+                f"control − start {format_difference(seeds['control_minus_sft'])}",
+                f"GRPO − control {format_difference(seeds['grpo_minus_control'])}"]  # fmt: skip
+    if entry == "gui-agent-tiny":
+        s = r["summary"]
+        rl = " and ".join(f"{v['step_success']:.3f}" for v in s["ui_s1_rl"].values())
+        control = " and ".join(f"{v['step_success']:.3f}" for v in s["sft_continue_equal_time"].values())
+        versus = ", ".join(format_difference(v) for v in s["step_success_paired"]["rl_minus_control"].values())
+        return [f"{s['sft_start']['step_success']:.3f} after SFT → {rl} after", f"continued SFT {control}",
+                f"RL − control {versus}"]  # fmt: skip
+    if entry == "gui-grounding-tiny":
+        return [f"SFT {r['summary']['hit_after_sft']:.3f} → GRPO"]
+    if entry == "svg-scenes-tiny":
+        return [f"drawn-pixel IoU {r['sft']['final']['reward']:.3f} after"]
+    raise KeyError(entry)
+
+
+@pytest.mark.parametrize("entry", ["driving-vla-tiny", "gui-agent-tiny", "gui-grounding-tiny", "svg-scenes-tiny"])
+def test_readme_quotes_the_released_record(entry):
+    readme = (ROOT / "README.md").read_text().replace("−", "-")  # the README types minus signs, the record's formatter hyphens
+    missing = [q for q in quotes(entry) if q.replace("−", "-") not in readme]
+    assert not missing, f"README.md does not quote checkpoints/{entry}/training.json: {missing}"
