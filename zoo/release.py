@@ -273,11 +273,12 @@ def stage_sft_continue(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
         ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
 
 
-def stage_rescore(ladder: Ladder, args: ReleaseArgs, seeds: list[int]) -> None:
+def stage_rescore(ladder: Ladder, args: ReleaseArgs, seeds: list[int], curves: bool = False) -> None:
     """Score the final weights of every stage that ran (SFT, and GRPO and control of ``seeds``) again on
     ``args.final_eval_n`` held-out samples and rewrite the final metric of their records: a larger
-    held-out set after the fact, with every arm on the same samples, without training again. The
-    curves keep the ``eval_n`` they were read at."""
+    held-out set after the fact, with every arm on the same samples, without training again. With
+    ``curves`` every curve point is read again too (at ``sft_curve_n`` / ``eval_n``): after the metric
+    itself changed, e.g. a new reference in the score, no number of the old one may stay in a record."""
     runs = ["sft", *(f"{arm}-s{seed}" for seed in seeds for arm in ("grpo", "sft-continue"))]
     for run in runs:
         path = args.run_dir / f"{run}.json"
@@ -286,6 +287,8 @@ def stage_rescore(ladder: Ladder, args: ReleaseArgs, seeds: list[int]) -> None:
         record = read_json(path)
         before = record.get(ladder.final)
         record[ladder.final] = ladder.evaluate(args.run_dir / run / "final", args.final_eval_n)
+        if curves:
+            record["curve"] = curve(ladder, args.run_dir / run, args.sft_curve_n if run == "sft" else args.eval_n)
         write_json(path, record)
         logger.info("%s final %s on %d held-out samples: %.3f (was %s)", run, ladder.metric, args.final_eval_n,
                     record[ladder.final], before)  # fmt: skip
@@ -478,6 +481,8 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
     parser.add_argument("--resume", action="store_true",
                         help="sft: continue the run in RUN_DIR/sft from its newest complete checkpoint (e.g. with "
                              "--sft-set training.steps=4500 --sft-set training.decay_steps=500 to end it in a decay)")  # fmt: skip
+    parser.add_argument("--curves", action="store_true",
+                        help="rescore: read every curve point again too (after the metric itself changed)")
     parser.add_argument("--eval-n", type=int, default=defaults.eval_n)
     parser.add_argument("--final-eval-n", type=int, default=defaults.final_eval_n)
     parser.add_argument("--sft-eval-n", type=int, default=defaults.sft_eval_n,
@@ -500,6 +505,6 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
     for seed in seeds if ns.stage in ("sft-continue", "all") else []:
         stage_sft_continue(ladder, args, seed)
     if ns.stage == "rescore":
-        stage_rescore(ladder, args, seeds)
+        stage_rescore(ladder, args, seeds, curves=ns.curves)
     if ns.stage in ("finalize", "all"):
         finalize(args, seeds)

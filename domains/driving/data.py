@@ -19,16 +19,16 @@ def synthetic_driving(
     n: int = 64, seed: int = 0, size: int = 112, kinds: tuple[str, ...] | None = None
 ) -> list[Sample]:
     """``n`` seeded scenes (seeds ``seed .. seed + n - 1``): the bird's-eye image, the instruction, and
-    the target the reward needs (``scene``, ``reference`` = expert poses, ``waypoints`` = SFT answer)."""
+    the target: ``scene`` and ``reference`` (the planner proposal EP is normalised against) for the
+    reward, ``waypoints`` (the logged drive) for SFT (:mod:`domains.driving.synthetic`)."""
     from domains.driving.synthetic import KINDS, make_scene, render
 
     kinds = tuple(kinds or KINDS)
     samples = []
     for i in range(n):
         scene_seed = seed + i
-        scene, expert = make_scene(scene_seed, kinds[scene_seed % len(kinds)])
-        expert_list = expert.round(3).tolist()
-        target = {"scene": scene.to_dict(), "reference": expert_list, "waypoints": expert_list}
+        scene, logged, planner = make_scene(scene_seed, kinds[scene_seed % len(kinds)])
+        target = {"scene": scene.to_dict(), "reference": planner.round(3).tolist(), "waypoints": logged.round(3).tolist()}
         samples.append(Sample(f"driving-{scene_seed}", (render(scene, size),), question(scene.ego_speed, scene.command),
                               target, {"kind": kinds[scene_seed % len(kinds)], "seed": scene_seed}))  # fmt: skip
     return samples

@@ -4,7 +4,7 @@
 with v1 PDMS and v2 EPDMS (:mod:`domains.driving.metrics`); ``synthetic-refine`` /
 ``synthetic-tiny-refine`` first pass each answer through ReflectDrive-style refinement
 (:mod:`domains.driving.refine`). The run leaves ``metrics.json``, ``predictions.jsonl`` and
-``trajectories.png`` (predicted trajectory in cyan over the expert's in red, on the bird's-eye view).
+``trajectories.png`` (logged drive, planner proposal and prediction on the bird's-eye view).
 ``--data autotrust --path qa-pairs/trustfulness/drivelm.json`` scores AutoTrust's closed-ended
 questions (:mod:`domains.driving.autotrust`).
 """
@@ -96,14 +96,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def draw_trajectories(samples: list[Sample], rows: list[dict[str, Any]], path: Path, n: int = 8) -> None:
-    """``trajectories.png``: the first ``n`` scenes at 256 px, expert (red) and prediction (cyan)."""
+    """``trajectories.png``: the first ``n`` scenes at 256 px: logged drive (light red), planner proposal
+    (cyan) and prediction (magenta)."""
     from domains.driving.scene import Scene
     from domains.driving.synthetic import render
     from zoo.visualize import grid
 
     images = []
     for sample, row in list(zip(samples, rows, strict=True))[:n]:
-        paths = {"expert": np.asarray(sample.target["reference"])}
+        paths = {"logged": np.asarray(sample.target["waypoints"]), "planner": np.asarray(sample.target["reference"])}
         if row["trajectory"] is not None:
             paths["prediction"] = np.asarray(row["trajectory"])
         images.append(render(Scene.from_dict(sample.target["scene"]), size=256, trajectories=paths))

@@ -207,7 +207,7 @@ def sub_metrics(scene: Scene, waypoints: np.ndarray) -> dict[str, float]:
 
 
 def score(scene: Scene, waypoints: np.ndarray, reference: np.ndarray, version: str = "v1") -> dict[str, float]:
-    """Score ``waypoints`` in ``scene`` with ``reference`` (the scene's expert plan, standing in for
+    """Score ``waypoints`` in ``scene`` with ``reference`` (the scene's planner proposal, standing in for
     PDM-Closed) as the other proposal EP is normalised against, as ``pdm_score.py`` does.
 
     Returns the agent's sub-metrics, ``ep`` and ``score`` (v1 PDMS, or v2 EPDMS with EC = 1:

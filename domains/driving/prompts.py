@@ -39,7 +39,7 @@ def format_waypoints(waypoints: Sequence[Sequence[float]]) -> str:
 
 
 def waypoints_answer(sample: Sample) -> str:
-    """SFT answer format ``driving-waypoints``: the sample's expert waypoints in :func:`format_waypoints`."""
+    """SFT answer format ``driving-waypoints``: the sample's logged drive in :func:`format_waypoints`."""
     return format_waypoints(sample.target["waypoints"])
 
 

@@ -1,7 +1,7 @@
 """Build ``checkpoints/driving-vla-tiny`` from its three recipes, with the numbers its card quotes.
 
 A randomly initialised Qwen2.5-VL of ~1M parameters learns to write 8 waypoints for a 112-px
-synthetic bird's-eye scene: supervised warm start on the expert plans, then GRPO on the PDMS-style
+synthetic bird's-eye scene: supervised warm start on the logged drives, then GRPO on the PDMS-style
 reward, against the control of spending GRPO's CPU minutes on more SFT. Every stage is a recipe
 ``zoo train`` runs (:mod:`zoo.release` runs them in order); this module names the recipes, the
 held-out metric and writes the record::
@@ -98,19 +98,22 @@ def evaluate(model_dir: Path, n: int) -> float:
     return float(np.mean([r["pdms"] for r in rows]))
 
 
-def expert_ceiling(n: int) -> dict[str, float]:
-    """The expert plan's own scores on the first ``n`` held-out scenes, written at the answer format's
-    precision and parsed back as a model's answer would be: what a perfect imitation of the
-    demonstrations scores (sub-metrics included, comfort among them)."""
+def plan_scores(n: int) -> dict[str, dict[str, float]]:
+    """The scenes' own two plans scored on the first ``n`` held-out scenes, written at the answer
+    format's precision and parsed back as a model's answer would be: ``logged`` (the demonstrations, what
+    a perfect imitation scores) and ``planner`` (the proposal EP is normalised against), sub-metrics
+    included."""
     from domains.driving.evaluate import score_rows, summarise
     from domains.driving.prompts import format_waypoints, parse_waypoints
 
     samples = held_out(n)
-    plans = []
-    for s in samples:
-        text = format_waypoints(s.target["reference"])
-        plans.append({"text": text, "parse_error": None, **parse_waypoints(text)})
-    return summarise(score_rows(samples, plans))["overall"]
+
+    def overall(key: str) -> dict[str, float]:
+        texts = [format_waypoints(s.target[key]) for s in samples]
+        plans = [{"text": t, "parse_error": None, **parse_waypoints(t)} for t in texts]
+        return summarise(score_rows(samples, plans))["overall"]
+
+    return {"logged": overall("waypoints"), "planner": overall("reference")}
 
 
 def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -131,6 +134,23 @@ def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any]
               "grpo": {f"seed{seed}": standard_error(v) for seed, v in grpo.items()},
               "control": {f"seed{seed}": standard_error(v) for seed, v in control.items()}}  # fmt: skip
     return errors, paired_comparisons(sft, grpo, control, mean_difference)
+
+
+def by_kind(args: ReleaseArgs, seeds: list[int]) -> dict[str, dict[str, float]]:
+    """Held-out mean PDMS per scene kind of the SFT start and of GRPO and the control (each averaged
+    over the seeds that have it): where an arm gains and where it loses, which the overall mean hides."""
+    kind_of = {s.id: s.meta["kind"] for s in held_out(args.final_eval_n)}
+
+    def means(runs: list[str]) -> dict[str, float]:
+        files = [scores_file(args.run_dir / run / "final", args.final_eval_n) for run in runs]
+        per_kind: dict[str, list[float]] = {}
+        for record in (read_json(f) for f in files if f.is_file()):
+            for sample_id, value in zip(record["ids"], record["pdms"], strict=True):
+                per_kind.setdefault(kind_of[sample_id], []).append(value)
+        return {kind: float(np.mean(values)) for kind, values in sorted(per_kind.items())}
+
+    arms = {"sft": ["sft"], "grpo": [f"grpo-s{s}" for s in seeds], "control": [f"sft-continue-s{s}" for s in seeds]}
+    return {arm: table for arm, runs in arms.items() if (table := means(runs))}
 
 
 def seed_level(paired: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +190,8 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "standard_error": errors,
         "paired": paired,
         "across_seeds": seed_level(paired),
-        "expert_at_answer_precision": expert_ceiling(args.final_eval_n),
+        "by_kind": by_kind(args, seeds),
+        "plans_at_answer_precision": plan_scores(args.final_eval_n),
         "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},
     }  # fmt: skip
     training["example"] = write_example(ROOT / "examples/driving-scene.png")
@@ -184,7 +205,7 @@ def write_example(out: Path) -> dict[str, Any]:
     [sample] = held_out(1)
     sample.images[0].save(out)
     meta = {"question": sample.question, "seed": sample.meta["seed"], "kind": sample.meta["kind"],
-            "expert": sample.target["reference"]}  # fmt: skip
+            "logged": sample.target["waypoints"], "planner": sample.target["reference"]}  # fmt: skip
     write_json(out.with_suffix(".json"), meta)
     return {k: meta[k] for k in ("question", "seed", "kind")}
 

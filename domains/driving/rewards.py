@@ -2,7 +2,7 @@
 
 ``driving-pdms`` scores with v1 aggregation (NC · DAC · (5 EP + 5 TTC + 2 C) / 12), ``driving-epdms``
 with v2 (NC · DAC · DDC · TLC · (5 EP + 5 TTC + 2 LK + 2 HC + 2 EC) / 16, EC = 1 on one frame).
-Both normalise EP against the scene's expert plan, as NAVSIM does against PDM-Closed, and both
+Both normalise EP against the scene's planner proposal, as NAVSIM does against PDM-Closed, and both
 are NAVSIM's aggregation over this project's synthetic-scene geometry (:mod:`domains.driving.metrics`),
 not NAVSIM's nuPlan scorer. A malformed answer scores 0 with the parse failure as the reason.
 """
@@ -24,7 +24,7 @@ class DrivingPDMS(SampleReward):
     """Score in [0, 1] of one trajectory; components are the sub-metrics (progress normalised).
 
     The sample's target needs ``scene`` (a :meth:`~domains.driving.scene.Scene.to_dict`) and
-    ``reference`` (the expert's 8 poses).
+    ``reference`` (the planner proposal's 8 poses).
     """
 
     component_names = COMPONENTS

@@ -1,11 +1,18 @@
-"""Seeded synthetic driving scenes, their expert plan, and the bird's-eye image a VLA sees.
+"""Seeded synthetic driving scenes, their logged drive and planner proposal, and the bird's-eye image a VLA sees.
 
 Four kinds of scene on a three-lane road (two lanes in the ego's direction, one oncoming):
 ``cruise`` (free road), ``follow`` (a slower lead vehicle), ``stop`` (a stopped vehicle or a
-static object ahead in the ego lane) and ``curve`` (the road bends). The expert is the zoo's own
-stand-in for NAVSIM's PDM-Closed: it follows the ego lane centreline with an IDM speed profile
-(Treiber's Intelligent Driver Model; parameters chosen here to keep nuPlan's comfort limits),
-and it is both the SFT target and the proposal EP is normalised against.
+static object ahead in the ego lane) and ``curve`` (the road bends). Every scene has two plans along
+the ego lane centreline, both IDM speed profiles (Treiber's Intelligent Driver Model; parameters
+chosen here to keep nuPlan's comfort limits):
+
+- the *logged* drive, the demonstration SFT imitates: it holds the ego's current speed, slowing
+  for a lead. It stands in for NAVSIM's human log, which scores PDMS 94.8 rather than 100 mostly
+  through ego progress;
+- the *planner* proposal, the zoo's stand-in for NAVSIM's PDM-Closed (IDM towards the speed
+  limit), which EP is normalised against. A drive that imitates the log perfectly therefore
+  loses progress wherever the road is free, as a human log does in NAVSIM: the headroom a reward
+  can teach and imitation cannot.
 
 The image is drawn in NAVSIM's ego frame turned to face up: the ego (red) near the bottom,
 agents as boxes with a yellow line showing 1 s of their motion, so the speed of others is
@@ -37,7 +44,8 @@ ROAD_BEHIND, ROAD_AHEAD = 30.0, 120.0  # [m] extent of the lanes
 METERS_PER_PIXEL = 0.6  # at 112 px the image shows ~62 m ahead of the ego
 # IDM (the zoo's choice): desired gap, time headway, max acceleration, comfortable deceleration
 IDM_S0, IDM_T, IDM_A, IDM_B = 4.0, 1.5, 1.2, 2.0
-MAX_JERK = 2.0  # [m/s^3] the expert's acceleration changes at most this fast (nuPlan's lon. jerk limit is 4.13)
+SPEED_LIMIT = 13.9  # [m/s] (50 km/h) on every synthetic road: the planner's IDM target speed
+MAX_JERK = 2.0  # [m/s^3] the plans' acceleration changes at most this fast (nuPlan's lon. jerk limit is 4.13)
 COLOURS = {"off": (40, 70, 40), "road": (90, 90, 90), "oncoming": (60, 60, 75), "mark": (220, 220, 220),
            "vehicle": (70, 130, 230), "static": (240, 150, 40), "pedestrian": (230, 80, 230),
            "bicycle": (80, 220, 220), "ego": (230, 40, 40), "light": (255, 0, 0), "motion": (250, 230, 60)}  # fmt: skip
@@ -66,10 +74,11 @@ def _along(line: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return xy, heading
 
 
-def expert_plan(speed: float, lead_gap: float | None, lead_speed: float, line: np.ndarray) -> np.ndarray:
-    """The 8 expert poses: IDM along ``line`` behind a lead ``lead_gap`` metres ahead (bumper to bumper)."""
+def idm_plan(speed: float, lead_gap: float | None, lead_speed: float, line: np.ndarray, desired: float) -> np.ndarray:
+    """8 poses of IDM towards the ``desired`` speed along ``line``, behind a lead ``lead_gap`` metres ahead
+    (bumper to bumper)."""
     s, v, a, positions = 0.0, speed, 0.0, []
-    desired = max(speed, 1.0)
+    desired = max(desired, 1.0)
     for step in range(round(HORIZON / DT)):
         t = step * DT
         accel = IDM_A * (1 - (v / desired) ** 4)
@@ -88,8 +97,9 @@ def expert_plan(speed: float, lead_gap: float | None, lead_speed: float, line: n
     return np.column_stack([xy, heading])[:NUM_WAYPOINTS]
 
 
-def make_scene(seed: int, kind: str | None = None) -> tuple[Scene, np.ndarray]:
-    """Scene ``seed`` (of ``kind``, else drawn from :data:`KINDS`) and its expert waypoints ``(8, 3)``."""
+def make_scene(seed: int, kind: str | None = None) -> tuple[Scene, np.ndarray, np.ndarray]:
+    """Scene ``seed`` (of ``kind``, else drawn from :data:`KINDS`), its logged drive and its planner
+    proposal, both ``(8, 3)`` poses."""
     rng = np.random.default_rng(seed)
     kind = kind or KINDS[int(rng.integers(len(KINDS)))]
     if kind not in KINDS:
@@ -120,7 +130,8 @@ def make_scene(seed: int, kind: str | None = None) -> tuple[Scene, np.ndarray]:
                             float(v * np.cos(heading)), float(v * np.sin(heading))))  # fmt: skip
     command = "go straight" if curvature == 0 else ("turn left" if curvature > 0 else "turn right")
     scene = Scene(lanes, tuple(agents), (), speed, ego_line, command)
-    return scene, expert_plan(speed, lead_gap, lead_speed, ego_line)
+    logged = idm_plan(speed, lead_gap, lead_speed, ego_line, desired=speed)
+    return scene, logged, idm_plan(speed, lead_gap, lead_speed, ego_line, desired=SPEED_LIMIT)
 
 
 # --- rendering -----------------------------------------------------------------------------------
@@ -134,7 +145,7 @@ def _to_px(points: np.ndarray, size: int, scale: float) -> list[tuple[float, flo
 
 def render(scene: Scene, size: int = 112, trajectories: dict[str, np.ndarray] | None = None) -> Image.Image:
     """The bird's-eye image of ``scene``; ``trajectories`` (name -> ``(8, 3)``) are drawn on top,
-    coloured in order red-ish expert, cyan, magenta..., for the evaluation PNG."""
+    coloured in order light red, cyan, magenta, white, for the evaluation PNG."""
     scale = METERS_PER_PIXEL * 112 / size
     image = Image.new("RGB", (size, size), COLOURS["off"])
     draw = ImageDraw.Draw(image)

@@ -192,6 +192,37 @@ def test_rescore_rewrites_the_final_metric_of_every_stage_that_ran(tmp_path):
     assert json.loads((tmp_path / "grpo-s1.json").read_text()) == {"final_pdms": 0.7, "curve": [1]}
 
 
+def test_rescore_with_curves_reads_every_checkpoint_again(tmp_path):
+    """``rescore --curves`` (after the metric itself changed): every complete checkpoint of each stage is
+    scored again, the SFT's at ``sft_curve_n`` and the others at ``eval_n``; an incomplete one is not."""
+    from zoo.runs import mark_complete
+
+    seen = []
+
+    def by_n(model_dir: Path, n: int) -> float:
+        seen.append((model_dir.parent.name, model_dir.name, n))
+        return n / 1000
+
+    ladder = Ladder(Path("sft.yaml"), Path("grpo.yaml"), Path("control.yaml"), metric="pdms", evaluate=by_n)
+    args = ReleaseArgs(run_dir=tmp_path, checkpoint=tmp_path / "ckpt", card=tmp_path / "card.md",
+                       eval_n=40, final_eval_n=700, sft_eval_n=300)  # fmt: skip
+    for run, steps in (("sft", (10, 20)), ("grpo-s0", (5,))):
+        (tmp_path / f"{run}.json").write_text(json.dumps({"final_pdms": 0.1, "curve": [{"step": 1, "pdms": 0.5}]}))
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.csv").write_text("step,cpu_minutes,loss\n" + "".join(f"{s},{s / 10},0.5\n" for s in steps))
+        for step in (*steps, 30):
+            folder = tmp_path / run / f"checkpoint-{step}"
+            folder.mkdir()
+            if step != 30:  # checkpoint-30 was interrupted: no marker
+                mark_complete(folder, step)
+    stage_rescore(ladder, args, [0], curves=True)
+    assert [s for s in seen if s[1] != "final"] == [("sft", "checkpoint-10", 300), ("sft", "checkpoint-20", 300),
+                                                    ("grpo-s0", "checkpoint-5", 40)]  # fmt: skip
+    sft = json.loads((tmp_path / "sft.json").read_text())
+    assert sft == {"final_pdms": 0.7, "curve": [{"step": 10, "pdms": 0.3, "minutes": 1.0, "loss": 0.5},
+                                                {"step": 20, "pdms": 0.3, "minutes": 2.0, "loss": 0.5}]}  # fmt: skip
+
+
 def test_train_starts_afresh_unless_resuming(tmp_path, monkeypatch):
     """A stage's run folder is wiped before ``zoo train``, except with ``resume`` (an SFT run extended by a
     decay continues from its newest checkpoint: the engine restores the optimiser, schedule and data stream)."""

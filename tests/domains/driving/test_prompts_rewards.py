@@ -34,11 +34,11 @@ def test_malformed_answers_say_why(text, reason):
     assert "trajectory" not in parsed and reason in parsed["parse_error"]
 
 
-def test_reward_scores_expert_high_and_garbage_zero_with_reason(samples):
+def test_reward_scores_the_logged_drive_high_and_garbage_zero_with_reason(samples):
     reward = rewards.get("driving-pdms")
     texts = [waypoints_answer(s) for s in samples] + ["no idea"]
     results = reward(texts, [RewardSample(s.target) for s in [*samples, samples[0]]])
-    assert all(r.score > 0.8 for r in results[:-1])  # the expert itself (rounded): comfortable, safe, EP ~ 1
+    assert all(r.score > 0.8 for r in results[:-1])  # the logged drive (rounded): comfortable, safe, EP < 1
     assert results[-1].score == 0.0 and "found 0" in results[-1].error
     assert set(results[0].components) == set(results[-1].components)
 
@@ -53,8 +53,8 @@ def test_reward_punishes_a_collision_course(samples):
     v = stop.target["scene"]["ego_speed"]
     keep_going = format_waypoints([(v * 0.5 * (i + 1), 0.0, 0.0) for i in range(8)])
     [result] = rewards.get("driving-epdms")([keep_going], [RewardSample(stop.target)])
-    [expert] = rewards.get("driving-epdms")([waypoints_answer(stop)], [RewardSample(stop.target)])
-    assert result.components["nc"] < 1.0 and result.score < 0.5 < expert.score
+    [logged] = rewards.get("driving-epdms")([waypoints_answer(stop)], [RewardSample(stop.target)])
+    assert result.components["nc"] < 1.0 and result.score < 0.5 < logged.score
 
 
 def test_reward_names_missing_target_fields():

@@ -46,13 +46,13 @@ def test_refine_leaves_a_safe_trajectory_alone():
     assert not out.changed and out.flagged == [[]]
 
 
-class ExpertPipe:
-    """Answers each scene with its expert plan (found by the image's scene seed), or garbage."""
+class LoggedDrivePipe:
+    """Answers each scene with its logged drive (found by the question), or garbage."""
 
-    entry = SimpleNamespace(name="expert-stand-in")
+    entry = SimpleNamespace(name="logged-drive-stand-in")
 
     def __init__(self, samples, garbage_every=0):
-        self.by_question = {s.question: format_waypoints(s.target["reference"]) for s in samples}
+        self.by_question = {s.question: format_waypoints(s.target["waypoints"]) for s in samples}
         self.garbage_every, self.calls = garbage_every, 0
 
     def __call__(self, image, question):
@@ -63,7 +63,7 @@ class ExpertPipe:
 
 def test_zoo_eval_scores_writes_rows_and_draws_the_png(tmp_path):
     samples = synthetic_driving(n=4, seed=EVAL_SEED)
-    metrics = evaluate.run(ExpertPipe(samples, garbage_every=4), "synthetic-tiny", None, tmp_path, limit=4)
+    metrics = evaluate.run(LoggedDrivePipe(samples, garbage_every=4), "synthetic-tiny", None, tmp_path, limit=4)
     overall = metrics["overall"]
     assert overall["n"] == 4 and overall["parse_failure_rate"] == 0.25
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]

@@ -41,7 +41,8 @@ def test_checkpoint_loads_by_name_and_plans_the_example_scene():
     assert pipe.source == "checkpoints" and pipe.entry.name == "driving-vla-tiny"
     example = json.loads((ROOT / "examples" / "driving-scene.json").read_text())
     [scene] = synthetic_driving(n=1, seed=EVAL_SEED)
-    assert example["question"] == scene.question and example["expert"] == scene.target["reference"]
+    assert example["question"] == scene.question and example["logged"] == scene.target["waypoints"]
+    assert example["planner"] == scene.target["reference"]
     pred = pipe(str(ROOT / "examples" / "driving-scene.png"), example["question"])
     assert pred.text  # the answer parses or says why not, never raises
     assert (pred.trajectory is None) == (pred.parse_error is not None)
@@ -76,12 +77,27 @@ def test_card_reads_grpo_against_control_with_the_run_as_the_unit():
     assert "GRPO's edge over more SFT is beyond two standard errors" in render(record, 3.6)
 
 
+def test_card_breaks_the_arms_down_by_scene_kind_when_recorded():
+    """Where each arm gains and loses (an overall mean can hide a gain on one kind paid on another)."""
+    from domains.driving.card import render
+
+    record = json.loads((CHECKPOINT / "training.json").read_text())
+    record["by_kind"] = {"sft": {"cruise": 0.857, "follow": 0.86}, "grpo": {"cruise": 0.894, "follow": 0.642},
+                         "control": {"cruise": 0.86, "follow": 0.87}}  # fmt: skip
+    text = render(record, 3.6)
+    assert "By scene kind (SFT start → GRPO → control, each arm averaged over its seeds): cruise 0.857 → 0.894 → " \
+           "0.860; follow 0.860 → 0.642 → 0.870." in text
+    record.pop("by_kind")
+    assert "By scene kind" not in render(record, 3.6)
+
+
 @pytest.mark.slow
 def test_release_stages_run_end_to_end_small(tmp_path):
     """Every training stage of ``python -m domains.driving.release`` at toy scale (minutes, not the release run)."""
     common = ["--run-dir", str(tmp_path), "--eval-n", "4", "--final-eval-n", "2", "--sft-eval-n", "2", "--seed", "0"]
     release = [sys.executable, "-m", "domains.driving.release"]
-    subprocess.run([*release, "sft", "--sft-set", "training.steps=4", "--sft-set", "training.save_steps=2", *common],
+    subprocess.run([*release, "sft", "--sft-set", "training.steps=4", "--sft-set", "training.save_steps=2",
+                    "--sft-set", "training.decay_steps=2", *common],
                    check=True, cwd=ROOT)  # fmt: skip
     subprocess.run([*release, "grpo", "--set", "training.steps=2", "--set", "training.save_steps=1",
                     "--set", "algorithm.max_completion_length=16", *common], check=True, cwd=ROOT)  # fmt: skip
@@ -96,7 +112,10 @@ def test_release_stages_run_end_to_end_small(tmp_path):
                    check=True, cwd=ROOT)  # fmt: skip
     record = json.loads((checkpoint / "training.json").read_text())
     assert record["standard_error"]["n"] == 2 and set(record["paired"]["grpo_minus_control"]) == {"seed0"}
-    assert record["expert_at_answer_precision"]["pdms"] > 0.9
+    plans = record["plans_at_answer_precision"]
+    # the planner is EP's reference (1 up to the answer's 0.1 m rounding); the logged drive holds its speed
+    assert plans["planner"]["ep"] == pytest.approx(1.0, abs=1e-3) and plans["logged"]["ep"] < 0.99
+    assert plans["logged"]["nc"] == 1.0
     assert "± is one standard error" in card.read_text()
 
 
