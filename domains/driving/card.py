@@ -75,7 +75,7 @@ and plotted in `curves.png` next to this card.
   text. Built offline with `zoo.tiny`.
 * **SFT** (`domains/driving/recipes/driving-vla-tiny-sft.yaml`, the `vlm-sft` engine): lr {sft_lr},
   batch 16, loss on the answer tokens only, fresh synthetic scenes every step.
-* **GRPO** (`domains/driving/recipes/driving-vla-tiny-cpu.yaml`, the `vlm-trl` engine): group-normalised
+* **GRPO** (`domains/driving/recipes/driving-vla-tiny-cpu.yaml`, the `vlm-trl` engine): {advantages}
   advantages, `{loss_type}` loss aggregation, β = {beta}, G = {generations}, lr {grpo_lr}, temperature
   {temperature}, {grpo_steps} steps of {prompts} prompts × {generations} completions; reward `driving-pdms` (parse failure = 0).
 * **Control** (`domains/driving/recipes/driving-vla-tiny-sft-control.yaml`): the SFT continued from the
@@ -253,6 +253,8 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         rel_ttc=released["ttc"],
         rel_c=released["c"],
         rel_parse=released["parse_failure_rate"],
+        advantages=("group-normalised" if recipe["algorithm"].get("normalize_std", True)
+                    else "group-centred (Dr. GRPO: no division by the group's std)"),
         beta=recipe["algorithm"]["beta"],
         loss_type=recipe["algorithm"]["loss_type"],
         generations=generations,

@@ -91,6 +91,19 @@ def test_card_breaks_the_arms_down_by_scene_kind_when_recorded():
     assert "By scene kind" not in render(record, 3.6)
 
 
+def test_card_names_the_advantage_the_recipe_used():
+    """GRPO's group-normalised advantages and Dr. GRPO's group-centred ones are different recipes; the
+    card reads which from the recorded recipe."""
+    from domains.driving.card import render
+
+    record = json.loads((CHECKPOINT / "training.json").read_text())
+    record["recipe_grpo"]["algorithm"]["normalize_std"] = True
+    assert "group-normalised\n  advantages" in render(record, 3.6)
+    record["recipe_grpo"]["algorithm"]["normalize_std"] = False
+    text = render(record, 3.6)
+    assert "group-centred (Dr. GRPO: no division by the group's std)" in text and "group-normalised" not in text
+
+
 @pytest.mark.slow
 def test_release_stages_run_end_to_end_small(tmp_path):
     """Every training stage of ``python -m domains.driving.release`` at toy scale (minutes, not the release run)."""
