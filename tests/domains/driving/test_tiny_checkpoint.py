@@ -113,7 +113,8 @@ def test_release_stages_run_end_to_end_small(tmp_path):
                     "--sft-set", "training.decay_steps=2", *common],
                    check=True, cwd=ROOT)  # fmt: skip
     subprocess.run([*release, "grpo", "--set", "training.steps=2", "--set", "training.save_steps=1",
-                    "--set", "algorithm.max_completion_length=16", *common], check=True, cwd=ROOT)  # fmt: skip
+                    "--set", "training.batch_size=16", "--set", "algorithm.max_completion_length=16", *common],
+                   check=True, cwd=ROOT)  # fmt: skip
     subprocess.run([*release, "sft-continue", *common], check=True, cwd=ROOT)
     for stage in ("sft", "grpo-s0", "sft-continue-s0"):
         record = json.loads((tmp_path / f"{stage}.json").read_text())
