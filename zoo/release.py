@@ -51,6 +51,13 @@ class ReleaseArgs:
     """Extra overrides for the GRPO recipe."""
     control_overrides: tuple[str, ...] = ()
     """Extra overrides for the control recipe (its lr, to compare at GRPO's rate)."""
+    control_steps_per_minute: float | None = None
+    """When set, the control runs ``round(this x GRPO's CPU minutes)`` steps with its learning rate decaying
+    linearly to zero over all of them, for a GRPO recipe whose own rate decays linearly (``lr_scheduler:
+    linear``): both arms then end settled. ``None``: the control stops at GRPO's CPU minutes
+    (``training.max_minutes``) at a constant rate. A step count, not a time budget, because a decay must know
+    where it ends; the rate is calibrated on the machine of the release, and the record keeps both arms'
+    CPU minutes, so how equal they came out is on file."""
 
     def to_record(self) -> dict[str, Any]:
         """The non-path knobs, as ``training.json`` stores them."""
@@ -264,13 +271,23 @@ def stage_sft_continue(ladder: Ladder, args: ReleaseArgs, seed: int) -> None:
         raise FileNotFoundError(f"{grpo}/final does not exist: run the grpo stage for seed {seed} first")
     budget = minutes(grpo)
     start = sft_start(args.run_dir, args.checkpoint)
-    overrides = [f"model.name={start}", f"training.seed={1000 + seed}", f"training.max_minutes={budget}",
+    overrides = [f"model.name={start}", f"training.seed={1000 + seed}", *control_budget(args, budget),
                  *args.control_overrides]  # fmt: skip
     out = train(ladder.control_recipe, overrides, args.run_dir / f"sft-continue-s{seed}")
     write_json(args.run_dir / f"sft-continue-s{seed}.json", {
         "seed": seed, "curve": curve(ladder, out, args.eval_n), "train_minutes": minutes(out),
         "steps": int(metric_rows(out)[-1]["step"]),
         ladder.final: ladder.evaluate(out / "final", args.final_eval_n)})  # fmt: skip
+
+
+def control_budget(args: ReleaseArgs, grpo_minutes: float) -> list[str]:
+    """The control recipe's overrides for GRPO's ``grpo_minutes``: a CPU-time limit, or with
+    ``args.control_steps_per_minute`` a step count decayed linearly to zero (:class:`ReleaseArgs`)."""
+    if args.control_steps_per_minute is None:
+        return [f"training.max_minutes={grpo_minutes}"]
+    steps = max(4, round(args.control_steps_per_minute * grpo_minutes))
+    return [f"training.steps={steps}", f"training.decay_steps={steps}", "training.max_minutes=null",
+            f"training.save_steps={steps // 4}"]  # fmt: skip
 
 
 def stage_rescore(ladder: Ladder, args: ReleaseArgs, seeds: list[int], curves: bool = False) -> None:
@@ -478,6 +495,9 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
     )
     parser.add_argument("--control-set", dest="control_overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="control recipe override (training.lr=3e-4: continue SFT at GRPO's rate)")  # fmt: skip
+    parser.add_argument("--control-steps-per-minute", type=float, default=defaults.control_steps_per_minute,
+                        help="control: this many steps per GRPO CPU minute, decayed linearly to 0, instead of a "
+                             "constant rate stopped at GRPO's minutes")  # fmt: skip
     parser.add_argument("--resume", action="store_true",
                         help="sft: continue the run in RUN_DIR/sft from its newest complete checkpoint (e.g. with "
                              "--sft-set training.steps=4500 --sft-set training.decay_steps=500 to end it in a decay)")  # fmt: skip
@@ -496,7 +516,8 @@ def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs,
     args = ReleaseArgs(run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
                        final_eval_n=ns.final_eval_n, sft_eval_n=ns.sft_eval_n, sft_overrides=tuple(ns.sft_overrides),
                        grpo_overrides=tuple(ns.grpo_overrides),
-                       control_overrides=tuple(ns.control_overrides))  # fmt: skip
+                       control_overrides=tuple(ns.control_overrides),
+                       control_steps_per_minute=ns.control_steps_per_minute)  # fmt: skip
     seeds = ns.seed or [0, 1, 2]
     if ns.stage in ("sft", "all"):
         stage_sft(ladder, args, resume=ns.resume)

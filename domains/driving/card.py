@@ -76,10 +76,10 @@ and plotted in `curves.png` next to this card.
 * **SFT** (`domains/driving/recipes/driving-vla-tiny-sft.yaml`, the `vlm-sft` engine): lr {sft_lr},
   batch 16, loss on the answer tokens only, fresh synthetic scenes every step.
 * **GRPO** (`domains/driving/recipes/driving-vla-tiny-cpu.yaml`, the `vlm-trl` engine): {advantages}
-  advantages, `{loss_type}` loss aggregation, β = {beta}, G = {generations}, lr {grpo_lr}, temperature
+  advantages, `{loss_type}` loss aggregation, β = {beta}, G = {generations}, lr {grpo_lr}{grpo_schedule}, temperature
   {temperature}, {grpo_steps} steps of {prompts} prompts × {generations} completions; reward `driving-pdms` (parse failure = 0).
 * **Control** (`domains/driving/recipes/driving-vla-tiny-sft-control.yaml`): the SFT continued from the
-  same start for each GRPO seed's CPU minutes (`training.max_minutes`), at lr {control_lr}.
+  same start for each GRPO seed's CPU minutes, at lr {control_lr}{control_schedule}.
 * **Reproduce**: `{release}` (about {total_minutes:.0f} CPU-minutes of training) runs the three
   recipes and evaluates their checkpoints; seeds are in `training.json`. The GRPO stage alone starts
   from the shipped SFT weights in `sft/`: `python -m domains.driving.release grpo --seed 2 --run-dir runs/repro`.
@@ -109,6 +109,12 @@ def _pm(se: dict[str, Any], arm: str, seed: int) -> str:
     return "" if value is None else f" ± {value:.3f}"
 
 
+def _shown(over_seeds: dict[str, float] | None, over_scenes: dict[str, float] | None) -> bool:
+    """A difference counts as shown when it clears two standard errors over seeds and, where the record has
+    it, over scenes too (the seeds share their held-out scenes, so neither error holds the other's spread)."""
+    return over_seeds is not None and clears(over_seeds) and (over_scenes is None or clears(over_scenes))
+
+
 def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
     grpo, control, start = training["grpo"], training.get("sft_continue_equal_time") or [], training["sft"]
     se = training.get("standard_error") or {}
@@ -124,10 +130,15 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
     )
     g_mean = _mean([g["final_pdms"] for g in grpo])
     over_start = (training.get("across_seeds") or {}).get("grpo_minus_sft")
-    spread = f" ± {over_start['se']:.3f} over seeds," if over_start else ""
+    scenes = training.get("seed_mean_over_scenes") or {}
+    spread = f" ± {over_start['se']:.3f} over seeds" if over_start else ""
+    if "grpo_minus_sft" in scenes:
+        spread += f" and ± {scenes['grpo_minus_sft']['se']:.3f} over the scenes (seeds averaged scene by scene)"
     verdict = (
-        f"GRPO over its SFT start: mean change **{g_mean - start['final_pdms']:+.3f}**{spread} over {len(grpo)} seeds "
-        f"(smallest {training['summary']['grpo_gain_min']:+.3f})."
+        f"GRPO over its SFT start: mean change **{g_mean - start['final_pdms']:+.3f}**{spread}, {len(grpo)} seeds "
+        f"(smallest {training['summary']['grpo_gain_min']:+.3f}); "
+        + ("the gain clears two standard errors of both kinds." if _shown(over_start, scenes.get("grpo_minus_sft"))
+           else "not a gain that clears two standard errors of both kinds.")
     )
     if control:
         c_mean = _mean([c["final_pdms"] for c in control])
@@ -161,8 +172,10 @@ def _rows(training: dict[str, Any]) -> tuple[str, str, str]:
             verdict += (
                 f" With the run as the unit (the mean of the {pooled['seeds']} seeds' differences, ± its standard "
                 f"error over seeds, which also holds training's run-to-run spread): GRPO − control "
-                f"{format_difference(pooled)}; "
-                + ("GRPO's edge over more SFT is beyond two standard errors." if clears(pooled)
+                f"{format_difference(pooled)}"
+                + (f", over the scenes {format_difference(scenes['grpo_minus_control'])}"
+                   if "grpo_minus_control" in scenes else "") + "; "
+                + ("GRPO's edge over more SFT is beyond two standard errors." if _shown(pooled, scenes.get("grpo_minus_control"))
                    else "on this budget GRPO's edge over more SFT is not shown.")
             )
         elif versus and clear < len(versus):
@@ -185,6 +198,15 @@ def _sft_schedule(recipe_training: dict[str, Any]) -> str:
     decay = recipe_training.get("decay_steps") or 0
     constant = f"constant lr {recipe_training['lr']}"
     return f"{constant}, the last {decay} steps decaying linearly to 0" if decay else constant
+
+
+def _control_schedule(args: dict[str, Any]) -> str:
+    """How the control's budget was set (:func:`zoo.release.control_budget`), in words."""
+    rate = args.get("control_steps_per_minute")
+    if rate is None:
+        return ", constant, stopped at those minutes (`training.max_minutes`)"
+    return (f" decaying linearly to 0 over {rate:g} steps per GRPO CPU minute (GRPO's own rate decays to 0 too; "
+            "the rows above give both arms' minutes)")
 
 
 def _kinds_line(training: dict[str, Any]) -> str:
@@ -236,6 +258,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         sft_se=(f" ± {training['standard_error']['sft']:.3f}" if training.get("standard_error") else ""),
         sft_lr=training["sft"]["lr"],
         control_lr=training["recipe_control"]["training"]["lr"],
+        control_schedule=_control_schedule(training["args"]),
         sft_schedule=_sft_schedule(training["recipe_sft"]["training"]),
         grpo_rows=grpo_rows,
         control_rows=control_rows,
@@ -260,6 +283,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         generations=generations,
         prompts=recipe["training"]["batch_size"] // generations,
         grpo_lr=recipe["training"]["lr"],
+        grpo_schedule=(" decaying linearly to 0" if recipe["training"].get("lr_scheduler") == "linear" else ""),
         temperature=recipe["algorithm"]["temperature"],
         grpo_steps=recipe["training"]["steps"],
         release=training["release"],

@@ -61,6 +61,7 @@ DEFAULTS = ReleaseArgs(
     eval_n=100,
     final_eval_n=300,
     sft_eval_n=300,
+    control_steps_per_minute=145.0,  # the control's SFT steps per CPU minute, three runs sharing two cores
 )
 
 _EVAL_CACHE: dict[int, list[Sample]] = {}
@@ -116,10 +117,10 @@ def plan_scores(n: int) -> dict[str, dict[str, float]]:
     return {"logged": overall("waypoints"), "planner": overall("reference")}
 
 
-def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Over the held-out scenes: the standard error of every arm's final mean, and the paired
-    differences (:func:`zoo.release.paired_comparisons`: GRPO - SFT start, control - SFT start and
-    GRPO - control per seed; every arm is scored on the same scenes)."""
+def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Over the held-out scenes: the standard error of every arm's final mean, the paired differences
+    (:func:`zoo.release.paired_comparisons`: GRPO - SFT start, control - SFT start and GRPO - control per
+    seed; every arm is scored on the same scenes) and :func:`seed_mean_differences`."""
 
     def scores(run: str) -> list[float]:
         return read_json(scores_file(args.run_dir / run / "final", args.final_eval_n))["pdms"]
@@ -133,7 +134,25 @@ def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any]
     errors = {"n": len(sft), "sft": standard_error(sft),
               "grpo": {f"seed{seed}": standard_error(v) for seed, v in grpo.items()},
               "control": {f"seed{seed}": standard_error(v) for seed, v in control.items()}}  # fmt: skip
-    return errors, paired_comparisons(sft, grpo, control, mean_difference)
+    return errors, paired_comparisons(sft, grpo, control, mean_difference), seed_mean_differences(sft, grpo, control)
+
+
+def seed_mean_differences(sft: list[float], grpo: dict[int, list[float]],
+                          control: dict[int, list[float]]) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Each comparison with the seeds averaged scene by scene, ± its standard error over the scenes.
+
+    Every seed is scored on the same held-out scenes, so the spread over seeds (:func:`seed_level`) says
+    nothing of which scenes were drawn; this one does, and says nothing of training's run-to-run spread.
+    A gain is shown only where both clear it."""
+
+    def average(runs: list[list[float]]) -> list[float]:
+        return [float(v) for v in np.mean(runs, axis=0)]
+
+    out = {"grpo_minus_sft": mean_difference(average(list(grpo.values())), sft)}
+    if control:
+        out["control_minus_sft"] = mean_difference(average(list(control.values())), sft)
+        out["grpo_minus_control"] = mean_difference(average([grpo[s] for s in control]), average(list(control.values())))
+    return {key: pair | {"seeds": len(control) if key != "grpo_minus_sft" else len(grpo)} for key, pair in out.items()}
 
 
 def by_kind(args: ReleaseArgs, seeds: list[int]) -> dict[str, dict[str, float]]:
@@ -169,7 +188,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
     from domains.driving.card import write_card
 
     sft, grpo, control = load_stages(args, seeds)
-    errors, paired = standard_errors(args, seeds)
+    errors, paired, over_scenes = standard_errors(args, seeds)
     copy_weights(args, seeds[0], ENTRY, {"held_out_pdms": sft["final_pdms"]})
     benchmark = "synthetic" if args.final_eval_n >= driving_eval.SYNTHETIC["synthetic"] else "synthetic-tiny"
     n = min(args.final_eval_n, driving_eval.SYNTHETIC[benchmark])
@@ -190,6 +209,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "standard_error": errors,
         "paired": paired,
         "across_seeds": seed_level(paired),
+        "seed_mean_over_scenes": over_scenes,
         "by_kind": by_kind(args, seeds),
         "plans_at_answer_precision": plan_scores(args.final_eval_n),
         "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},

@@ -12,6 +12,7 @@ from zoo.release import (
     ReleaseArgs,
     across_seeds,
     clears,
+    control_budget,
     copy_weights,
     curve,
     load_stages,
@@ -112,7 +113,7 @@ def test_finalize_helpers_copy_weights_and_plot(tmp_path):
         "record": "../training.json"}  # fmt: skip
     assert args.to_record() == {"eval_n": 4, "final_eval_n": 8, "sft_eval_n": None,
                                 "sft_overrides": ["training.steps=4"], "grpo_overrides": [],
-                                "control_overrides": []}  # fmt: skip
+                                "control_overrides": [], "control_steps_per_minute": None}  # fmt: skip
 
     plot_curves({"sft": sft, "grpo": grpo}, tmp_path / "curves.png", metric="pdms")
     assert (tmp_path / "curves.png").stat().st_size > 1000
@@ -236,3 +237,22 @@ def test_train_starts_afresh_unless_resuming(tmp_path, monkeypatch):
     assert (out / "checkpoint-4000").is_dir() and calls == [True]
     train(Path("sft.yaml"), [], out)
     assert not out.exists() and calls == [True, False]
+
+
+def test_control_budget_is_grpo_minutes_or_a_decayed_step_count_the_control_recipe_accepts(tmp_path):
+    """The control either stops at GRPO's CPU minutes at a constant rate, or (``control_steps_per_minute``)
+    runs a calibrated step count whose rate decays to zero over all of it; the SFT engine refuses a decay
+    together with a time limit, so the second form must clear ``max_minutes``."""
+    from zoo.engines.vlm.sft import lr_factor
+    from zoo.recipe import load_recipe
+
+    recipe = Path("domains/driving/recipes/driving-vla-tiny-sft-control.yaml")
+    args = ReleaseArgs(run_dir=tmp_path, checkpoint=tmp_path, card=tmp_path, eval_n=4, final_eval_n=4)
+    assert control_budget(args, 12.5) == ["training.max_minutes=12.5"]
+    assert load_recipe(recipe, control_budget(args, 12.5)).training.max_minutes == 12.5
+
+    decayed = load_recipe(recipe, control_budget(ReleaseArgs(**{**args.__dict__, "control_steps_per_minute": 145.0}), 20.0))
+    tr = decayed.training
+    assert (tr.steps, tr.decay_steps, tr.max_minutes, tr.save_steps) == (2900, 2900, None, 725)
+    factors = [lr_factor(s, warmup=tr.warmup_steps, total=tr.steps, decay=tr.decay_steps) for s in range(tr.steps)]
+    assert factors[-1] == pytest.approx(1 / 2900) and max(factors) < 1.0  # decaying from the first step on

@@ -144,9 +144,23 @@ def test_standard_errors_are_paired_over_the_same_scenes(tmp_path):
     arms = {"sft": [0.2, 0.4, 0.6, 0.8], "grpo-s0": [0.3, 0.5, 0.7, 0.9], "sft-continue-s0": [0.8, 0.6, 0.4, 0.2]}
     for run, values in arms.items():
         write_json(scores_file(tmp_path / run / "final", 4), {"ids": list("abcd"), "pdms": values})
-    errors, paired = standard_errors(args, [0])
+    errors, paired, _ = standard_errors(args, [0])
     assert errors["sft"] == pytest.approx(np.std(arms["sft"], ddof=1) / 2)
     assert paired["grpo_minus_sft"]["seed0"] == pytest.approx({"diff": 0.1, "se": 0.0})  # a constant shift: no spread
     diff = np.subtract(arms["grpo-s0"], arms["sft-continue-s0"])
     assert paired["grpo_minus_control"]["seed0"]["se"] == pytest.approx(np.std(diff, ddof=1) / 2)
     assert DEFAULTS.final_eval_n >= 100
+
+
+def test_seed_mean_differences_average_the_seeds_scene_by_scene(tmp_path):
+    """Two GRPO seeds that gain on different scenes: each seed's shift is uneven, their scene-wise mean is
+    a constant +0.1, so the seed-averaged difference has no spread over scenes (one seed's control)."""
+    from domains.driving.release import seed_mean_differences
+
+    sft = [0.2, 0.4, 0.6, 0.8]
+    grpo = {0: [0.4, 0.5, 0.6, 0.9], 1: [0.2, 0.5, 0.8, 0.9]}
+    out = seed_mean_differences(sft, grpo, {0: [0.2, 0.4, 0.6, 0.8]})
+    assert out["grpo_minus_sft"] == pytest.approx({"diff": 0.1, "se": 0.0, "seeds": 2})
+    assert out["control_minus_sft"] == pytest.approx({"diff": 0.0, "se": 0.0, "seeds": 1})
+    # against the control only the seed that has one counts: seed 0's uneven gain
+    assert out["grpo_minus_control"]["diff"] == pytest.approx(0.1) and out["grpo_minus_control"]["se"] > 0
