@@ -148,11 +148,12 @@ def seed_mean_differences(sft: list[float], grpo: dict[int, list[float]],
     def average(runs: list[list[float]]) -> list[float]:
         return [float(v) for v in np.mean(runs, axis=0)]
 
-    out = {"grpo_minus_sft": mean_difference(average(list(grpo.values())), sft)}
+    out = {"grpo_minus_sft": mean_difference(average(list(grpo.values())), sft) | {"seeds": len(grpo)}}
     if control:
-        out["control_minus_sft"] = mean_difference(average(list(control.values())), sft)
-        out["grpo_minus_control"] = mean_difference(average([grpo[s] for s in control]), average(list(control.values())))
-    return {key: pair | {"seeds": len(control) if key != "grpo_minus_sft" else len(grpo)} for key, pair in out.items()}
+        controls = average(list(control.values()))
+        out["control_minus_sft"] = mean_difference(controls, sft) | {"seeds": len(control)}
+        out["grpo_minus_control"] = mean_difference(average([grpo[s] for s in control]), controls) | {"seeds": len(control)}
+    return out
 
 
 def by_kind(args: ReleaseArgs, seeds: list[int]) -> dict[str, dict[str, float]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -251,7 +252,7 @@ def test_control_budget_is_grpo_minutes_or_a_decayed_step_count_the_control_reci
     assert control_budget(args, 12.5) == ["training.max_minutes=12.5"]
     assert load_recipe(recipe, control_budget(args, 12.5)).training.max_minutes == 12.5
 
-    decayed = load_recipe(recipe, control_budget(ReleaseArgs(**{**args.__dict__, "control_steps_per_minute": 145.0}), 20.0))
+    decayed = load_recipe(recipe, control_budget(replace(args, control_steps_per_minute=145.0), 20.0))
     tr = decayed.training
     assert (tr.steps, tr.decay_steps, tr.max_minutes, tr.save_steps) == (2900, 2900, None, 725)
     factors = [lr_factor(s, warmup=tr.warmup_steps, total=tr.steps, decay=tr.decay_steps) for s in range(tr.steps)]
