@@ -11,6 +11,8 @@ acceleration; here the accelerations are the rear axle's (finite differences, :f
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.signal import savgol_filter
 
@@ -30,12 +32,21 @@ EC_YAW_RATE = 0.1
 EC_YAW_ACCEL = 0.1
 
 
+@functools.lru_cache(maxsize=64)
+def _savgol_matrix(n: int, window: int, poly: int, order: int) -> np.ndarray:
+    """scipy's ``savgol_filter`` on ``n`` samples (its default ``mode="interp"`` edge fits included) as the
+    linear map it is, read off the identity: a filter is then one matrix product instead of scipy's
+    per-call least-squares edge fits, which were most of the scorer's time."""
+    window = min(window, n)
+    return savgol_filter(np.eye(n), polyorder=poly, window_length=window, deriv=order, delta=DT, axis=0)
+
+
 def _smooth(values: np.ndarray) -> np.ndarray:
-    return np.round(savgol_filter(values, polyorder=2, window_length=min(8, len(values)), axis=-1), 8)
+    return np.round(_savgol_matrix(len(values), 8, 2, 0) @ values, 8)
 
 
 def _derivative(values: np.ndarray, window: int = 5, poly: int = 2, order: int = 1) -> np.ndarray:
-    return savgol_filter(values, polyorder=poly, window_length=min(window, len(values)), deriv=order, delta=DT, axis=-1)
+    return _savgol_matrix(len(values), window, poly, order) @ values
 
 
 def features(states: EgoStates) -> dict[str, np.ndarray]:

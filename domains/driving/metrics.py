@@ -12,6 +12,7 @@ logged one. The numbers are PDMS-*style*: the aggregation is NAVSIM's, the geome
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +26,11 @@ from domains.driving.scene import (
     EgoStates,
     Scene,
     convex_intersects,
+    convex_intersects_many,
     ego_states,
     in_lane,
     project,
+    project_many,
 )
 
 AGENT_TYPES = ("vehicle", "pedestrian", "bicycle")  # nuPlan AGENT_TYPES: an at-fault hit scores NC 0, else 0.5
@@ -41,6 +44,10 @@ LK_DEVIATION, LK_WINDOW = 0.5, 2.0  # [m], [s]
 HISTORY_STEPS = 20  # 2 s of constant-speed past for history comfort (NAVSIM pads with the logged past)
 
 
+MEMO_SIZE = 4096
+_MEMO: OrderedDict[tuple[bytes, bytes], dict[str, float]] = OrderedDict()
+
+
 @dataclass(frozen=True)
 class Areas:
     """Per step: ego in several lanes at once, off the drivable area, centre outside on-route lanes."""
@@ -52,15 +59,19 @@ class Areas:
 
 def ego_areas(scene: Scene, states: EgoStates) -> Areas:
     """``_calculate_ego_area``: corner-in-lane counts decide "multiple lanes" and "non-drivable"."""
-    n = len(states.center)
-    multiple, off, oncoming = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
-    for t in range(n):
-        corners = states.corners(t)
-        hits = np.array([[in_lane(lane, c) for c in corners] for lane in scene.lanes])  # (lanes, 4)
-        multiple[t] = (hits.sum(axis=1) > 0).sum() > 1 and not (hits.sum(axis=1) == 4).any()
-        off[t] = hits.any(axis=0).sum() < 4
-        oncoming[t] = not any(in_lane(lane, states.center[t]) for lane in scene.lanes if lane.on_route)
+    corners = states.corners()  # (T, 4, 2)
+    hits = np.stack([in_lane(lane, corners.reshape(-1, 2)).reshape(corners.shape[:2]) for lane in scene.lanes])
+    per_lane = hits.sum(axis=2)  # (lanes, T): corners of the ego in each lane
+    multiple = ((per_lane > 0).sum(axis=0) > 1) & ~(per_lane == 4).any(axis=0)
+    off = hits.any(axis=0).sum(axis=1) < 4
+    on_route = [in_lane(lane, states.center) for lane in scene.lanes if lane.on_route]
+    oncoming = ~np.any(on_route, axis=0) if on_route else np.ones(len(states.center), bool)
     return Areas(multiple, off, oncoming)
+
+
+def agent_boxes(scene: Scene, times: np.ndarray) -> np.ndarray:
+    """Every agent's corners at ``times``: ``(agents, *times.shape, 4, 2)``."""
+    return np.stack([agent.polygon_at(times) for agent in scene.agents]) if scene.agents else np.zeros((0, 4, 2))
 
 
 def _angle_to(pose: np.ndarray, point: tuple[float, float]) -> float:
@@ -84,28 +95,31 @@ def no_at_fault_collision(scene: Scene, states: EgoStates, areas: Areas) -> tupl
     stopped, the ego's front bumper hits it, or a lateral hit happens while the ego straddles lanes
     or leaves the road; 0 for agents, 0.5 for static objects. Returns the score and the ids of
     tracks hit without fault (TTC then ignores them, as NAVSIM's collided-track list does)."""
-    score, ignored = 1.0, {a.id for a in scene.agents if convex_intersects(states.corners(0), a.polygon_at(0.0))}
-    for t in range(len(states.center)):
-        ego = states.corners(t)
-        for agent in scene.agents:
-            poly = agent.polygon_at(t * DT)
-            if agent.id in ignored or not convex_intersects(ego, poly):
-                continue
-            if states.speed[t] <= EGO_STOPPED_SPEED:
-                kind = "stopped_ego"
-            elif agent.speed <= TRACK_STOPPED_SPEED:
-                kind = "stopped_track"
-            elif is_behind(states.rear_axle[t], tuple(poly.mean(axis=0))):
-                kind = "active_rear"
-            elif convex_intersects(ego[[0, 3]], poly):
-                kind = "active_front"
-            else:
-                kind = "active_lateral"
-            straddling = areas.multiple_lanes[t] or areas.non_drivable[t]
-            if kind in ("stopped_track", "active_front") or (straddling and kind == "active_lateral"):
-                score = min(score, 0.0 if agent.kind in AGENT_TYPES else 0.5)
-            else:
-                ignored.add(agent.id)
+    if not scene.agents:
+        return 1.0, set()
+    ego = states.corners()
+    boxes = agent_boxes(scene, np.arange(len(ego)) * DT)  # (agents, T, 4, 2)
+    touching = convex_intersects_many(ego, boxes)  # (agents, T)
+    score, ignored = 1.0, {a.id for a, hit in zip(scene.agents, touching[:, 0], strict=True) if hit}
+    for t, a in sorted(zip(*np.nonzero(touching.T), strict=True)):  # in time order, as the scorer steps
+        agent, poly = scene.agents[a], boxes[a, t]
+        if agent.id in ignored:
+            continue
+        if states.speed[t] <= EGO_STOPPED_SPEED:
+            kind = "stopped_ego"
+        elif agent.speed <= TRACK_STOPPED_SPEED:
+            kind = "stopped_track"
+        elif is_behind(states.rear_axle[t], tuple(poly.mean(axis=0))):
+            kind = "active_rear"
+        elif convex_intersects(ego[t, [0, 3]], poly):
+            kind = "active_front"
+        else:
+            kind = "active_lateral"
+        straddling = areas.multiple_lanes[t] or areas.non_drivable[t]
+        if kind in ("stopped_track", "active_front") or (straddling and kind == "active_lateral"):
+            score = min(score, 0.0 if agent.kind in AGENT_TYPES else 0.5)
+        else:
+            ignored.add(agent.id)
     return score, ignored
 
 
@@ -125,10 +139,8 @@ def driving_direction_compliance(states: EgoStates, areas: Areas) -> float:
 
 
 def traffic_light_compliance(scene: Scene, states: EgoStates) -> float:
-    hit = any(
-        convex_intersects(states.corners(t), light) for t in range(len(states.center)) for light in scene.red_lights
-    )
-    return 0.0 if hit else 1.0
+    ego = states.corners()
+    return 0.0 if any(convex_intersects_many(ego, light).any() for light in scene.red_lights) else 1.0
 
 
 def progress(scene: Scene, states: EgoStates) -> float:
@@ -141,34 +153,33 @@ def progress(scene: Scene, states: EgoStates) -> float:
 def time_to_collision(scene: Scene, states: EgoStates, areas: Areas, ignored: set[str]) -> float:
     """``_calculate_ttc``: the ego box projected 0, 0.3, 0.6, 0.9 s ahead at constant velocity must
     not meet an agent ahead (or one not behind while the ego straddles lanes or leaves the road)."""
+    if not scene.agents:
+        return 1.0
     ignored = set(ignored)
-    n = len(states.center) - 1
-    for t in range(n - max(TTC_OFFSETS) + 1):
-        if states.speed[t] < TTC_STOPPED_SPEED:
+    steps = np.arange(len(states.center) - max(TTC_OFFSETS))
+    offsets = np.array(TTC_OFFSETS)
+    heading = states.rear_axle[steps, 2]
+    shift = states.speed[steps, None] * np.stack([np.cos(heading), np.sin(heading)], axis=1)  # (T, 2)
+    ego = states.corners(steps)[:, None] + (shift[:, None] * offsets[:, None] * DT)[:, :, None]  # (T, offsets, 4, 2)
+    boxes = agent_boxes(scene, (steps[:, None] + offsets) * DT)  # (agents, T, offsets, 4, 2)
+    touching = convex_intersects_many(ego, boxes) & (states.speed[steps] >= TTC_STOPPED_SPEED)[:, None]
+    for t, o, a in sorted(zip(*np.nonzero(touching.transpose(1, 2, 0)), strict=True)):  # the scorer's loop order
+        agent, poly = scene.agents[a], boxes[a, t, o]
+        if agent.id in ignored:
             continue
-        heading = states.rear_axle[t, 2]
-        shift = states.speed[t] * np.array([np.cos(heading), np.sin(heading)])
-        for offset in TTC_OFFSETS:
-            ego = states.corners(t) + shift * offset * DT
-            for agent in scene.agents:
-                poly = agent.polygon_at((t + offset) * DT)
-                if agent.id in ignored or not convex_intersects(ego, poly):
-                    continue
-                centroid = tuple(poly.mean(axis=0))
-                straddling = areas.multiple_lanes[t] or areas.non_drivable[t]
-                if is_ahead(states.rear_axle[t], centroid) or (
-                    straddling and not is_behind(states.rear_axle[t], centroid)
-                ):
-                    return 0.0
-                ignored.add(agent.id)
+        centroid = tuple(poly.mean(axis=0))
+        straddling = areas.multiple_lanes[t] or areas.non_drivable[t]
+        if is_ahead(states.rear_axle[t], centroid) or (straddling and not is_behind(states.rear_axle[t], centroid)):
+            return 0.0
+        ignored.add(agent.id)
     return 1.0
 
 
 def lane_keeping(scene: Scene, states: EgoStates) -> float:
     """``_calculate_lane_keeping``: 0 once the centre stays > 0.5 m off the route centreline for 2 s."""
     required, run = int(np.ceil(LK_WINDOW / DT)), 0
-    for center in states.center:
-        run = run + 1 if project(scene.route, center)[1] > LK_DEVIATION else 0
+    for off_centre in project_many(scene.route, states.center)[1] > LK_DEVIATION:
+        run = run + 1 if off_centre else 0
         if run >= required:
             return 0.0
     return 1.0
@@ -189,7 +200,20 @@ def history_comfort(states: EgoStates, ego_speed: float) -> float:
 
 
 def sub_metrics(scene: Scene, waypoints: np.ndarray) -> dict[str, float]:
-    """Every sub-metric of one trajectory (raw progress in metres, not yet normalised)."""
+    """Every sub-metric of one trajectory (raw progress in metres, not yet normalised), remembered for the
+    last :data:`MEMO_SIZE` (scene, trajectory) pairs: a GRPO group scores eight answers against one
+    scene's reference, and the evaluation scores every answer under v1 and v2."""
+    key = (scene.key, np.asarray(waypoints, dtype=float).tobytes())
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return dict(_MEMO[key])
+    out = _MEMO[key] = _compute_sub_metrics(scene, waypoints)
+    if len(_MEMO) > MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return dict(out)
+
+
+def _compute_sub_metrics(scene: Scene, waypoints: np.ndarray) -> dict[str, float]:
     states = ego_states(waypoints, scene.ego_speed)
     areas = ego_areas(scene, states)
     nc, ignored = no_at_fault_collision(scene, states, areas)

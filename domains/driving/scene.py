@@ -13,11 +13,14 @@ shapely's STRtree on the map's arbitrary polygons.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 # nuPlan's get_pacifica_parameters(), the ego vehicle NAVSIM scores with.
 EGO_LENGTH = 5.176
@@ -64,8 +67,11 @@ class Agent:
     def pose_at(self, t: float) -> tuple[float, float, float]:
         return self.x + self.vx * t, self.y + self.vy * t, self.heading
 
-    def polygon_at(self, t: float) -> np.ndarray:
-        return box_corners(*self.pose_at(t), self.length, self.width)
+    def polygon_at(self, t: ArrayLike) -> np.ndarray:
+        """The box's corners at time ``t`` (``(4, 2)``, or ``(..., 4, 2)`` for an array of times)."""
+        t = np.asarray(t, dtype=float)
+        return box_corners(self.x + self.vx * t, self.y + self.vy * t, np.full_like(t, self.heading), self.length,
+                           self.width)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,11 @@ class Scene:
                 f"not a driving scene dict ({err!r}); expected keys lanes, agents, ego_speed, route"
             ) from err
 
+    @cached_property
+    def key(self) -> bytes:
+        """The scene's content as bytes: equal scenes read from equal dicts share it (a memo key)."""
+        return pickle.dumps((self.lanes, self.agents, self.red_lights, self.ego_speed, self.route, self.command))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "lanes": [
@@ -115,49 +126,66 @@ class Scene:
 # --- geometry ------------------------------------------------------------------------------------
 
 
-def box_corners(x: float, y: float, heading: float, length: float, width: float) -> np.ndarray:
-    """Corners ``(4, 2)`` of a box centred at ``(x, y)``, in NAVSIM's BBCoordsIndex order:
-    front-left, rear-left, rear-right, front-right (so corners 0 and 3 are the front bumper)."""
+def box_corners(x: ArrayLike, y: ArrayLike, heading: ArrayLike, length: float, width: float) -> np.ndarray:
+    """Corners ``(..., 4, 2)`` of boxes centred at ``(x, y)`` (scalars or arrays of one shape), in NAVSIM's
+    BBCoordsIndex order: front-left, rear-left, rear-right, front-right (corners 0 and 3 are the front bumper)."""
+    x, y, heading = (np.asarray(v, dtype=float)[..., None] for v in (x, y, heading))
     c, s = np.cos(heading), np.sin(heading)
-    local = np.array([[length / 2, width / 2], [-length / 2, width / 2], [-length / 2, -width / 2],
-                      [length / 2, -width / 2]])  # fmt: skip
-    return local @ np.array([[c, s], [-s, c]]) + np.array([x, y])
+    lon = np.array([length / 2, -length / 2, -length / 2, length / 2])
+    lat = np.array([width / 2, width / 2, -width / 2, -width / 2])
+    return np.stack([lon * c - lat * s + x, lon * s + lat * c + y], axis=-1)
+
+
+def convex_intersects_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether convex polygons ``a[i]`` and ``b[i]`` touch, for stacks ``(..., K, 2)`` and ``(..., M, 2)`` whose
+    leading shapes broadcast (a polygon may be a segment, two points): the separating-axis test, every pair at once.
+    The scorer's hot path: a trajectory meets every agent at 41 steps and TTC's four look-aheads."""
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a, b = np.broadcast_to(a, lead + a.shape[-2:]), np.broadcast_to(b, lead + b.shape[-2:])
+    axes = []
+    for poly in (a, b):
+        edges = np.roll(poly, -1, axis=-2) - poly
+        axes.append(np.stack([-edges[..., 1], edges[..., 0]], axis=-1))
+    axes = np.concatenate(axes, axis=-2)  # (..., K + M, 2)
+    pa = a[..., None, :, 0] * axes[..., :, None, 0] + a[..., None, :, 1] * axes[..., :, None, 1]  # (..., axes, K)
+    pb = b[..., None, :, 0] * axes[..., :, None, 0] + b[..., None, :, 1] * axes[..., :, None, 1]
+    separated = (pa.max(axis=-1) < pb.min(axis=-1)) | (pb.max(axis=-1) < pa.min(axis=-1))
+    return ~(separated & axes.any(axis=-1)).any(axis=-1)  # a zero-length edge gives no axis
 
 
 def convex_intersects(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two convex polygons (or a segment, two points) touch: the separating-axis test."""
-    for poly in (a, b):
-        edges = np.roll(poly, -1, axis=0) - poly
-        for ex, ey in edges:
-            axis = np.array([-ey, ex])
-            if not axis.any():
-                continue
-            pa, pb = a @ axis, b @ axis
-            if pa.max() < pb.min() or pb.max() < pa.min():
-                return False
-    return True
+    """Whether two convex polygons (or a segment, two points) touch: :func:`convex_intersects_many` of one pair."""
+    return bool(convex_intersects_many(np.asarray(a, dtype=float), np.asarray(b, dtype=float)))
 
 
-def project(polyline: np.ndarray, point: Sequence[float]) -> tuple[float, float, bool]:
-    """``(s, distance, within)``: arc length of the closest point of ``polyline`` to ``point``, the
-    distance to it, and whether the closest point lies strictly between the polyline's ends."""
-    p = np.asarray(point, dtype=float)
+def project_many(polyline: np.ndarray, points: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each of ``points`` ``(P, 2)``: ``(s, distance, within)``, the arc length of the closest point of
+    ``polyline`` to it, the distance to that point, and whether that point lies strictly between the
+    polyline's ends (the closest segment is the first of equally close ones)."""
+    p = np.asarray(points, dtype=float).reshape(-1, 1, 2)
     starts, ends = polyline[:-1], polyline[1:]
     seg = ends - starts
     lengths = np.linalg.norm(seg, axis=1)
-    t = np.clip(((p - starts) * seg).sum(axis=1) / np.maximum(lengths**2, 1e-12), 0.0, 1.0)
-    closest = starts + seg * t[:, None]
-    dist = np.linalg.norm(closest - p, axis=1)
-    i = int(np.argmin(dist))
-    s = float(lengths[:i].sum() + t[i] * lengths[i])
-    within = not ((i == 0 and t[i] <= 0.0) or (i == len(seg) - 1 and t[i] >= 1.0))
-    return s, float(dist[i]), within
+    t = np.clip(((p - starts) * seg).sum(axis=-1) / np.maximum(lengths**2, 1e-12), 0.0, 1.0)  # (P, S)
+    dist = np.linalg.norm(starts + seg * t[..., None] - p, axis=-1)
+    i = np.argmin(dist, axis=1)
+    rows = np.arange(len(i))
+    t_i = t[rows, i]
+    s = np.concatenate([[0.0], np.cumsum(lengths)])[i] + t_i * lengths[i]
+    within = ~(((i == 0) & (t_i <= 0.0)) | ((i == len(seg) - 1) & (t_i >= 1.0)))
+    return s, dist[rows, i], within
 
 
-def in_lane(lane: Lane, point: Sequence[float]) -> bool:
-    """Whether ``point`` lies on ``lane``'s surface (within half its width, between its ends)."""
-    _, dist, within = project(lane.centerline, point)
-    return within and dist <= lane.width / 2
+def project(polyline: np.ndarray, point: Sequence[float]) -> tuple[float, float, bool]:
+    """:func:`project_many` of one point."""
+    s, dist, within = project_many(polyline, point)
+    return float(s[0]), float(dist[0]), bool(within[0])
+
+
+def in_lane(lane: Lane, points: ArrayLike) -> np.ndarray:
+    """Whether each of ``points`` ``(P, 2)`` lies on ``lane``'s surface (within half its width, between its ends)."""
+    _, dist, within = project_many(lane.centerline, points)
+    return within & (dist <= lane.width / 2)
 
 
 # --- ego states ----------------------------------------------------------------------------------
@@ -182,9 +210,9 @@ class EgoStates:
         sl = slice(start, stop)
         return EgoStates(self.rear_axle[sl], self.center[sl], self.velocity[sl], self.accel_local[sl])
 
-    def corners(self, t: int) -> np.ndarray:
-        x, y = self.center[t]
-        return box_corners(x, y, self.rear_axle[t, 2], EGO_LENGTH, EGO_WIDTH)
+    def corners(self, t: int | slice = slice(None)) -> np.ndarray:
+        """The ego's box corners ``(4, 2)`` at step ``t``, or ``(T, 4, 2)`` for a slice (every step by default)."""
+        return box_corners(self.center[t, 0], self.center[t, 1], self.rear_axle[t, 2], EGO_LENGTH, EGO_WIDTH)
 
 
 def ego_states(waypoints: np.ndarray, ego_speed: float) -> EgoStates:
