@@ -12,6 +12,7 @@ logged one. The numbers are PDMS-*style*: the aggregation is NAVSIM's, the geome
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ HISTORY_STEPS = 20  # 2 s of constant-speed past for history comfort (NAVSIM pad
 
 MEMO_SIZE = 4096
 _MEMO: OrderedDict[tuple[bytes, bytes], dict[str, float]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -204,12 +206,15 @@ def sub_metrics(scene: Scene, waypoints: np.ndarray) -> dict[str, float]:
     last :data:`MEMO_SIZE` (scene, trajectory) pairs: a GRPO group scores eight answers against one
     scene's reference, and the evaluation scores every answer under v1 and v2."""
     key = (scene.key, np.asarray(waypoints, dtype=float).tobytes())
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return dict(_MEMO[key])
-    out = _MEMO[key] = _compute_sub_metrics(scene, waypoints)
-    if len(_MEMO) > MEMO_SIZE:
-        _MEMO.popitem(last=False)
+    with _MEMO_LOCK:  # a reward may score on a background thread (zoo.engines.vlm.overlap) while another scores
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return dict(_MEMO[key])
+    out = _compute_sub_metrics(scene, waypoints)
+    with _MEMO_LOCK:
+        _MEMO[key] = out
+        if len(_MEMO) > MEMO_SIZE:
+            _MEMO.popitem(last=False)
     return dict(out)
 
 

@@ -101,3 +101,18 @@ def test_sub_metrics_are_remembered_per_scene_and_trajectory_and_handed_out_as_c
     assert metrics.sub_metrics(again, waypoints)["nc"] == 1.0
     moved = Scene.from_dict({**sample.target["scene"], "ego_speed": sample.target["scene"]["ego_speed"] + 0.1})
     assert moved.key != again.key
+
+
+def test_sub_metrics_from_several_threads_agree_with_one():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from domains.driving.data import synthetic_driving
+
+    samples = synthetic_driving(n=6, seed=78, size=56)
+    jobs = [(Scene.from_dict(s.target["scene"]), np.asarray(s.target["waypoints"]) + k * 0.3)
+            for s in samples for k in range(4)]  # fmt: skip
+    metrics._MEMO.clear()
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda job: metrics.sub_metrics(*job), jobs * 3))
+    metrics._MEMO.clear()
+    assert threaded == [metrics.sub_metrics(*job) for job in jobs] * 3
