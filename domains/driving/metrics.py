@@ -30,7 +30,6 @@ from domains.driving.scene import (
     convex_intersects_many,
     ego_states,
     in_lane,
-    project,
     project_many,
 )
 
@@ -72,8 +71,8 @@ def ego_areas(scene: Scene, states: EgoStates) -> Areas:
 
 
 def agent_boxes(scene: Scene, times: np.ndarray) -> np.ndarray:
-    """Every agent's corners at ``times``: ``(agents, *times.shape, 4, 2)``."""
-    return np.stack([agent.polygon_at(times) for agent in scene.agents]) if scene.agents else np.zeros((0, 4, 2))
+    """Every agent's corners at ``times``: ``(agents, *times.shape, 4, 2)`` (the scene has at least one agent)."""
+    return np.stack([agent.polygon_at(times) for agent in scene.agents])
 
 
 def _angle_to(pose: np.ndarray, point: tuple[float, float]) -> float:
@@ -147,9 +146,8 @@ def traffic_light_compliance(scene: Scene, states: EgoStates) -> float:
 
 def progress(scene: Scene, states: EgoStates) -> float:
     """Metres along the route centreline from the first to the last centre, clipped at 0."""
-    start, _, _ = project(scene.route, states.center[0])
-    end, _, _ = project(scene.route, states.center[-1])
-    return max(0.0, end - start)
+    (start, end), _, _ = project_many(scene.route, states.center[[0, -1]])
+    return max(0.0, float(end - start))
 
 
 def time_to_collision(scene: Scene, states: EgoStates, areas: Areas, ignored: set[str]) -> float:

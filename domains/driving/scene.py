@@ -14,7 +14,7 @@ shapely's STRtree on the map's arbitrary polygons.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -64,14 +64,14 @@ class Agent:
     def speed(self) -> float:
         return float(np.hypot(self.vx, self.vy))
 
-    def pose_at(self, t: float) -> tuple[float, float, float]:
+    def pose_at(self, t: ArrayLike) -> tuple[Any, Any, float]:
+        """``(x, y, heading)`` at time ``t`` (x and y are arrays for an array of times)."""
+        t = np.asarray(t, dtype=float)
         return self.x + self.vx * t, self.y + self.vy * t, self.heading
 
     def polygon_at(self, t: ArrayLike) -> np.ndarray:
         """The box's corners at time ``t`` (``(4, 2)``, or ``(..., 4, 2)`` for an array of times)."""
-        t = np.asarray(t, dtype=float)
-        return box_corners(self.x + self.vx * t, self.y + self.vy * t, np.full_like(t, self.heading), self.length,
-                           self.width)  # fmt: skip
+        return box_corners(*self.pose_at(t), self.length, self.width)
 
 
 @dataclass(frozen=True)
@@ -176,12 +176,6 @@ def project_many(polyline: np.ndarray, points: ArrayLike) -> tuple[np.ndarray, n
     return s, dist[rows, i], within
 
 
-def project(polyline: np.ndarray, point: Sequence[float]) -> tuple[float, float, bool]:
-    """:func:`project_many` of one point."""
-    s, dist, within = project_many(polyline, point)
-    return float(s[0]), float(dist[0]), bool(within[0])
-
-
 def in_lane(lane: Lane, points: ArrayLike) -> np.ndarray:
     """Whether each of ``points`` ``(P, 2)`` lies on ``lane``'s surface (within half its width, between its ends)."""
     _, dist, within = project_many(lane.centerline, points)
@@ -210,8 +204,9 @@ class EgoStates:
         sl = slice(start, stop)
         return EgoStates(self.rear_axle[sl], self.center[sl], self.velocity[sl], self.accel_local[sl])
 
-    def corners(self, t: int | slice = slice(None)) -> np.ndarray:
-        """The ego's box corners ``(4, 2)`` at step ``t``, or ``(T, 4, 2)`` for a slice (every step by default)."""
+    def corners(self, t: int | slice | np.ndarray = slice(None)) -> np.ndarray:
+        """The ego's box corners ``(4, 2)`` at step ``t``, or ``(T, 4, 2)`` for a slice or an index array (every
+        step by default)."""
         return box_corners(self.center[t, 0], self.center[t, 1], self.rear_axle[t, 2], EGO_LENGTH, EGO_WIDTH)
 
 
