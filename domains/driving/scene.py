@@ -127,8 +127,9 @@ class Scene:
 
 
 def box_corners(x: ArrayLike, y: ArrayLike, heading: ArrayLike, length: float, width: float) -> np.ndarray:
-    """Corners ``(..., 4, 2)`` of boxes centred at ``(x, y)`` (scalars or arrays of one shape), in NAVSIM's
-    BBCoordsIndex order: front-left, rear-left, rear-right, front-right (corners 0 and 3 are the front bumper)."""
+    """Corners ``(..., 4, 2)`` of boxes centred at ``(x, y)`` (scalars or arrays that broadcast: one heading may
+    serve many centres), in NAVSIM's BBCoordsIndex order: front-left, rear-left, rear-right, front-right
+    (corners 0 and 3 are the front bumper)."""
     x, y, heading = (np.asarray(v, dtype=float)[..., None] for v in (x, y, heading))
     c, s = np.cos(heading), np.sin(heading)
     lon = np.array([length / 2, -length / 2, -length / 2, length / 2])
