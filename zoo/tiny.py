@@ -10,7 +10,8 @@ initialised from a config — nothing is downloaded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
@@ -55,15 +56,23 @@ DEFAULT_CORPUS = (
 
 
 def build_tokenizer(
-    corpus: Iterable[str] = (DEFAULT_CORPUS,), vocab_size: int = 512, split_digits: bool = True
-) -> PreTrainedTokenizerFast:
+    corpus: Iterable[str] = (DEFAULT_CORPUS,), vocab_size: int = 512, split_digits: bool = True,
+    added_tokens: Sequence[str] = (),
+) -> PreTrainedTokenizerFast:  # fmt: skip
     """A byte-level BPE fast tokenizer with Qwen's special tokens and chat template.
 
     ``split_digits`` makes every digit its own token, which small models need to learn
     coordinates (whole-number tokens each need their own embedding to be learned).
+    ``added_tokens`` (an action vocabulary) become whole tokens after the ``vocab_size`` BPE ones,
+    as ``tokenizer.add_tokens`` adds them to a real checkpoint; they are cut out of the corpus first
+    so that BPE spends no merges on their pieces.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
+
+    if added_tokens:
+        whole = re.compile("|".join(re.escape(t) for t in sorted(added_tokens, key=len, reverse=True)))
+        corpus = [whole.sub(" ", text) for text in corpus]
 
     tok = Tokenizer(models.BPE())
     parts = [pre_tokenizers.Digits(individual_digits=True)] if split_digits else []
@@ -76,6 +85,7 @@ def build_tokenizer(
         show_progress=False,
     )
     tok.train_from_iterator(list(corpus), trainer=trainer)
+    tok.add_tokens(list(added_tokens))
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
     )
@@ -179,6 +189,7 @@ def build_tiny_vlm(
     min_pixels: int = 56 * 56,
     max_pixels: int = 112 * 112,
     vocab_size: int = 512,
+    added_tokens: Sequence[str] = (),
 ) -> tuple[Any, ProcessorMixin]:
     """``(model, processor)``: a randomly initialised Qwen2.5-VL or Qwen3-VL of a few hundred K parameters.
 
@@ -186,7 +197,7 @@ def build_tiny_vlm(
     """
     from transformers import AutoModelForImageTextToText
 
-    tokenizer = build_tokenizer(corpus, vocab_size=vocab_size)
+    tokenizer = build_tokenizer(corpus, vocab_size=vocab_size, added_tokens=added_tokens)
     processor = build_processor(tokenizer, arch, min_pixels=min_pixels, max_pixels=max_pixels)
     config = build_config(tokenizer, arch, hidden=hidden, layers=layers, vision_hidden=vision_hidden)
     torch.manual_seed(seed)

@@ -16,8 +16,7 @@ TEMPLATE = """
 # driving-vla-tiny
 
 A **~1M-parameter Qwen2.5-VL-architecture model trained from scratch on CPU** to write a 4-second
-plan — 8 waypoints `(x, y, heading)` every 0.5 s in the ego frame — for a 112-px synthetic
-bird's-eye scene: supervised warm start on the scenes' logged drives, then GRPO on the PDMS-style
+plan — {plan_form} — for a 112-px synthetic bird's-eye scene: supervised warm start on the scenes' logged drives, then GRPO on the PDMS-style
 reward. It is the runnable, offline example of the driving domain of the RL model zoo, small enough
 to ship in the repository ({size_mb:.1f} MB of safetensors), trained by three recipes you can re-run.
 
@@ -32,6 +31,7 @@ import zoo
 
 pipe = zoo.load("driving-vla-tiny")          # checkpoints/driving-vla-tiny, no network
 pred = pipe("examples/driving-scene.png", "{example_question}")
+print(pred.text)                             # the answer as written
 print(pred.trajectory or pred.parse_error)   # [[x, y, heading] * 8], metres and radians
 ```
 
@@ -71,8 +71,8 @@ and plotted in `curves.png` next to this card.
 ## Training
 
 * **Architecture**: Qwen2.5-VL (`Qwen2_5_VLForConditionalGeneration`), text 128 hidden × 4 layers,
-  vision 64 hidden, frozen at its random initialisation; byte-level BPE tokenizer trained on the task's
-  text. Built offline with `zoo.tiny`.
+  vision 64 hidden, {vision}; byte-level BPE tokenizer trained on the task's
+  text{added_tokens}. Built offline with `zoo.tiny`.
 * **SFT** (`domains/driving/recipes/driving-vla-tiny-sft.yaml`, the `vlm-sft` engine): lr {sft_lr},
   batch 16, loss on the answer tokens only, fresh synthetic scenes every step.
 * **GRPO** (`domains/driving/recipes/driving-vla-tiny-cpu.yaml`, the `vlm-trl` engine): {advantages}
@@ -228,8 +228,8 @@ def _plans_line(training: dict[str, Any]) -> str:
         return ""
     logged, planner = plans["logged"], plans["planner"]
     return (
-        f"The logged drive the SFT imitates (it holds its speed, slowing for a lead), written at the answer's "
-        f"precision (0.1 m, 0.01 rad) and scored the same way, reaches PDMS {logged['pdms']:.3f} on these scenes "
+        f"The logged drive the SFT imitates (it holds its speed, slowing for a lead), written "
+        f"{_answer_words(training)['written']} and scored the same way, reaches PDMS {logged['pdms']:.3f} on these scenes "
         f"(EP {logged['ep']:.2f}, comfort {logged['c']:.2f}): EP is normalised against the planner proposal "
         f"(IDM towards the speed limit, standing in for PDM-Closed; PDMS {planner['pdms']:.3f}), so a perfect "
         "imitation still loses progress on a free road, as NAVSIM's human log does (PDMS 94.8). That headroom "
@@ -237,6 +237,24 @@ def _plans_line(training: dict[str, Any]) -> str:
         "spline through the poses) fail as soon as consecutive 0.5 s waypoints are unevenly spaced by about "
         f"half a metre; the released model keeps them on {training['released_eval']['c']:.2f} of its scenes."
     )
+
+
+def _answer_words(training: dict[str, Any]) -> dict[str, str]:
+    """How the model writes its plan, in words, from the SFT recipe's answer format and model settings."""
+    sft = training["recipe_sft"]
+    tokens = sft["data"].get("answer_format") == "driving-action-tokens"
+    trained = not sft["training"].get("freeze_vision", True)
+    return {
+        "plan_form": ("8 steps of 0.5 s written as 16 action tokens (a distance and a curvature each) that decode "
+                      "into 8 ego-frame waypoints `(x, y, heading)`" if tokens
+                      else "8 waypoints `(x, y, heading)` every 0.5 s in the ego frame"),
+        "written": ("in the answer's action tokens (0.1 m of distance, 0.001 1/m of curvature a step)" if tokens
+                    else "at the answer's precision (0.1 m, 0.01 rad)"),
+        "vision": "trained from its random initialisation" if trained else "frozen at its random initialisation",
+        "added_tokens": (", plus the 142 action tokens of `domains/driving/action_tokens.py` (`<d0>`..`<d80>`: "
+                         "decimetres travelled in 0.5 s; `<c-30>`..`<c30>`: curvature in 1/1000 m) as whole tokens"
+                         if sft["model"].get("added_tokens") else ""),
+    }
 
 
 def render(training: dict[str, Any], size_mb: float) -> str:
@@ -290,6 +308,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         example_question=training["example"]["question"],
         example_seed=training["example"]["seed"],
         total_minutes=minutes,
+        **{k: v for k, v in _answer_words(training).items() if k != "written"},
     )
 
 

@@ -47,7 +47,8 @@ DRIVING_VLA_TINY = register(
         architecture="qwen2_5_vl",
         base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)",
         domain="driving",
-        task="8 waypoints (x, y, heading; 0.5 s apart) from a 112-px synthetic bird's-eye scene and ego speed + command",
+        task="a 4-s plan as 16 action tokens (distance + curvature per 0.5 s, decoded to 8 waypoints x, y, heading) "
+        "from a 112-px synthetic bird's-eye scene and ego speed + command",
         # Trained on 112x112 renders with the question as the whole user turn, image first; the
         # processor limits keep them unresized (the recipe's tiny-model min/max pixels).
         spec=VLMSpec(
@@ -55,7 +56,7 @@ DRIVING_VLA_TINY = register(
             min_pixels=56 * 56,
             max_pixels=112 * 112,
             coord_frame="none",
-            max_new_tokens=160,
+            max_new_tokens=32,  # 16 action tokens and the end of turn (domains/driving/action_tokens.py)
             parser=parse_waypoints,
         ),
         license="apache-2.0",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from domains.driving.action_tokens import encode, writes_tokens
 from domains.driving.data import EVAL_SEED, load_autotrust, synthetic_driving
 from domains.driving.prompts import format_waypoints, parse_waypoints
 from zoo.data import Sample
@@ -55,7 +56,8 @@ def plan(pipe: Any, sample: Sample, refine: bool = False) -> dict[str, Any]:
         return out
 
     def regenerate(prefix: list[list[float]]) -> list[list[float]] | None:
-        text = continue_answer(pipe, sample.images[0], sample.question, format_waypoints(prefix) + ",")
+        written = encode(prefix) if writes_tokens(prediction.text) else format_waypoints(prefix) + ","
+        text = continue_answer(pipe, sample.images[0], sample.question, written)
         return parse_waypoints(text).get("trajectory")
 
     result = run_refinement(Scene.from_dict(sample.target["scene"]), prediction.trajectory, regenerate)

@@ -4,7 +4,8 @@ The output is NAVSIM's agent output (``TrajectorySampling(time_horizon=4, interv
 8 poses ``(x, y, heading)`` in the ego frame at 0.5 s .. 4.0 s, metres and radians. The text
 format is the zoo's own (no driving-VLA paper in this project's sources publishes one):
 ``(x,y,h),(x,y,h),...`` with x and y to 0.1 m and heading to 0.01 rad, optionally wrapped in
-``<answer>...</answer>``.
+``<answer>...</answer>``. A model trained on the action vocabulary of :mod:`domains.driving.action_tokens`
+writes the same plan as 16 tokens (``<d53><c0>...``); the parser reads either.
 """
 
 from __future__ import annotations
@@ -44,13 +45,17 @@ def waypoints_answer(sample: Sample) -> str:
 
 
 def read_waypoints(text: str) -> list[list[float]]:
-    """The 8 ``[x, y, heading]`` of ``text``, or :class:`ParseError` saying what is wrong."""
+    """The 8 ``[x, y, heading]`` of ``text`` (triples or action tokens), or :class:`ParseError` saying what is wrong."""
     body = text
     if "<answer>" in text:
         match = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL)
         if match is None:
             raise ParseError("<answer> is opened but never closed")
         body = match.group(1)
+    from domains.driving.action_tokens import decode, writes_tokens  # numpy: not imported by `zoo list`
+
+    if writes_tokens(body):
+        return decode(body)
     triples = _TRIPLE.findall(body)
     if len(triples) != NUM_WAYPOINTS:
         raise ParseError(f"expected {NUM_WAYPOINTS} waypoints written (x,y,heading); found {len(triples)}")

@@ -63,7 +63,7 @@ DEFAULTS = ReleaseArgs(
     eval_n=100,
     final_eval_n=1000,
     sft_eval_n=300,
-    control_steps_per_minute=145.0,  # the control's SFT steps per CPU minute, three runs sharing two cores
+    control_steps_per_minute=221.0,  # the SFT stage's steps per CPU minute in action tokens, one thread a run
 )
 
 _EVAL_CACHE: dict[int, list[Sample]] = {}
@@ -102,17 +102,22 @@ def evaluate(model_dir: Path, n: int) -> float:
 
 
 def plan_scores(n: int) -> dict[str, dict[str, float]]:
-    """The scenes' own two plans scored on the first ``n`` held-out scenes, written at the answer
-    format's precision and parsed back as a model's answer would be: ``logged`` (the demonstrations, what
-    a perfect imitation scores) and ``planner`` (the proposal EP is normalised against), sub-metrics
+    """The scenes' own two plans scored on the first ``n`` held-out scenes, written in the SFT recipe's
+    answer format and parsed back as a model's answer would be: ``logged`` (the demonstrations, what a
+    perfect imitation scores) and ``planner`` (the proposal EP is normalised against), sub-metrics
     included."""
+    from dataclasses import replace
+
     from domains.driving.evaluate import score_rows, summarise
-    from domains.driving.prompts import format_waypoints, parse_waypoints
+    from domains.driving.prompts import parse_waypoints
+    from zoo.data import answer_format
+    from zoo.recipe import load_recipe
 
     samples = held_out(n)
+    write = answer_format(load_recipe(SFT_RECIPE).data.answer_format)
 
     def overall(key: str) -> dict[str, float]:
-        texts = [format_waypoints(s.target[key]) for s in samples]
+        texts = [write(replace(s, target={**s.target, "waypoints": s.target[key]})) for s in samples]
         plans = [{"text": t, "parse_error": None, **parse_waypoints(t)} for t in texts]
         return summarise(score_rows(samples, plans))["overall"]
 

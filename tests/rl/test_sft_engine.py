@@ -107,3 +107,33 @@ def test_multi_turn_sft_streams_steps_in_their_expert_dialogue():
         assert sum(p.get("type") == "image" for m in example.messages for p in m["content"]) == len(example.images)
     with pytest.raises(RecipeError, match="multi_turn needs data.stream"):
         load_recipe("domains/gui/recipes/ui-s1-tiny-sft.yaml", ["data.stream=false"])
+
+
+def test_added_tokens_are_whole_tokens_of_a_tiny_model_and_are_added_to_a_saved_one(tmp_path):
+    """``model.added_tokens`` (an action codebook): built into a tiny tokenizer; added to a checkpoint that lacks
+    them, its embedding rows starting at the mean of the old ones; a checkpoint that has them is left alone."""
+    from domains.driving.action_tokens import TOKENS
+    from zoo.engines.vlm.policy_model import load_policy
+
+    target = "model.added_tokens=domains.driving.action_tokens:TOKENS"
+    model, processor = load_policy(recipe(target), corpus=["<d12><c-3> go"])
+    assert processor.tokenizer("<d12><c-3>")["input_ids"] == processor.tokenizer.convert_tokens_to_ids(["<d12>", "<c-3>"])
+    assert model.get_input_embeddings().num_embeddings == len(processor.tokenizer)
+
+    plain, plain_processor = load_policy(recipe(), corpus=["go"])
+    plain.save_pretrained(tmp_path / "plain")
+    plain_processor.save_pretrained(tmp_path / "plain")
+    old = plain.get_input_embeddings().weight.detach().clone()
+    grown, grown_processor = load_policy(recipe(f"model.name={tmp_path / 'plain'}", target))
+    weight = grown.get_input_embeddings().weight.detach()
+    assert len(grown_processor.tokenizer) == weight.shape[0] == old.shape[0] + len(TOKENS)
+    assert torch.equal(weight[: old.shape[0]], old)
+    assert torch.allclose(weight[old.shape[0]:].mean(0), old.mean(0), atol=0.05)
+    assert grown_processor.tokenizer.tokenize("<d80>") == ["<d80>"]
+
+    grown.save_pretrained(tmp_path / "grown")
+    grown_processor.save_pretrained(tmp_path / "grown")
+    again, _ = load_policy(recipe(f"model.name={tmp_path / 'grown'}", target))
+    assert again.get_input_embeddings().num_embeddings == weight.shape[0]
+    with pytest.raises(RecipeError, match="not an importable"):
+        load_policy(recipe("model.added_tokens=domains.driving.action_tokens:NOPE"), corpus=["go"])

@@ -71,3 +71,35 @@ def test_zoo_eval_scores_writes_rows_and_draws_the_png(tmp_path):
     assert overall["pdms"] == np.mean([r["pdms"] for r in rows]) and overall["pdms"] > 0.5
     assert (tmp_path / "trajectories.png").stat().st_size > 1000
     assert json.loads((tmp_path / "metrics.json").read_text())["data"] == "synthetic-tiny"
+
+
+
+def test_refinement_writes_the_anchor_in_the_answer_s_own_format(monkeypatch):
+    """A model answering in action tokens continues from the anchor written as tokens; one answering in
+    triples, from triples."""
+    import re
+
+    from domains.driving.action_tokens import decode, encode
+
+    stop = next(s for s in synthetic_driving(n=12, seed=EVAL_SEED) if s.meta["kind"] == "stop")
+    crash = [[8.0 * (i + 1), 0.0, 0.0] for i in range(8)]  # 16 m/s into the stopped obstacle
+    prefixes = []
+
+    def continue_answer(pipe, image, question, prefix):  # a model that completes the plan with zeros
+        prefixes.append(prefix)
+        if prefix.startswith("<d"):
+            return prefix + "<d0><c0>" * (8 - prefix.count("<d"))
+        return prefix + ",".join(["(0,0,0)"] * (8 - prefix.count("(")))
+
+    monkeypatch.setattr(evaluate, "continue_answer", continue_answer)
+    for text in (encode(crash), format_waypoints(crash)):
+        pipe = lambda image, question, text=text: Prediction.from_parsed(text, parse_waypoints(text))
+        out = evaluate.plan(pipe, stop, refine=True)
+        assert out["flagged"][0] and out["refined"], "driving on at 16 m/s into a stopped obstacle is flagged"
+    first = min(len(p) for p in prefixes if p.startswith("<d"))
+    tokens_prefix = next(p for p in prefixes if p.startswith("<d") and len(p) == first)
+    assert re.fullmatch(r"(<d\d+><c-?\d+>)+", tokens_prefix)
+    n = tokens_prefix.count("<d")
+    kept = np.asarray(decode(tokens_prefix + "<d0><c0>" * (8 - n))[:n])
+    assert np.abs(kept[: n - 1, :2] - np.asarray(crash)[: n - 1, :2]).max() < 0.1  # the safe poses, as tokens
+    assert any(p.startswith("(") and p.endswith(",") for p in prefixes)

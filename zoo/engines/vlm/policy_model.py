@@ -37,6 +37,7 @@ def load_policy(
 
         kwargs = dict(recipe.model.tiny)
         kwargs.setdefault("seed", recipe.training.seed)
+        kwargs.setdefault("added_tokens", added_tokens(recipe.model.added_tokens))
         if "corpus" not in kwargs:
             kwargs["corpus"] = [DEFAULT_CORPUS, *(corpus if corpus is not None else _corpus(samples or []))]
         arch = name.split(":", 1)[1]
@@ -53,7 +54,29 @@ def load_policy(
         AutoModelForImageTextToText, source, dtype=dtype[recipe.model.dtype], revision=revision,
         use_safetensors=True, trust_remote_code=trust,
     )  # fmt: skip
-    return model, AutoProcessor.from_pretrained(source, revision=revision, trust_remote_code=trust)
+    processor = AutoProcessor.from_pretrained(source, revision=revision, trust_remote_code=trust)
+    missing = [t for t in added_tokens(recipe.model.added_tokens) if t not in processor.tokenizer.get_vocab()]
+    if missing:
+        processor.tokenizer.add_tokens(missing)
+        # new rows start at the mean embedding (transformers' default), not at random vectors
+        model.resize_token_embeddings(len(processor.tokenizer), mean_resizing=True)
+    return model, processor
+
+
+def added_tokens(target: str | None) -> list[str]:
+    """The strings ``model.added_tokens`` names (``"package.module:NAME"``), or none."""
+    import importlib
+
+    if target is None:
+        return []
+    module, _, name = target.partition(":")
+    try:
+        tokens = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise RecipeError(f"model.added_tokens={target!r} is not an importable 'module:NAME' ({err})") from None
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise RecipeError(f"model.added_tokens={target!r} must name a sequence of strings")
+    return list(tokens)
 
 
 def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:

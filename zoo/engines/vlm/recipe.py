@@ -29,6 +29,10 @@ class ModelConfig:
     tiny: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for :func:`zoo.tiny.build_tiny_vlm` (``hidden``, ``layers``, ``seed``...) when
     ``name`` is ``tiny:*``. Without ``corpus`` the tokenizer is trained on the training prompts and targets."""
+    added_tokens: str | None = None
+    """``"package.module:NAME"`` of a sequence of strings the model's vocabulary must hold as whole tokens
+    (an action codebook, as AutoVLA adds its action tokens to Qwen2.5-VL): a ``tiny:`` model builds them
+    into its tokenizer, any other model gets the missing ones added and its embeddings resized."""
     trust_remote_code: bool = False
     """Allow Python code shipped with the model (a config's ``auto_map``); as for ``zoo.load``, a model
     that has some is refused without it. Read the code first."""
