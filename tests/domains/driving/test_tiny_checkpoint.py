@@ -35,6 +35,7 @@ def test_checkpoint_is_small_safetensors_with_its_training_record():
 
 def test_checkpoint_loads_by_name_and_plans_the_example_scene():
     import zoo
+    from domains.driving.action_tokens import writes_tokens
     from domains.driving.data import EVAL_SEED, synthetic_driving
 
     pipe = zoo.load("driving-vla-tiny")
@@ -45,6 +46,8 @@ def test_checkpoint_loads_by_name_and_plans_the_example_scene():
     assert example["planner"] == scene.target["reference"]
     pred = pipe(str(ROOT / "examples" / "driving-scene.png"), example["question"])
     assert pred.text  # the answer parses or says why not, never raises
+    assert writes_tokens(pred.text), "the shipped model writes the action tokens its card and recipes describe"
+    assert "driving-action-tokens" in json.dumps(json.loads((CHECKPOINT / "training.json").read_text())["recipe_sft"])
     assert (pred.trajectory is None) == (pred.parse_error is not None)
     if pred.trajectory is not None:
         assert len(pred.trajectory) == 8 and all(len(p) == 3 for p in pred.trajectory)
