@@ -257,6 +257,18 @@ def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), e
     return spec.recipe_class().from_dict(data, rest)
 
 
+def import_named(key: str, target: str) -> Any:
+    """The object a recipe value ``"package.module:NAME"`` names (a sampler class, a token list), or a
+    :class:`RecipeError` naming the recipe ``key``: recipes name code by import string, never by a pickled object."""
+    import importlib
+
+    module, _, name = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise RecipeError(f"{key}={target!r} is not an importable 'module:NAME' ({err})") from None
+
+
 # --- schema-driven construction -------------------------------------------------------------
 
 

@@ -31,9 +31,10 @@ from zoo.data import Sample
 DISTANCE_STEP = 0.1  # [m] per 0.5 s: 0.2 m/s of speed
 CURVATURE_STEP = 0.001  # [1/m]
 DISTANCES = DISTANCE_STEP * np.arange(0, 81)
-CURVATURES = CURVATURE_STEP * np.arange(-30, 31)
+MAX_CURVATURE_INDEX = 30  # <c-30> .. <c30>: |curvature| <= 0.030 1/m
+CURVATURES = CURVATURE_STEP * np.arange(-MAX_CURVATURE_INDEX, MAX_CURVATURE_INDEX + 1)
 DISTANCE_TOKENS = [f"<d{i}>" for i in range(len(DISTANCES))]
-CURVATURE_TOKENS = [f"<c{j}>" for j in range(-30, 31)]
+CURVATURE_TOKENS = [f"<c{j}>" for j in range(-MAX_CURVATURE_INDEX, MAX_CURVATURE_INDEX + 1)]
 #: The tokens a model writing this format adds to its vocabulary (``model.added_tokens`` of a recipe).
 TOKENS = (*DISTANCE_TOKENS, *CURVATURE_TOKENS)
 HEADING_WEIGHT = 2.0  # [m/rad] how much a heading error counts against a position error when encoding
@@ -95,10 +96,11 @@ def decode(text: str) -> list[list[float]]:
     distances, curvatures = [], []
     for n, (d, c) in enumerate(steps, start=1):
         i, j = int(d), int(c)
-        if not (0 <= i < len(DISTANCES) and -30 <= j <= 30):
-            raise ParseError(f"step {n} <d{d}><c{c}> is outside the codebook (<d0>..<d80>, <c-30>..<c30>)")
+        if not (0 <= i < len(DISTANCES) and abs(j) <= MAX_CURVATURE_INDEX):
+            raise ParseError(f"step {n} <d{d}><c{c}> is outside the codebook "
+                             f"({DISTANCE_TOKENS[0]}..{DISTANCE_TOKENS[-1]}, {CURVATURE_TOKENS[0]}..{CURVATURE_TOKENS[-1]})")
         distances.append(DISTANCES[i])
-        curvatures.append(CURVATURES[j + 30])
+        curvatures.append(CURVATURES[j + MAX_CURVATURE_INDEX])
     return roll_out(distances, curvatures).round(6).tolist()  # 10.1, not 10.100000000000001
 
 

@@ -16,8 +16,8 @@ TEMPLATE = """
 # driving-vla-tiny
 
 A **~1M-parameter Qwen2.5-VL-architecture model trained from scratch on CPU** to write a 4-second
-plan — {plan_form} — for a 112-px synthetic bird's-eye scene: supervised warm start on the scenes' logged drives, then GRPO on the PDMS-style
-reward. It is the runnable, offline example of the driving domain of the RL model zoo, small enough
+plan — {plan_form} — for a 112-px synthetic bird's-eye scene: supervised warm start on the scenes'
+logged drives, then GRPO on the PDMS-style reward. It is the runnable, offline example of the driving domain of the RL model zoo, small enough
 to ship in the repository ({size_mb:.1f} MB of safetensors), trained by three recipes you can re-run.
 
 **It is not a driving policy.** It only knows this project's synthetic scenes (cruise, follow,
@@ -220,7 +220,7 @@ def _kinds_line(training: dict[str, Any]) -> str:
     return (f"By scene kind ({' → '.join(names[a] for a in arms)}, each arm averaged over its seeds): {kinds}.")
 
 
-def _plans_line(training: dict[str, Any]) -> str:
+def _plans_line(training: dict[str, Any], written: str) -> str:
     """The scenes' own plans scored on the held-out scenes: the ceiling imitation aims at, and the
     progress reference above it that only the reward knows about."""
     plans = training.get("plans_at_answer_precision")
@@ -229,7 +229,7 @@ def _plans_line(training: dict[str, Any]) -> str:
     logged, planner = plans["logged"], plans["planner"]
     return (
         f"The logged drive the SFT imitates (it holds its speed, slowing for a lead), written "
-        f"{_answer_words(training)['written']} and scored the same way, reaches PDMS {logged['pdms']:.3f} on these scenes "
+        f"{written} and scored the same way, reaches PDMS {logged['pdms']:.3f} on these scenes "
         f"(EP {logged['ep']:.2f}, comfort {logged['c']:.2f}): EP is normalised against the planner proposal "
         f"(IDM towards the speed limit, standing in for PDM-Closed; PDMS {planner['pdms']:.3f}), so a perfect "
         "imitation still loses progress on a free road, as NAVSIM's human log does (PDMS 94.8). That headroom "
@@ -241,6 +241,8 @@ def _plans_line(training: dict[str, Any]) -> str:
 
 def _answer_words(training: dict[str, Any]) -> dict[str, str]:
     """How the model writes its plan, in words, from the SFT recipe's answer format and model settings."""
+    from domains.driving.action_tokens import CURVATURE_STEP, CURVATURE_TOKENS, DISTANCE_STEP, DISTANCE_TOKENS, TOKENS
+
     sft = training["recipe_sft"]
     tokens = sft["data"].get("answer_format") == "driving-action-tokens"
     trained = not sft["training"].get("freeze_vision", True)
@@ -248,11 +250,12 @@ def _answer_words(training: dict[str, Any]) -> dict[str, str]:
         "plan_form": ("8 steps of 0.5 s written as 16 action tokens (a distance and a curvature each) that decode "
                       "into 8 ego-frame waypoints `(x, y, heading)`" if tokens
                       else "8 waypoints `(x, y, heading)` every 0.5 s in the ego frame"),
-        "written": ("in the answer's action tokens (0.1 m of distance, 0.001 1/m of curvature a step)" if tokens
-                    else "at the answer's precision (0.1 m, 0.01 rad)"),
+        "written": (f"in the answer's action tokens ({DISTANCE_STEP:g} m of distance, {CURVATURE_STEP:g} 1/m of "
+                    "curvature a step)" if tokens else "at the answer's precision (0.1 m, 0.01 rad)"),
         "vision": "trained from its random initialisation" if trained else "frozen at its random initialisation",
-        "added_tokens": (", plus the 142 action tokens of `domains/driving/action_tokens.py` (`<d0>`..`<d80>`: "
-                         "decimetres travelled in 0.5 s; `<c-30>`..`<c30>`: curvature in 1/1000 m) as whole tokens"
+        "added_tokens": (f", plus the {len(TOKENS)} action tokens of `domains/driving/action_tokens.py` "
+                         f"(`{DISTANCE_TOKENS[0]}`..`{DISTANCE_TOKENS[-1]}`: decimetres travelled in 0.5 s; "
+                         f"`{CURVATURE_TOKENS[0]}`..`{CURVATURE_TOKENS[-1]}`: curvature in 1/1000 m) as whole tokens"
                          if sft["model"].get("added_tokens") else ""),
     }
 
@@ -261,6 +264,8 @@ def render(training: dict[str, Any], size_mb: float) -> str:
     """The card's markdown body for a training record."""
     recipe, released = training["recipe_grpo"], training["released_eval"]
     grpo_rows, control_rows, verdict = _rows(training)
+    words = _answer_words(training)
+    written = words.pop("written")
     minutes = ladder_minutes(training)
     generations = recipe["algorithm"]["num_generations"]
     return TEMPLATE.format(
@@ -281,7 +286,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         grpo_rows=grpo_rows,
         control_rows=control_rows,
         verdict=verdict,
-        plans_line=_plans_line(training),
+        plans_line=_plans_line(training, written),
         kinds_line=_kinds_line(training),
         released_seed=training["seeds"]["released_grpo_seed"],
         benchmark=released["benchmark"],
@@ -308,7 +313,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         example_question=training["example"]["question"],
         example_seed=training["example"]["seed"],
         total_minutes=minutes,
-        **{k: v for k, v in _answer_words(training).items() if k != "written"},
+        **words,
     )
 
 

@@ -65,15 +65,11 @@ def load_policy(
 
 def added_tokens(target: str | None) -> list[str]:
     """The strings ``model.added_tokens`` names (``"package.module:NAME"``), or none."""
-    import importlib
+    from zoo.recipe import import_named
 
     if target is None:
         return []
-    module, _, name = target.partition(":")
-    try:
-        tokens = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise RecipeError(f"model.added_tokens={target!r} is not an importable 'module:NAME' ({err})") from None
+    tokens = import_named("model.added_tokens", target)
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
         raise RecipeError(f"model.added_tokens={target!r} must name a sequence of strings")
     return list(tokens)

@@ -171,19 +171,12 @@ class UniformSampler:
 
 def _sampler(recipe: VLMRecipe, episodes: list[list[Any]], rng: random.Random) -> Any:
     """The recipe's episode sampler (an import string, so the engine names no domain)."""
-    import importlib
-
-    from zoo.recipe import RecipeError
+    from zoo.recipe import import_named
 
     target = recipe.multi_turn.sampler
     if target is None:
         return UniformSampler(episodes, rng)
-    module, _, name = target.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as err:
-        raise RecipeError(f"multi_turn.sampler={target!r} is not an importable 'module:Class' ({err})") from None
-    return cls(episodes, rng, **recipe.multi_turn.sampler_kwargs)
+    return import_named("multi_turn.sampler", target)(episodes, rng, **recipe.multi_turn.sampler_kwargs)
 
 
 def _score(recipe: VLMRecipe) -> tuple[Any, str]:
