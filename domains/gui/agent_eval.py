@@ -139,7 +139,12 @@ def draw_strip(episodes: Sequence[Sequence[Sample]], rows: Sequence[dict[str, An
 
 def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]],
                    max_new_tokens: int = 128) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
-    """Greedy step-wise evaluation of a transformers VLM; returns ``(rows, metrics)``."""
+    """Greedy step-wise evaluation of a transformers VLM; returns ``(rows, metrics)``.
+
+    The expert history is written as the model was taught to answer: with location tokens when its
+    tokenizer holds them (:mod:`domains.gui.location_tokens`), else as UI-S1's JSON.
+    """
+    from domains.gui import location_tokens
     from domains.gui.prompts import ui_s1_action_response
     from domains.gui.rewards import UiS1Reward
     from zoo.engines.vlm.multiturn_policy import VLMPolicy
@@ -147,8 +152,9 @@ def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sampl
 
     policy = VLMPolicy(model, processor, max_new_tokens=max_new_tokens, do_sample=False)
     framed = [[policy.in_model_frame(s) for s in episode] for episode in episodes]
-    records = semi_online_rollout(framed, policy, UiS1Reward(box_lists=True), ui_s1_action_response,
-                                  rollout_n=1, patch_threshold=-1)  # fmt: skip
+    expert = (location_tokens.ui_s1_location_response if location_tokens.in_vocabulary(processor.tokenizer)
+              else ui_s1_action_response)  # fmt: skip
+    records = semi_online_rollout(framed, policy, UiS1Reward(box_lists=True), expert, rollout_n=1, patch_threshold=-1)
     rows = agent_rows(records)
     return rows, summarise_agent(rows)
 

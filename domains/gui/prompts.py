@@ -7,6 +7,7 @@ coordinates in the *model's* frame, and the pipeline maps them to original pixel
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rewards.parsing import ParseError, extract_tag, parse_json_value, parse_qwen_box
@@ -108,6 +109,11 @@ def ui_s1_action_response(sample: Sample) -> str:
     ``ensure_ascii=False``. This is what the patch module puts in the dialogue after a wrong step,
     and the answer an SFT warm start teaches (answer format ``ui-s1-action``).
     """
+    return ui_s1_turn(sample, lambda action: json.dumps(action, ensure_ascii=False))
+
+
+def ui_s1_turn(sample: Sample, write_action: Callable[[dict[str, Any]], str]) -> str:
+    """The expert's turn in UI-S1's layout, its action (coordinates in the model's frame) written by ``write_action``."""
     from domains.gui.rewards import UI_S1_MAX_PIXELS, UI_S1_MIN_PIXELS
     from zoo_common.coords import resized_size_for
 
@@ -123,7 +129,7 @@ def ui_s1_action_response(sample: Sample) -> str:
             action[key] = [round(x * resized[0] / size[0]), round(y * resized[1] / size[1])]
     thought = sample.meta.get("thought")
     think = f"<think>\n{thought}\n</think>\n" if thought is not None else ""
-    return f"{think}<action>\n{json.dumps(action, ensure_ascii=False)}\n</action>"
+    return f"{think}<action>\n{write_action(action)}\n</action>"
 
 
 def parse_gui_g1(text: str, question: str = "") -> dict[str, Any]:
@@ -138,8 +144,12 @@ def parse_ui_s1(text: str, question: str = "") -> dict[str, Any]:
     """``think``, ``action`` (dict) and, for pointing actions, ``point`` from a UI-S1 response.
 
     UI-S1 reads ``<think>`` and ``<action>`` tags and ``json.loads`` the action; a response
-    without a valid action is a parse failure.
+    without a valid action is a parse failure. Location tokens (:mod:`domains.gui.location_tokens`)
+    are read as their pixels.
     """
+    from domains.gui.location_tokens import decode
+
+    text = decode(text)
     out: dict[str, Any] = {"think": extract_tag(text, "think", required=False)}
     try:
         action = parse_json_value(extract_tag(text, "action"))

@@ -187,7 +187,11 @@ def parse_ui_s1_response(text: str) -> tuple[str | None, Any]:
     First ``<think>...</think>`` and ``<action>...</action>`` (non-greedy, stripped); the action is
     ``json.loads``-ed strictly (no Python literals, no fence). A missing or invalid action raises
     :class:`ParseError` — upstream raises too, which zeroes *both* the format and action scores.
+    Coordinates written as location tokens (:mod:`domains.gui.location_tokens`) are read as their pixels.
     """
+    from domains.gui.location_tokens import decode
+
+    text = decode(text)
     think = re.search(r"<think>(.*?)</think>", text, re.DOTALL)
     action = re.search(r"<action>(.*?)</action>", text, re.DOTALL)
     if action is None:
