@@ -40,9 +40,7 @@ print(pred.text, pred.action)                      # one turn, no history; the e
 
 `zoo eval gui-agent-tiny --data synthetic-episodes --limit {n_final}` walks whole episodes (the
 numbers below). Each turn's user text is the goal (e.g. `tap OK, then type milk, then finish`) followed by the
-screenshot; the last two screenshots and the agent's earlier answers stay in the dialogue. The answer
-is UI-S1's: `<think>...</think>` then `<action>{{"action": "click", "coordinate": [x, y]}}</action>`,
-coordinates in the 112-px frame the model sees.
+screenshot; the last two screenshots and the agent's earlier answers stay in the dialogue. {answer}
 
 ## Results
 
@@ -69,8 +67,8 @@ click (magenta) and the target box (green).
 
 ## Training
 
-* **Architecture**: Qwen2.5-VL, text 128 hidden × 4 layers, vision 64 × 2 {vision}, 400-token
-  byte-level BPE trained on the task's text (`zoo.tiny`).
+* **Architecture**: Qwen2.5-VL, text 128 hidden × 4 layers, vision 64 × 2 {vision}, {vocab}-token
+  byte-level BPE trained on the task's text (`zoo.tiny`){added_tokens}.
 * **SFT** (`domains/gui/recipes/ui-s1-tiny-sft.yaml`): every step taught in its expert-history
   dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16{sft_schedule}.
 * **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
@@ -189,6 +187,29 @@ def _diagnostics(rl: list[dict[str, Any]]) -> str:
             "alike has zero step advantage; Back and finish steps, always right, are such groups.")  # fmt: skip
 
 
+def _answer(recipe_sft: dict[str, Any]) -> str:
+    """The answer format in words, from the SFT recipe that taught it."""
+    if recipe_sft["data"]["answer_format"] != "ui-s1-location-tokens":
+        return ("The answer is UI-S1's: `<think>...</think>` then `<action>{\"action\": \"click\", \"coordinate\": "
+                "[x, y]}</action>`, coordinates in the 112-px frame the model sees.")  # fmt: skip
+    from domains.gui.location_tokens import NUM_BINS, PIXEL_BIN
+
+    return ("The answer is UI-S1's, `<think>...</think>` then `<action>{\"action\": \"click\", \"coordinate\": "
+            "[<p14>, <p7>]}</action>`, with each click coordinate written as one location token of the model's "
+            f"vocabulary: `<pK>` is the {PIXEL_BIN}-pixel bin K of the 112-px frame the model sees, "
+            f"`<p0>`..`<p{NUM_BINS - 1}>` (the zoo's own codebook, `domains/gui/location_tokens.py`). The entry's parser "
+            f"and UI-S1's matcher read it back as UI-S1's JSON, each token as its bin's centre (`[58, 30]`).")  # fmt: skip
+
+
+def _added_tokens(recipe_sft: dict[str, Any]) -> str:
+    target = recipe_sft["model"].get("added_tokens")
+    if not target:
+        return ""
+    from zoo.recipe import import_named
+
+    return f", plus the {len(import_named('model.added_tokens', target))} location tokens as whole tokens"
+
+
 def _vision(recipe_sft: dict[str, Any]) -> str:
     if recipe_sft["training"].get("freeze_vision"):
         return "frozen at random initialisation"
@@ -206,6 +227,8 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
         verdict=_verdict(training), by_type=by_type, vision=_vision(training["recipe_sft"]), sft_curve=_sft_curve(sft, n_curve_sft),
+        answer=_answer(training["recipe_sft"]), vocab=training["recipe_sft"]["model"]["tiny"]["vocab_size"],
+        added_tokens=_added_tokens(training["recipe_sft"]),
         diagnostics=_diagnostics(training["rl"]), sft_lr=training["recipe_sft"]["training"]["lr"],
         sft_schedule=_schedule(training["recipe_sft"]["training"]), control_lr=training["recipe_control"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
