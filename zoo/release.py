@@ -153,6 +153,12 @@ def across_seeds(per_seed: dict[str, dict[str, float]]) -> dict[str, float] | No
     return {"diff": sum(diffs) / len(diffs), "se": standard_error(diffs), "seeds": len(diffs)}
 
 
+def seed_level(paired: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Every comparison of :func:`paired_comparisons`' ``paired`` with the training run as the unit
+    (:func:`across_seeds`), for those with two seeds or more."""
+    return {key: pair for key, per_seed in paired.items() if (pair := across_seeds(per_seed))}
+
+
 def paired_comparisons(
     start: Scores, arms: dict[int, Scores], controls: dict[int, Scores],
     difference: Callable[[Scores, Scores], dict[str, float]], *, arm: str = "grpo",

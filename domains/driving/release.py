@@ -32,13 +32,13 @@ from zoo.data import Sample
 from zoo.release import (
     Ladder,
     ReleaseArgs,
-    across_seeds,
     copy_weights,
     ladder_record,
     load_stages,
     mean_difference,
     paired_comparisons,
     read_json,
+    seed_level,
     standard_error,
     summarise,
     write_json,
@@ -148,7 +148,7 @@ def seed_mean_differences(sft: list[float], grpo: dict[int, list[float]],
                           control: dict[int, list[float]]) -> dict[str, dict[str, float]]:  # fmt: skip
     """Each comparison with the seeds averaged scene by scene, ± its standard error over the scenes.
 
-    Every seed is scored on the same held-out scenes, so the spread over seeds (:func:`seed_level`) says
+    Every seed is scored on the same held-out scenes, so the spread over seeds (:func:`zoo.release.seed_level`) says
     nothing of which scenes were drawn; this one does, and says nothing of training's run-to-run spread.
     A gain is shown only where both clear it."""
 
@@ -178,11 +178,6 @@ def by_kind(args: ReleaseArgs, seeds: list[int]) -> dict[str, dict[str, float]]:
 
     arms = {"sft": ["sft"], "grpo": [f"grpo-s{s}" for s in seeds], "control": [f"sft-continue-s{s}" for s in seeds]}
     return {arm: table for arm, runs in arms.items() if (table := means(runs))}
-
-
-def seed_level(paired: dict[str, Any]) -> dict[str, Any]:
-    """Every paired comparison over the seeds that have it (:func:`zoo.release.across_seeds`)."""
-    return {key: pair for key, per_seed in paired.items() if (pair := across_seeds(per_seed))}
 
 
 LADDER = Ladder(SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE, metric="pdms", evaluate=evaluate)

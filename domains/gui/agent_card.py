@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.release import format_difference, train_reward_trend, write_model_card
+from zoo.release import clears, format_difference, train_reward_trend, write_model_card
 
 PAIRS = (("rl_minus_sft", "RL − SFT start"), ("control_minus_sft", "control − SFT start"),
          ("rl_minus_control", "RL − control"))  # fmt: skip
@@ -114,6 +114,7 @@ def _verdict(training: dict[str, Any]) -> str:
     if paired:
         text += (" Paired differences in step success (same episodes; ± one standard error clustered by episode): "
                  + "; ".join(f"{label} {_paired(paired[key])}" for key, label in PAIRS if key in paired) + ".")  # fmt: skip
+        text += _over_seeds(paired, training["summary"].get("step_success_across_seeds") or {})
     if not control:
         return text + " The continued-SFT control was not run."
     gap = _mean(rl, "step_success") - _mean(control, "step_success")
@@ -130,6 +131,23 @@ def _verdict(training: dict[str, Any]) -> str:
             text += (" **The gap is inside one standard error: at this budget UI-S1 RL does not beat more SFT**, "
                      "and this checkpoint ships as that measured result.")  # fmt: skip
     return text
+
+
+def _over_seeds(paired: dict[str, Any], pooled: dict[str, dict[str, float]]) -> str:
+    """RL against its control seed by seed and with the training run as the unit, and whether the edge is shown:
+    more than two standard errors on every seed and over seeds (:func:`zoo.release.clears`)."""
+    versus = list(paired.get("rl_minus_control", {}).values())
+    if not versus:
+        return ""
+    clear = sum(clears(pair) for pair in versus)
+    text = f" RL beats its control by more than two standard errors on {clear} of {len(versus)} seeds."
+    if pooled:
+        text += (" With the training run as the unit (the mean of the seeds' differences ± its standard error over "
+                 "seeds, which also holds training's run-to-run spread): "
+                 + "; ".join(f"{label} {format_difference(pooled[key])}" for key, label in PAIRS if key in pooled) + ".")  # fmt: skip
+    over_seeds = pooled.get("rl_minus_control")
+    shown = clear == len(versus) and (over_seeds is None or clears(over_seeds))
+    return text + (" **UI-S1 RL's edge over more SFT is shown.**" if shown else " On this budget RL's edge over more SFT is not shown.")
 
 
 def _paired(per_seed: dict[str, dict[str, float]]) -> str:

@@ -39,6 +39,7 @@ from zoo.release import (
     minutes,
     paired_cluster_se,
     paired_comparisons,
+    seed_level,
     sft_start,
     ship_weights,
     train,
@@ -237,7 +238,8 @@ def stage_control(args: Args, seed: int) -> None:
 def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[str, Any]]) -> dict[str, Any]:
     """Before/after step and episode success per seed, each arm's gain over the SFT start, the paired
     differences (RL - SFT start, control - SFT start, RL - control) with their episode-clustered standard
-    errors, and RL's training reward over its first and last logged steps."""
+    errors, the same differences with the training run as the unit (mean over seeds ± its standard error
+    over seeds, from two seeds on), and RL's training reward over its first and last logged steps."""
     out: dict[str, Any] = {"sft_start": {k: sft["final"][k] for k in ("step_success", "episode_success")}}
     for name, runs in (("ui_s1_rl", rl), ("sft_continue_equal_time", control)):
         out[name] = {f"seed{r['seed']}": {k: r["final"][k] for k in ("step_success", "episode_success")} for r in runs}
@@ -250,6 +252,7 @@ def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[
 
     rl_final, control_final = {r["seed"]: r["final"] for r in rl}, {c["seed"]: c["final"] for c in control}
     out["step_success_paired"] = paired_comparisons(sft["final"], rl_final, control_final, difference, arm="rl")
+    out["step_success_across_seeds"] = seed_level(out["step_success_paired"])
     out["rl_training_reward"] = {f"seed{r['seed']}": train_reward_trend(r["log_history"]) for r in rl}
     return out
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from domains.gui.agent_release import first_episodes, matched_checkpoint
+from domains.gui.agent_release import CONTROL_RECIPE, RL_RECIPE, SFT_RECIPE, first_episodes, matched_checkpoint
 from zoo.runs import mark_complete
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,6 +32,32 @@ def test_first_episodes_scores_a_prefix_of_the_evaluated_episodes():
     scores = {"step_hits": [[1, 0], [1, 1, 1], [0]]}
     assert first_episodes(scores, 2) == {"step_success": 0.8, "n_steps": 5, "n_episodes": 2,
                                          "step_hits": [[1, 0], [1, 1, 1]]}  # fmt: skip
+
+
+def test_the_three_recipes_write_the_answer_in_one_format():
+    """RL patches a wrong turn with the expert's and the control teaches the expert's turns: both must write
+    them as the SFT start learnt to, location tokens and all, or the start reads a history it never saw."""
+    from domains.gui import location_tokens
+    from zoo.engines.vlm.policy_model import added_tokens
+    from zoo.recipe import load_recipe
+
+    sft, rl, control = (load_recipe(path) for path in (SFT_RECIPE, RL_RECIPE, CONTROL_RECIPE))
+    assert sft.data.answer_format == control.data.answer_format == rl.multi_turn.expert_format
+    assert sft.data.answer_format == "ui-s1-location-tokens"
+    assert added_tokens(sft.model.added_tokens) == list(location_tokens.TOKENS)
+
+
+def test_card_calls_rl_ahead_of_its_control_only_past_two_standard_errors():
+    from domains.gui.agent_card import _over_seeds
+
+    paired = {"rl_minus_control": {"seed0": {"diff": 0.03, "se": 0.01}, "seed1": {"diff": 0.02, "se": 0.008}}}
+    shown = _over_seeds(paired, {"rl_minus_control": {"diff": 0.025, "se": 0.005, "seeds": 2}})
+    assert "on 2 of 2 seeds" in shown and "RL − control +0.025 ± 0.005" in shown and "edge over more SFT is shown" in shown
+    noisy = _over_seeds(paired, {"rl_minus_control": {"diff": 0.025, "se": 0.02, "seeds": 2}})
+    assert "edge over more SFT is not shown" in noisy
+    paired["rl_minus_control"]["seed1"] = {"diff": 0.01, "se": 0.008}
+    assert "on 1 of 2 seeds" in _over_seeds(paired, {}) and "is not shown" in _over_seeds(paired, {})
+    assert _over_seeds({"rl_minus_sft": {}}, {}) == ""
 
 
 @pytest.mark.slow
