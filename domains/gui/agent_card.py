@@ -56,7 +56,7 @@ enlarged 1.2×); **episode success** = every step of the episode right.
 
 {verdict}
 
-Per action type, step success (SFT start → released RL model): {by_type}.
+Per action type, step success (SFT start → released RL model): {by_type}.{localisation}
 {sft_curve}
 {diagnostics}
 Curves (held-out step success per checkpoint on the first {n_curve} of those episodes: a smaller, noisier set
@@ -228,6 +228,20 @@ def _added_tokens(recipe_sft: dict[str, Any]) -> str:
     return f", plus the {len(import_named('model.added_tokens', target))} location tokens as whole tokens"
 
 
+def _localisation(training: dict[str, Any]) -> str:
+    """Whether the clicks find their button or guess (``domains.gui.agent_eval.click_localisation``), where recorded."""
+    def words(located: dict[str, Any]) -> str:
+        corr = ", ".join(f"{axis} {v:.2f}" if v is not None else f"{axis} undefined" for axis, v in located["correlation"].items())
+        return (f"median {located['median_distance']:.0f} px from the target ({located['median_distance_to_next_target']:.0f} px "
+                f"from the next click step's target), correlation with the target {corr}")  # fmt: skip
+
+    start, released = training["sft"]["final"].get("click_localisation"), training["rl"][0]["final"].get("click_localisation")
+    if not (start and released):
+        return ""
+    return (f" Where the clicks land (original pixels; a click that ignores its screen is as far from its own target as "
+            f"from another's, at correlation 0): SFT start {words(start)}; released RL model {words(released)}.")  # fmt: skip
+
+
 def _vision(recipe_sft: dict[str, Any]) -> str:
     if recipe_sft["training"].get("freeze_vision"):
         return "frozen at random initialisation"
@@ -244,7 +258,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         size_mb=size_mb, n_final=training["held_out"]["n_final"], n_curve=training["held_out"]["n_curve"],
         eval_seed=training["seeds"]["held_out_eval"], sft_steps=sft["steps"], sft_minutes=sft["train_minutes"],
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
-        verdict=_verdict(training), by_type=by_type, vision=_vision(training["recipe_sft"]), sft_curve=_sft_curve(sft, n_curve_sft),
+        verdict=_verdict(training), by_type=by_type, localisation=_localisation(training), vision=_vision(training["recipe_sft"]), sft_curve=_sft_curve(sft, n_curve_sft),
         answer=_answer(training["recipe_sft"]), vocab=training["recipe_sft"]["model"]["tiny"]["vocab_size"],
         added_tokens=_added_tokens(training["recipe_sft"]),
         diagnostics=_diagnostics(training["rl"]), sft_lr=training["recipe_sft"]["training"]["lr"],

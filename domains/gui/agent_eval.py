@@ -78,7 +78,8 @@ def agent_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def summarise_agent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Step type/exact accuracy (overall and by action type), episode success and progress."""
+    """Step type/exact accuracy (overall and by action type), episode success, progress and, where there are
+    clicks, how well they are located (:func:`click_localisation`)."""
     if not rows:
         raise ValueError("no evaluated steps")
     episodes: dict[Any, list[dict[str, Any]]] = defaultdict(list)
@@ -105,7 +106,36 @@ def summarise_agent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "progress": sum(progress) / len(progress),
         },
         "by_action_type": {name: accuracy(group) for name, group in sorted(by_type.items())},
+        **({"click_localisation": located} if (located := click_localisation(rows)) else {}),
     }
+
+
+def click_localisation(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Does the agent find what it clicks, or guess? Over click steps whose truth has a point and whose answer
+    parses to one (original pixels): the median distance from the truth; the same distance with each prediction
+    set against the *next* click step's truth (a click that ignores its screen does about as well on both); and
+    the Pearson correlation of predicted and true x and of y (0: the screen does not move the click; ``None``
+    when either is constant). Exact match alone cannot tell a near miss from a guess, and RL can only sharpen
+    the first. ``None`` under three such steps."""
+    from math import hypot
+    from statistics import StatisticsError, correlation, median
+
+    pairs = [(point, row["truth"]["coordinate"]) for row in rows
+             if row["action_type"] == "click" and row["truth"].get("coordinate") and (point := _predicted_point(row))]  # fmt: skip
+    n = len(pairs)
+    if n < 3:
+        return None
+
+    def corr(axis: int) -> float | None:
+        try:
+            return correlation([p[axis] for p, _ in pairs], [t[axis] for _, t in pairs])
+        except StatisticsError:
+            return None
+
+    return {"n": n, "median_distance": median(hypot(p[0] - t[0], p[1] - t[1]) for p, t in pairs),
+            "median_distance_to_next_target": median(hypot(p[0] - pairs[(i + 1) % n][1][0], p[1] - pairs[(i + 1) % n][1][1])
+                                                     for i, (p, _) in enumerate(pairs)),
+            "correlation": {"x": corr(0), "y": corr(1)}}  # fmt: skip
 
 
 def _predicted_point(row: dict[str, Any]) -> list[float] | None:

@@ -111,7 +111,7 @@ def evaluate(model_dir: Path, n: int) -> dict[str, Any]:
             "episode_success_se": binomial_se(episodes["episode_success"], episodes["n"]),
             "progress": episodes["progress"],
             "by_action_type": {k: v["exact_match"] for k, v in summary["by_action_type"].items()},
-            "step_hits": list(hits.values())}  # fmt: skip
+            "click_localisation": summary.get("click_localisation"), "step_hits": list(hits.values())}  # fmt: skip
 
 
 def first_episodes(scores: dict[str, Any], n: int) -> dict[str, Any]:

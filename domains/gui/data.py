@@ -381,14 +381,16 @@ def with_ui_s1_turns(samples: list[Sample], instruction_level: str = "high") -> 
 
 
 def load_synthetic_episodes(
-    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4, ui_s1_prompt: bool = True
+    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4, ui_s1_prompt: bool = True,
+    click_share: float | None = None,
 ) -> list[Sample]:
     """Seeded synthetic phone episodes (:mod:`domains.gui.episodes`), one sample per step, in
-    :func:`load_ui_s1_jsonl`'s layout; prompts are UI-S1's turns unless ``ui_s1_prompt=False``."""
+    :func:`load_ui_s1_jsonl`'s layout; prompts are UI-S1's turns unless ``ui_s1_prompt=False``;
+    ``click_share`` weights clicks in a training mix (:func:`~domains.gui.episodes.episode_samples`)."""
     from domains.gui.episodes import episode_samples
 
     return episode_samples(n=n, seed=seed, size=size, min_steps=min_steps, max_steps=max_steps,
-                           ui_s1_prompt=ui_s1_prompt)  # fmt: skip
+                           ui_s1_prompt=ui_s1_prompt, click_share=click_share)  # fmt: skip
 
 
 # --- synthetic screens --------------------------------------------------------------------------

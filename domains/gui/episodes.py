@@ -64,11 +64,16 @@ def _banner_screen(rng: random.Random, size: int, text: str) -> Image.Image:
     return canvas.image
 
 
-def _episode(rng: random.Random, size: int, min_steps: int, max_steps: int) -> tuple[str, list[dict[str, Any]]]:
+def _episode(
+    rng: random.Random, size: int, min_steps: int, max_steps: int, click_share: float | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     """``(goal, steps)``; each step has ``screen``, ``action_content``, ``step_instruction``, ``thought``."""
     steps, phrases = [], []
     for _ in range(rng.randint(min_steps, max_steps) - 1):
-        kind = rng.choice(STEP_KINDS)
+        if click_share is None:
+            kind = rng.choice(STEP_KINDS)
+        else:
+            kind = "click" if rng.random() < click_share else rng.choice(STEP_KINDS[1:])
         if kind == "click":
             screen, action, label = _click_screen(rng, size)
             instruction, phrase = f"tap the {label} button", f"tap {label}"
@@ -89,18 +94,24 @@ def _episode(rng: random.Random, size: int, min_steps: int, max_steps: int) -> t
 
 
 def episode_samples(
-    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4, ui_s1_prompt: bool = False
+    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4, ui_s1_prompt: bool = False,
+    click_share: float | None = None,
 ) -> list[Sample]:
     """``n`` synthetic episodes as step samples, in :func:`~domains.gui.data.load_ui_s1_jsonl`'s layout.
 
     Episode ``i`` depends only on ``(seed, i)``. ``ui_s1_prompt`` writes each step's prompt as UI-S1
-    builds that turn (see :func:`domains.gui.data.with_ui_s1_turns`).
+    builds that turn (see :func:`domains.gui.data.with_ui_s1_turns`). ``click_share`` is the chance that a
+    step before the last is a click (the rest split between typing and Back); ``None``, the default and
+    the held-out episodes' mix, draws the three kinds alike. A training mix may weight clicks, the one
+    kind that needs the screen read to the pixel, without changing what is evaluated.
     """
     if n < 0 or not 1 <= min_steps <= max_steps:
         raise ValueError(f"need n >= 0 and 1 <= min_steps <= max_steps, got n={n}, steps {min_steps}..{max_steps}")
+    if click_share is not None and not 0.0 <= click_share <= 1.0:
+        raise ValueError(f"click_share is a probability, got {click_share}")
     samples = []
     for i in range(n):
-        goal, steps = _episode(random.Random(f"episodes-{seed}-{i}"), size, min_steps, max_steps)
+        goal, steps = _episode(random.Random(f"episodes-{seed}-{i}"), size, min_steps, max_steps, click_share)
         history: list[dict[str, Any]] = []
         for s, step in enumerate(steps):
             action = step["action_content"]

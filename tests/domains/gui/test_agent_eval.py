@@ -12,7 +12,15 @@ from domains.gui.episodes import episode_samples, write_android_control_jsonl
 
 
 def _row(episode, step, type_match, exact, kind="click"):
-    return {"episode_id": episode, "step": step, "type_match": type_match, "exact_match": exact, "action_type": kind}
+    return {"episode_id": episode, "step": step, "type_match": type_match, "exact_match": exact, "action_type": kind,
+            "truth": {"action": kind}}  # fmt: skip
+
+
+def _click(point, truth, episode=0):
+    """A click step's row: the answer clicks ``point`` where the expert clicked ``truth`` (a 112-px screen)."""
+    text = f'<think>t</think><action>{{"action": "click", "coordinate": [{point[0]}, {point[1]}]}}</action>'
+    return {**_row(episode, 0, True, False), "truth": {"action": "click", "coordinate": list(truth)}, "text": text,
+            "image_size": [112, 112], "resized_size": [112, 112]}  # fmt: skip
 
 
 def test_summary_counts_steps_episodes_and_progress():
@@ -26,6 +34,21 @@ def test_summary_counts_steps_episodes_and_progress():
     assert out["by_action_type"]["type"] == {"type_match": 0.5, "exact_match": 0.5, "n": 2}
     with pytest.raises(ValueError, match="no evaluated steps"):
         summarise_agent([])
+
+
+def test_click_localisation_tells_a_near_miss_from_a_guess():
+    truths = [(20, 30), (90, 80), (50, 100), (100, 15), (10, 60)]
+    near = [_click((x + 3, y - 4), (x, y), episode=i) for i, (x, y) in enumerate(truths)]
+    located = summarise_agent(near)["click_localisation"]
+    assert located["n"] == 5 and located["median_distance"] == 5.0
+    assert located["correlation"]["x"] > 0.99 and located["correlation"]["y"] > 0.99
+    assert located["median_distance_to_next_target"] > 60  # against another screen's target it is far off
+    guess = [_click((56, 56), t, episode=i) for i, t in enumerate(truths)]  # one point whatever the screen shows
+    guessed = summarise_agent(guess)["click_localisation"]
+    assert guessed["correlation"] == {"x": None, "y": None}
+    assert guessed["median_distance"] == pytest.approx(guessed["median_distance_to_next_target"])
+    unparsed = [{**row, "text": "no action"} for row in near]
+    assert "click_localisation" not in summarise_agent(near[:2]) and "click_localisation" not in summarise_agent(unparsed)
 
 
 def test_android_control_file_loads_as_episodes_with_low_level_turns(tmp_path):

@@ -26,6 +26,22 @@ def test_episodes_are_seeded_and_end_with_terminate():
         assert steps[-1].meta["history"] == [s.target["action"] for s in steps[:-1]]
 
 
+def test_click_share_weights_a_training_mix_and_leaves_the_default_mix_alone():
+    from collections import Counter
+
+    def kinds(samples):
+        return Counter(s.target["action"]["action"] for s in samples if s.target["action"]["action"] != "terminate")
+
+    default = episode_samples(n=300, seed=5)
+    assert [s.target for s in default] == [s.target for s in load_synthetic_episodes(n=300, seed=5, ui_s1_prompt=False)]
+    assert 0.28 < kinds(default)["click"] / sum(kinds(default).values()) < 0.39  # three kinds alike
+    heavy = kinds(episode_samples(n=300, seed=5, click_share=0.8))
+    assert 0.74 < heavy["click"] / sum(heavy.values()) < 0.86 and heavy["type"] and heavy["system_button"]
+    assert set(kinds(episode_samples(n=50, seed=5, click_share=1.0))) == {"click"}
+    with pytest.raises(ValueError, match="probability"):
+        episode_samples(n=1, click_share=1.5)
+
+
 def test_written_jsonl_reads_back_through_the_authors_format_loader(tmp_path):
     samples = episode_samples(n=4, seed=1, ui_s1_prompt=True)
     path = write_android_control_jsonl(samples, tmp_path)
