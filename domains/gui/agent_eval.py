@@ -132,9 +132,12 @@ def click_localisation(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         except StatisticsError:
             return None
 
-    return {"n": n, "median_distance": median(hypot(p[0] - t[0], p[1] - t[1]) for p, t in pairs),
-            "median_distance_to_next_target": median(hypot(p[0] - pairs[(i + 1) % n][1][0], p[1] - pairs[(i + 1) % n][1][1])
-                                                     for i, (p, _) in enumerate(pairs)),
+    def median_distance(points: Sequence[Sequence[float]], targets: Sequence[Sequence[float]]) -> float:
+        return median(hypot(p[0] - t[0], p[1] - t[1]) for p, t in zip(points, targets))
+
+    points, targets = [p for p, _ in pairs], [t for _, t in pairs]
+    return {"n": n, "median_distance": median_distance(points, targets),
+            "median_distance_to_next_target": median_distance(points, targets[1:] + targets[:1]),
             "correlation": {"x": corr(0), "y": corr(1)}}  # fmt: skip
 
 

@@ -33,6 +33,7 @@ from domains.gui.synthetic import TINY_COLOURS, TINY_LABELS, _Canvas
 from zoo.data import Sample
 
 STEP_KINDS = ("click", "type", "system_button")
+NON_CLICK_KINDS = tuple(kind for kind in STEP_KINDS if kind != "click")
 WORDS = ("cat", "milk", "rain", "blue", "jazz", "taxi", "lamp", "sofa")
 THEMES = ("light", "dark", "ocean", "forest", "sunset")
 
@@ -73,7 +74,7 @@ def _episode(
         if click_share is None:
             kind = rng.choice(STEP_KINDS)
         else:
-            kind = "click" if rng.random() < click_share else rng.choice(STEP_KINDS[1:])
+            kind = "click" if rng.random() < click_share else rng.choice(NON_CLICK_KINDS)
         if kind == "click":
             screen, action, label = _click_screen(rng, size)
             instruction, phrase = f"tap the {label} button", f"tap {label}"
