@@ -128,9 +128,17 @@ def build_processor(
 
 def build_config(
     tokenizer: PreTrainedTokenizerFast, arch: Arch = "qwen2_5_vl", hidden: int = 64, layers: int = 2,
-    vision_hidden: int = 32,
+    vision_hidden: int = 32, mrope_section: Sequence[int] | None = None,
 ) -> PretrainedConfig:
-    """A tiny config of the real architecture, with token ids taken from ``tokenizer``."""
+    """A tiny config of the real architecture, with token ids taken from ``tokenizer``.
+
+    ``mrope_section`` splits each head's rotary frequencies, highest first, into chunks that go to the
+    time, row and column position in turn (transformers' Qwen2.5-VL cycles t, h, w over the chunks).
+    The default is Qwen2.5-VL's own three contiguous chunks scaled down. At this size that leaves the
+    columns only the lowest frequencies (head_dim 32, theta 1e6: below 2e-4 rad per column), so the
+    model can barely tell an image's columns apart; ``[1] * (head_dim // 2)`` interleaves the three
+    axes, as Qwen3-VL does, and gives rows and columns frequencies of 0.4 and 0.2 rad per token.
+    """
     ids = {
         "image_token_id": tokenizer.convert_tokens_to_ids("<|image_pad|>"),
         "video_token_id": tokenizer.convert_tokens_to_ids("<|video_pad|>"),
@@ -153,6 +161,11 @@ def build_config(
     head_dim = hidden // 4
     section = [head_dim // 8, (head_dim // 2 - head_dim // 8) // 2, 0]
     section[2] = head_dim // 2 - section[0] - section[1]
+    if mrope_section is not None:
+        if arch != "qwen2_5_vl" or sum(mrope_section) != head_dim // 2 or min(mrope_section) < 1:
+            raise ValueError(f"mrope_section {list(mrope_section)} must be positive chunks summing to head_dim // 2 = "
+                             f"{head_dim // 2} (hidden {hidden}, 4 heads), for qwen2_5_vl")
+        section = list(mrope_section)
     vision: dict[str, Any] = {
         "depth": 2,
         "hidden_size": vision_hidden,
@@ -190,6 +203,7 @@ def build_tiny_vlm(
     max_pixels: int = 112 * 112,
     vocab_size: int = 512,
     added_tokens: Sequence[str] = (),
+    mrope_section: Sequence[int] | None = None,
 ) -> tuple[Any, ProcessorMixin]:
     """``(model, processor)``: a randomly initialised Qwen2.5-VL or Qwen3-VL of a few hundred K parameters.
 
@@ -199,7 +213,9 @@ def build_tiny_vlm(
 
     tokenizer = build_tokenizer(corpus, vocab_size=vocab_size, added_tokens=added_tokens)
     processor = build_processor(tokenizer, arch, min_pixels=min_pixels, max_pixels=max_pixels)
-    config = build_config(tokenizer, arch, hidden=hidden, layers=layers, vision_hidden=vision_hidden)
+    config = build_config(
+        tokenizer, arch, hidden=hidden, layers=layers, vision_hidden=vision_hidden, mrope_section=mrope_section
+    )
     torch.manual_seed(seed)
     model = AutoModelForImageTextToText.from_config(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id

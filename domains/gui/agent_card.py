@@ -68,7 +68,7 @@ click (magenta) and the target box (green).
 ## Training
 
 * **Architecture**: Qwen2.5-VL, text 128 hidden × 4 layers, vision 64 × 2 {vision}, {vocab}-token
-  byte-level BPE trained on the task's text (`zoo.tiny`){added_tokens}.
+  byte-level BPE trained on the task's text (`zoo.tiny`){added_tokens}; {rope}.
 * **SFT** (`domains/gui/recipes/ui-s1-tiny-sft.yaml`): every step taught in its expert-history
   dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16{sft_schedule}.
 * **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
@@ -242,6 +242,18 @@ def _localisation(training: dict[str, Any]) -> str:
             f"from another's, at correlation 0): SFT start {words(start)}; released RL model {words(released)}.")  # fmt: skip
 
 
+def _rope(recipe_sft: dict[str, Any]) -> str:
+    """How the multimodal RoPE places image rows and columns (``zoo.tiny.build_config``'s ``mrope_section``)."""
+    section = recipe_sft["model"]["tiny"].get("mrope_section")
+    if section is None:
+        return ("Qwen2.5-VL's contiguous multimodal-RoPE sections, which at this head size leave image columns "
+                "under 2e-4 rad of rotation per token (see `zoo.tiny.build_config`)")  # fmt: skip
+    chunks = f"[{section[0]}] × {len(section)}" if len(set(section)) == 1 else str(list(section))
+    return (f"multimodal-RoPE sections {chunks} (time, row and column in turn, as Qwen3-VL interleaves them) "
+            "instead of Qwen2.5-VL's three contiguous chunks, which at this head size leave image columns under "
+            "2e-4 rad of rotation per token (`zoo.tiny.build_config`)")  # fmt: skip
+
+
 def _vision(recipe_sft: dict[str, Any]) -> str:
     if recipe_sft["training"].get("freeze_vision"):
         return "frozen at random initialisation"
@@ -260,7 +272,7 @@ def render(training: dict[str, Any], size_mb: float) -> str:
         sft_step=sft["final"]["step_success"], sft_episode=sft["final"]["episode_success"], rows=_rows(training),
         verdict=_verdict(training), by_type=by_type, localisation=_localisation(training), vision=_vision(training["recipe_sft"]), sft_curve=_sft_curve(sft, n_curve_sft),
         answer=_answer(training["recipe_sft"]), vocab=training["recipe_sft"]["model"]["tiny"]["vocab_size"],
-        added_tokens=_added_tokens(training["recipe_sft"]),
+        added_tokens=_added_tokens(training["recipe_sft"]), rope=_rope(training["recipe_sft"]),
         diagnostics=_diagnostics(training["rl"]), sft_lr=training["recipe_sft"]["training"]["lr"],
         sft_schedule=_schedule(training["recipe_sft"]["training"]), control_lr=training["recipe_control"]["training"]["lr"],
         rl_episodes=rl_recipe["multi_turn"]["episodes_per_step"], rl_n=rl_recipe["algorithm"]["num_generations"],
