@@ -115,6 +115,7 @@ def _verdict(training: dict[str, Any]) -> str:
         text += (" Paired differences in step success (same episodes; ± one standard error clustered by episode): "
                  + "; ".join(f"{label} {_paired(paired[key])}" for key, label in PAIRS if key in paired) + ".")  # fmt: skip
         text += _over_seeds(paired, training["summary"].get("step_success_across_seeds") or {})
+        text += _confirmation(training)
     if not control:
         return text + " The continued-SFT control was not run."
     gap = _mean(rl, "step_success") - _mean(control, "step_success")
@@ -131,6 +132,21 @@ def _verdict(training: dict[str, Any]) -> str:
             text += (" **The gap is inside one standard error: at this budget UI-S1 RL does not beat more SFT**, "
                      "and this checkpoint ships as that measured result.")  # fmt: skip
     return text
+
+
+def _confirmation(training: dict[str, Any]) -> str:
+    """The arms on the second, larger held-out set (``agent_release confirm``), where recorded."""
+    c = training.get("confirmation")
+    if not c:
+        return ""
+    def arm(runs: dict[str, dict[str, Any]]) -> str:
+        return ", ".join(f"{r['step_success']:.4f} ({r['wrong_steps']} wrong, {seed})" for seed, r in runs.items())
+
+    versus = c["step_success_paired"].get("rl_minus_control", {})
+    return (f" On a second held-out set ({c['episodes']} episodes of seed {c['episode_seed']}, {c['n_steps']} steps; "
+            f"`python -m domains.gui.agent_release confirm`): SFT start {c['sft_start']['step_success']:.4f} "
+            f"({c['sft_start']['wrong_steps']} steps wrong), UI-S1 RL {arm(c['rl'])}, continued SFT {arm(c['control'])}; "
+            "RL − control " + ", ".join(f"{v['diff']:+.4f} ± {v['se']:.4f} ({seed})" for seed, v in versus.items()) + ".")  # fmt: skip
 
 
 def _over_seeds(paired: dict[str, Any], pooled: dict[str, dict[str, float]]) -> str:

@@ -9,6 +9,7 @@ episodes and writes the record::
     python -m domains.gui.agent_release sft                    # ui-s1-tiny-sft.yaml: the SFT start
     python -m domains.gui.agent_release rl --seed 0            # ui-s1-tiny-cpu.yaml: UI-S1 from it
     python -m domains.gui.agent_release sft-continue --seed 0  # ui-s1-tiny-sft-control.yaml, RL's CPU time
+    python -m domains.gui.agent_release confirm                # every arm again on 3,000 other episodes
     python -m domains.gui.agent_release report                 # before/after table of both arms
     python -m domains.gui.agent_release finalize               # checkpoint + training.json + card
                                                                # (when the result is worth releasing)
@@ -76,6 +77,10 @@ class Args:
     """SFT checkpoints evaluated (``sft_eval_n`` episodes each) to show where its curve flattens."""
     sft_eval_n: int = 300
     """Held-out episodes per SFT curve point: enough to tell a plateau from a step of 0.03."""
+    confirm_n: int = 3000
+    """Episodes of the second held-out set ``confirm`` scores every arm on."""
+    confirm_seed: int = 7777
+    """Its episode seed: neither the main held-out set's nor any training run's."""
     sft_overrides: tuple[str, ...] = ()
     """Extra overrides for the SFT recipe (``training.steps=4`` for a smoke run)."""
     overrides: tuple[str, ...] = ()
@@ -86,21 +91,21 @@ class Args:
 
 # --- evaluation --------------------------------------------------------------------------------
 
-_EPISODES: dict[int, list[list[Any]]] = {}
+_EPISODES: dict[tuple[int, int], list[list[Any]]] = {}
 
 
-def evaluate(model_dir: Path, n: int) -> dict[str, Any]:
-    """Step and episode success of the model in ``model_dir`` on ``n`` held-out episodes (greedy)."""
+def evaluate(model_dir: Path, n: int, seed: int = SYNTHETIC_EPISODES_SEED) -> dict[str, Any]:
+    """Step and episode success of the model in ``model_dir`` on ``n`` held-out episodes of ``seed`` (greedy)."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     from domains.gui.agent_eval import evaluate_agent
     from domains.gui.data import load_synthetic_episodes
     from zoo.engines.vlm.semi_online_rollout import group_episodes
 
-    if n not in _EPISODES:  # the training recipes' layout: no MOBILE_USE system prompt, goal in every turn
-        _EPISODES[n] = group_episodes(load_synthetic_episodes(n=n, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False))
+    if (n, seed) not in _EPISODES:  # the training recipes' layout: no MOBILE_USE system prompt, goal in every turn
+        _EPISODES[n, seed] = group_episodes(load_synthetic_episodes(n=n, seed=seed, ui_s1_prompt=False))
     model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
-    rows, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n], max_new_tokens=48)
+    rows, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n, seed], max_new_tokens=48)
     steps, episodes = summary["steps"], summary["episodes"]
     hits: dict[Any, list[int]] = {}  # per episode, in order: the arms' differences are paired on them
     for row in rows:
@@ -120,6 +125,13 @@ def first_episodes(scores: dict[str, Any], n: int) -> dict[str, Any]:
     hits = scores["step_hits"][:n]
     steps = [hit for episode in hits for hit in episode]
     return {"step_success": sum(steps) / len(steps), "n_steps": len(steps), "n_episodes": len(hits), "step_hits": hits}
+
+
+def paired_difference(arm: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
+    """Step success of ``arm`` minus ``base`` (both :func:`evaluate` results on the same episodes), with its
+    episode-clustered standard error."""
+    return {"diff": arm["step_success"] - base["step_success"],
+            "se": paired_cluster_se(arm["step_hits"], base["step_hits"])}  # fmt: skip
 
 
 def binomial_se(p: float, n: int) -> float:
@@ -211,6 +223,32 @@ def record_control(args: Args, seed: int) -> dict[str, Any]:
     return data
 
 
+def record_confirmation(args: Args, seeds: list[int]) -> dict[str, Any]:
+    """The start, each RL run and each control (at its matched checkpoint) on a second, larger held-out set.
+
+    The main set's start can leave only a handful of steps wrong; ``confirm_n`` episodes of another seed
+    (one no training run draws either) count the arms' remaining errors again, paired as in :func:`summarise`.
+    """
+    start = evaluate(args.run_dir / "sft" / "final", args.confirm_n, args.confirm_seed)
+    arms: dict[str, dict[int, dict[str, Any]]] = {"rl": {}, "control": {}}
+    for seed in seeds:
+        arms["rl"][seed] = evaluate(args.run_dir / f"rl-s{seed}" / "final", args.confirm_n, args.confirm_seed)
+        budget = json.loads((args.run_dir / f"rl-s{seed}.json").read_text())["train_minutes"]
+        control = matched_checkpoint(args.run_dir / f"sft-continue-s{seed}", budget)
+        arms["control"][seed] = evaluate(control, args.confirm_n, args.confirm_seed)
+
+    def scores(result: dict[str, Any]) -> dict[str, Any]:
+        wrong = sum(len(e) - sum(e) for e in result["step_hits"])
+        return {"step_success": result["step_success"], "wrong_steps": wrong, "by_action_type": result["by_action_type"]}
+
+    data = {"episodes": args.confirm_n, "episode_seed": args.confirm_seed, "n_steps": start["n_steps"],
+            "sft_start": scores(start), "rl": {f"seed{k}": scores(v) for k, v in arms["rl"].items()},
+            "control": {f"seed{k}": scores(v) for k, v in arms["control"].items()},
+            "step_success_paired": paired_comparisons(start, arms["rl"], arms["control"], paired_difference, arm="rl")}  # fmt: skip
+    write_json(args.run_dir / "confirm.json", data)
+    return data
+
+
 def stage_sft(args: Args) -> None:
     """The supervised warm start (the RL arm's and the control's starting point)."""
     train(SFT_RECIPE, list(args.sft_overrides), args.run_dir / "sft")
@@ -246,12 +284,8 @@ def summarise(sft: dict[str, Any], rl: list[dict[str, Any]], control: list[dict[
         gains = [r["final"]["step_success"] - sft["final"]["step_success"] for r in runs]
         if gains:
             out[f"{name}_step_success_gain_mean"] = sum(gains) / len(gains)
-    def difference(arm: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
-        return {"diff": arm["step_success"] - base["step_success"],
-                "se": paired_cluster_se(arm["step_hits"], base["step_hits"])}  # fmt: skip
-
     rl_final, control_final = {r["seed"]: r["final"] for r in rl}, {c["seed"]: c["final"] for c in control}
-    out["step_success_paired"] = paired_comparisons(sft["final"], rl_final, control_final, difference, arm="rl")
+    out["step_success_paired"] = paired_comparisons(sft["final"], rl_final, control_final, paired_difference, arm="rl")
     out["step_success_across_seeds"] = seed_level(out["step_success_paired"])
     out["rl_training_reward"] = {f"seed{r['seed']}": train_reward_trend(r["log_history"]) for r in rl}
     return out
@@ -316,6 +350,7 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
         "rl": [read(f"rl-s{s}.json") for s in seeds],
         "sft_continue_equal_time": [read(p) for p in paths if (args.run_dir / p).is_file()],
         "summary": summary,
+        "confirmation": read("confirm.json") if (args.run_dir / "confirm.json").is_file() else None,
         "released_eval": {"benchmark": "synthetic-episodes", "files": "eval/", "episodes": args.final_eval_n,
                           "step_success": released["steps"]["exact_match"],
                           "episode_success": released["episodes"]["episode_success"]},
@@ -328,8 +363,9 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m domains.gui.agent_release", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    stages = ["sft", "rl", "sft-continue", "record", "report", "finalize", "all"]
-    parser.add_argument("stage", choices=stages, help="what to run (record: evaluate existing runs only)")
+    stages = ["sft", "rl", "sft-continue", "record", "confirm", "report", "finalize", "all"]
+    parser.add_argument("stage", choices=stages, help="what to run (record: evaluate existing runs only; confirm: "
+                        "score every arm again on a second, larger held-out set)")  # fmt: skip
     parser.add_argument("--seed", type=int, action="append", help="RL / control seed(s) (default 0 1)")
     parser.add_argument("--run-dir", type=Path, default=Args.run_dir)
     parser.add_argument("--checkpoint", type=Path, default=Args.checkpoint)
@@ -343,6 +379,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-n", type=int, default=Args.eval_n, help="held-out episodes per curve point")
     parser.add_argument("--final-eval-n", type=int, default=Args.final_eval_n, help="held-out episodes, final numbers")
     parser.add_argument("--sft-eval-n", type=int, default=Args.sft_eval_n, help="held-out episodes per SFT curve point")
+    parser.add_argument("--confirm-n", type=int, default=Args.confirm_n, help="episodes of the confirm stage's set")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 when running stages side by side)")
     ns = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -350,7 +387,7 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(ns.threads)
     args = replace(Args(), run_dir=ns.run_dir, checkpoint=ns.checkpoint, card=ns.card, eval_n=ns.eval_n,
-                   final_eval_n=ns.final_eval_n, sft_eval_n=ns.sft_eval_n, overrides=tuple(ns.overrides),
+                   final_eval_n=ns.final_eval_n, sft_eval_n=ns.sft_eval_n, confirm_n=ns.confirm_n, overrides=tuple(ns.overrides),
                    sft_overrides=tuple(ns.sft_overrides), control_overrides=tuple(ns.control_overrides))  # fmt: skip
     seeds = ns.seed or [0, 1]
     if ns.stage in ("sft", "all"):
@@ -365,6 +402,8 @@ def main(argv: list[str] | None = None) -> None:
             record_rl(args, seed)
             if (args.run_dir / f"sft-continue-s{seed}").is_dir():
                 record_control(args, seed)
+    if ns.stage in ("confirm", "all"):
+        record_confirmation(args, seeds)
     if ns.stage == "report":
         print(report(args, seeds)[0])  # the command's output
     if ns.stage in ("finalize", "all"):

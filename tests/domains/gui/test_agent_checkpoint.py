@@ -59,3 +59,22 @@ def test_checkpoint_answers_a_held_out_click_in_the_format_its_record_names():
         assert f'"coordinate": [{pixels[0]}, {pixels[1]}]' in location_tokens.decode(pred.text)
     else:
         assert not written and re.search(r'"coordinate": \[\d+, \d+\]', pred.text), pred.text
+
+
+def test_released_agent_clicks_inside_held_out_buttons():
+    """The shipped agent reads where its button is (a blind click lands in the box about 1 time in 10): the
+    first-step clicks of held-out episodes, asked through ``zoo.load``, land inside the element's box."""
+    import zoo
+    from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
+    from domains.gui.data import load_synthetic_episodes
+
+    steps = load_synthetic_episodes(n=80, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False)
+    clicks = [s for s in steps if s.meta["step"] == 0 and s.target["action"]["action"] == "click"][:20]
+    pipe = zoo.load("gui-agent-tiny")
+    hits = 0
+    for sample in clicks:
+        action = pipe(sample.images[0], sample.question).action or {}
+        x, y = action.get("coordinate") or (-1, -1)
+        x1, y1, x2, y2 = sample.target["action"]["bbox"]
+        hits += x1 <= x <= x2 and y1 <= y <= y2
+    assert len(clicks) == 20 and hits >= 18, f"{hits} of {len(clicks)} clicks inside their buttons"

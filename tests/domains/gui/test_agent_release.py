@@ -71,6 +71,10 @@ def test_release_stages_run_end_to_end_small(tmp_path):
                     "--set", "multi_turn.episodes_per_step=1", *common], check=True, cwd=ROOT)  # fmt: skip
     control_set = ["--control-set", "training.lr=0.0015"]
     subprocess.run([*release, "sft-continue", *control_set, *common], check=True, cwd=ROOT)
+    subprocess.run([*release, "confirm", "--confirm-n", "2", *common], check=True, cwd=ROOT)
+    confirm = json.loads((tmp_path / "confirm.json").read_text())
+    assert confirm["episodes"] == 2 and set(confirm["step_success_paired"]) == {"rl_minus_sft", "control_minus_sft",
+                                                                                "rl_minus_control"}  # fmt: skip
     rl = json.loads((tmp_path / "rl-s0.json").read_text())
     assert [p["step"] for p in rl["curve"]] == [1, 2] and rl["train_minutes"] > 0
     control = json.loads((tmp_path / "sft-continue-s0.json").read_text())
@@ -85,6 +89,7 @@ def test_release_stages_run_end_to_end_small(tmp_path):
     record = json.loads((tmp_path / "ckpt" / "training.json").read_text())
     assert record["summary"]["sft_start"]["step_success"] == record["sft"]["final"]["step_success"]
     assert record["recipe_control"]["training"]["lr"] == 0.0015  # --control-set reached the record
+    assert record["confirmation"] == confirm
     paired = record["summary"]["step_success_paired"]["rl_minus_control"]["seed0"]
     assert paired["diff"] == pytest.approx(rl["final"]["step_success"] - control["final"]["step_success"])
     assert (tmp_path / "ckpt" / "sft" / "model.safetensors").is_file() and (card.parent / "curves.png").is_file()
