@@ -139,6 +139,7 @@ def _confirmation(training: dict[str, Any]) -> str:
     c = training.get("confirmation")
     if not c:
         return ""
+
     def arm(runs: dict[str, dict[str, Any]]) -> str:
         return ", ".join(f"{r['step_success']:.4f} ({r['wrong_steps']} wrong, {seed})" for seed, r in runs.items())
 
@@ -260,14 +261,13 @@ def _localisation(training: dict[str, Any]) -> str:
 
 def _rope(recipe_sft: dict[str, Any]) -> str:
     """How the multimodal RoPE places image rows and columns (``zoo.tiny.build_config``'s ``mrope_section``)."""
+    contiguous = ("Qwen2.5-VL's three contiguous chunks, which at this head size leave image columns under 2e-4 rad "
+                  "of rotation per token (`zoo.tiny.build_config`)")  # fmt: skip
     section = recipe_sft["model"]["tiny"].get("mrope_section")
     if section is None:
-        return ("Qwen2.5-VL's contiguous multimodal-RoPE sections, which at this head size leave image columns "
-                "under 2e-4 rad of rotation per token (see `zoo.tiny.build_config`)")  # fmt: skip
+        return f"multimodal-RoPE sections: {contiguous}"
     chunks = f"[{section[0]}] × {len(section)}" if len(set(section)) == 1 else str(list(section))
-    return (f"multimodal-RoPE sections {chunks} (time, row and column in turn, as Qwen3-VL interleaves them) "
-            "instead of Qwen2.5-VL's three contiguous chunks, which at this head size leave image columns under "
-            "2e-4 rad of rotation per token (`zoo.tiny.build_config`)")  # fmt: skip
+    return f"multimodal-RoPE sections {chunks} (time, row and column in turn, as Qwen3-VL interleaves them) instead of {contiguous}"
 
 
 def _vision(recipe_sft: dict[str, Any]) -> str:

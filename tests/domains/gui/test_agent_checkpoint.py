@@ -67,14 +67,11 @@ def test_released_agent_clicks_inside_held_out_buttons():
     import zoo
     from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
     from domains.gui.data import load_synthetic_episodes
+    from domains.gui.evaluate import point_in_box
 
     steps = load_synthetic_episodes(n=80, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False)
     clicks = [s for s in steps if s.meta["step"] == 0 and s.target["action"]["action"] == "click"][:20]
     pipe = zoo.load("gui-agent-tiny")
-    hits = 0
-    for sample in clicks:
-        action = pipe(sample.images[0], sample.question).action or {}
-        x, y = action.get("coordinate") or (-1, -1)
-        x1, y1, x2, y2 = sample.target["action"]["bbox"]
-        hits += x1 <= x <= x2 and y1 <= y <= y2
+    hits = sum(point_in_box((pipe(s.images[0], s.question).action or {}).get("coordinate"), s.target["action"]["bbox"])
+               for s in clicks)  # fmt: skip
     assert len(clicks) == 20 and hits >= 18, f"{hits} of {len(clicks)} clicks inside their buttons"
