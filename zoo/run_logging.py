@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zoo.runs import is_main_process
+
 logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.csv"
@@ -30,10 +32,15 @@ class MetricsLog:
     rows are few, so this is cheap. On resume, rows past the resumed step are dropped from the file
     itself (they belong to the interrupted run and will be logged again). Every row carries
     ``cpu_minutes`` (continued across resumes), the x axis of equal-compute comparisons.
+
+    In a multi-process run only the main process writes the file (one writer: every rank
+    rewriting it through the same temporary name raced, and each rank's row would repeat the
+    step); the engine logs values that are already the same on every rank (gathered).
     """
 
     def __init__(self, output_dir: str | Path, curve: str = "reward") -> None:
         self.path = Path(output_dir) / METRICS_FILE
+        self.writes = is_main_process()
         self.curve = curve  # the metric :meth:`finish` draws into ``<curve>_curve.png``
         self._cpu_start = time.process_time()
         self._cpu_before = 0.0  # CPU minutes of the run before a resume
@@ -42,7 +49,7 @@ class MetricsLog:
 
     def start(self, step: int) -> None:
         """Keep the rows of steps ``<= step`` (a resumed run), in memory and on disk."""
-        if not self.path.exists():
+        if not self.writes or not self.path.exists():
             return
         with self.path.open(newline="") as f:
             reader = csv.DictReader(f)
@@ -62,6 +69,8 @@ class MetricsLog:
         new = [k for k in row if k not in self.columns]
         self.columns.extend(new)
         self.rows.append(row)
+        if not self.writes:
+            return
         if new or not self.path.exists():
             self._rewrite()
         else:
@@ -70,7 +79,7 @@ class MetricsLog:
 
     def finish(self) -> None:
         """Draw ``<curve>_curve.png`` beside the CSV (a failed plot never loses a finished run)."""
-        if not self.rows:
+        if not self.rows or not self.writes:
             return
         try:
             plot_curve(self.path, self.path.with_name(f"{self.curve}_curve.png"), self.curve)
@@ -78,7 +87,7 @@ class MetricsLog:
             logger.warning("could not draw the reward curve: %s", err)
 
     def _rewrite(self) -> None:
-        tmp = self.path.with_suffix(".csv.tmp")
+        tmp = self.path.with_suffix(f".csv.tmp{os.getpid()}")
         with tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, self.columns)
             writer.writeheader()

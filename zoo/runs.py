@@ -7,6 +7,12 @@ looks like a valid checkpoint and ``--resume`` continues from the newest complet
 marker records each file's size: a file changed after the checkpoint was complete (truncated by
 a copy, a sync tool or a failing disk) is a :class:`CorruptCheckpointError` naming the file,
 not a traceback from deep inside ``torch.load``.
+
+A run directory may come from someone else (a colleague's run to continue, a downloaded one), so
+what ``--resume`` reads is data, never code: tensors through safetensors, plain containers through
+:func:`read_state` (``torch.load(weights_only=True)``), JSON. A state file that needs unpickling is
+refused with a sentence. In a multi-process launch only the main process (:func:`is_main_process`)
+writes the run directory's shared files, deletes a half-written checkpoint or prunes old ones.
 """
 
 from __future__ import annotations
@@ -14,10 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zoo.recipe import Recipe
@@ -33,13 +40,114 @@ class CorruptCheckpointError(RuntimeError):
     """A complete checkpoint whose files no longer are what was written; the message names the file."""
 
 
-def prepare_run_dir(recipe: Recipe, out_dir: Path | None = None) -> Path:
-    """Create the run directory and write the resolved recipe into it; returns the directory."""
+class UnsafeStateError(ValueError):
+    """A training-state file that only unpickling could read: refused, nothing of it ran."""
+
+
+class RunExistsError(RuntimeError):
+    """A fresh run was pointed at a directory that holds another run's checkpoints or result."""
+
+
+def process_rank() -> int:
+    """This process's global rank in a ``torchrun`` / ``accelerate launch`` job (0 when launched alone).
+
+    Read from the launcher's ``RANK`` variable, so it is known before any process group exists (the
+    run directory is prepared before an engine starts one)."""
+    return int(os.environ.get("RANK", "0") or 0)
+
+
+def is_main_process() -> bool:
+    """True in the process that writes a run directory's shared files (rank 0, or a single process)."""
+    return process_rank() == 0
+
+
+def prepare_run_dir(recipe: Recipe, out_dir: Path | None = None, *, resume: bool = False) -> Path:
+    """Create the run directory and write the resolved recipe into it (main process); returns the directory.
+
+    A fresh run (``resume=False``) refuses a directory that already holds a run's checkpoints or
+    ``final/``: resuming that directory later would silently continue the *other* run (its
+    checkpoints outnumber the new ones, and pruning deletes the new ones first).
+    """
     out = Path(out_dir) if out_dir is not None else recipe.output_dir
+    if not resume:
+        earlier = existing_run(out)
+        if earlier:
+            raise RunExistsError(
+                f"{out} already holds a run ({', '.join(earlier)}). Continue it with --resume, choose another "
+                f"--output-dir, or move {out} aside first"
+            )
     out.mkdir(parents=True, exist_ok=True)
-    recipe.to_yaml(out / RESOLVED_RECIPE)
-    logger.info("resolved recipe written to %s", out / RESOLVED_RECIPE)
+    if is_main_process():
+        recipe.to_yaml(out / RESOLVED_RECIPE)
+        logger.info("resolved recipe written to %s", out / RESOLVED_RECIPE)
     return out
+
+
+def existing_run(output_dir: str | Path) -> list[str]:
+    """The names in ``output_dir`` that belong to a run: ``checkpoint-N/`` folders and ``final/``."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return []
+    return sorted(p.name for p in output_dir.iterdir()
+                  if p.is_dir() and (_CHECKPOINT_RE.match(p.name) or p.name == "final"))  # fmt: skip
+
+
+def read_state(path: str | Path) -> Any:
+    """A training-state file written with ``torch.save``, read as tensors and plain containers only.
+
+    ``torch.load(weights_only=True)`` rebuilds tensors, numbers, strings, lists, tuples and dicts
+    and refuses every other global; a file that names one (a crafted payload, or state from other
+    code) is an :class:`UnsafeStateError` saying so, and nothing of it runs.
+    """
+    import torch
+
+    path = Path(path)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        reason = str(err).strip().splitlines()
+        detail = next((line.strip() for line in reason if "GLOBAL" in line or "global" in line), reason[0] if reason else "")
+        raise UnsafeStateError(
+            f"refused to read {path}: it needs Python objects unpickled ({detail[:200]}), and --resume reads "
+            "training state as tensors and plain values only. Checkpoints this zoo writes never need that; "
+            "this one was written by other code or modified. Nothing of it was run"
+        ) from None
+
+
+def rng_state() -> dict[str, Any]:
+    """Python's, NumPy's global and torch's (CPU, and each CUDA device) RNG states, as tensors and plain values.
+
+    What :func:`read_state` can read back (NumPy's key array becomes a tensor), so a checkpoint
+    that restores a run's randomness needs no unpickling."""
+    import random
+
+    import numpy as np
+    import torch
+
+    version, internal, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "python": [version, list(internal), gauss],
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` captured."""
+    import random
+
+    import numpy as np
+    import torch
+
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def checkpoint_step(folder: Path) -> int:
@@ -78,7 +186,8 @@ def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False
     """The newest *complete* ``checkpoint-N`` in ``output_dir``, or ``None``.
 
     Incomplete ones (a killed write) are skipped with a warning, and deleted when
-    ``remove_incomplete`` so that a resumed run does not write into a half-written folder.
+    ``remove_incomplete`` so that a resumed run does not write into a half-written folder (by the
+    main process only: every rank of a multi-process run calls this, one deletes).
     """
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
@@ -92,8 +201,8 @@ def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False
             best = path
         else:
             logger.warning("ignoring incomplete checkpoint %s (its write did not finish)", path)
-            if remove_incomplete:
-                shutil.rmtree(path)
+            if remove_incomplete and is_main_process():
+                shutil.rmtree(path, ignore_errors=True)
     if best is not None:
         check_sizes(best)
     return best
@@ -112,8 +221,8 @@ def check_sizes(folder: Path) -> None:
 
 
 def prune_checkpoints(output_dir: str | Path, keep: int | None) -> None:
-    """Delete the oldest complete checkpoints so that at most ``keep`` remain (``None`` keeps all)."""
-    if keep is None:
+    """Delete the oldest complete checkpoints so that at most ``keep`` remain (``None`` keeps all; main process only)."""
+    if keep is None or not is_main_process():
         return
     complete = sorted((checkpoint_step(p), p) for p in Path(output_dir).glob("checkpoint-*") if is_complete(p))
     for _, old in complete[: max(0, len(complete) - keep)]:

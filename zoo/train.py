@@ -13,7 +13,7 @@ from pathlib import Path
 
 from zoo.engines import ENGINES
 from zoo.recipe import load_recipe
-from zoo.runs import prepare_run_dir
+from zoo.runs import RESOLVED_RECIPE, is_main_process, prepare_run_dir
 
 logger = logging.getLogger(__name__)
 
@@ -68,5 +68,23 @@ def run(
     """
     extra = [f"training.output_dir={output_dir}"] if output_dir else []
     recipe = load_recipe(recipe_path, [*overrides, *extra], engine=engine)
-    out = prepare_run_dir(recipe)
-    return ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
+    out = Path(recipe.output_dir)
+    existed = out.exists()
+    out = prepare_run_dir(recipe, resume=resume)
+    try:
+        return ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
+    except Exception:
+        _drop_stub(out, existed)
+        raise
+
+
+def _drop_stub(out: Path, existed: bool) -> None:
+    """Remove what :func:`prepare_run_dir` wrote when the engine failed before writing anything
+    itself (a recipe refused by the engine leaves no run directory behind that looks like a run)."""
+    if not is_main_process():
+        return
+    written = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if written == [RESOLVED_RECIPE]:
+        (out / RESOLVED_RECIPE).unlink()
+        if not existed:
+            out.rmdir()

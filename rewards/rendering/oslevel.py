@@ -47,6 +47,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import resource
 import stat
 from collections.abc import Iterable
@@ -341,30 +342,58 @@ def _rebind(fd: int, target: str) -> None:
     _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
 
 
-def _remount_read_only(walls: Walls) -> None:
-    """Bind-remount every visible mount read-only, keeping the flags the kernel locks.
+def _remount_read_only(walls: Walls, mountinfo: str = "/proc/self/mountinfo") -> None:
+    """Bind-remount every mount a job can reach read-only, keeping the flags the kernel locks.
 
-    A mount whose path no longer exists lies under a tmpfs cover made earlier (e.g. binds the
-    caller made inside a directory this view hides): unreachable by path, it is skipped."""
-    failures = 0
-    with open("/proc/self/mountinfo") as fh:
+    A ``mountinfo`` entry is reachable when opening its path lands on that very mount (same mount
+    ID). It is not when a cover made earlier hides it: its path is gone, or exists again as a plain
+    directory of the cover (a closed parent of the checkout that the caller had covered, a home
+    directory that is a mount of its own under the hidden ``/home``), or another mount is stacked
+    on top. No job can reach such a mount by path, so it is skipped, not counted as a failure. A
+    reachable mount that refuses the remount but is read-only already (a locked read-only mount
+    in a user namespace) counts as read-only. Each real failure names the mount and its cause."""
+    failures = []
+    with open(mountinfo) as fh:
         entries = [line.split() for line in fh]
     for parts in entries:
-        target, options = parts[4].replace("\\040", " "), parts[5].split(",")
+        mount_id, target, options = int(parts[0]), _unescape(parts[4]), parts[5].split(",")
         if target.startswith(("/proc", "/sys", "/dev")) or target in walls.hidden or target in walls.private_tmp:
             continue
+        if _mount_id_at(target) != mount_id:
+            continue  # shadowed: unreachable by path (see above)
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY
         for opt in options:
             flags |= _MOUNT_FLAG_NAMES.get(opt, 0)
         try:
             _mount(None, target, None, flags, None)
-        except FileNotFoundError:
-            continue  # shadowed: a cover made above hides its path, so no job can reach this mount
-        except OSError:
-            failures += 1
-    walls.read_only_mounts = failures == 0
+        except OSError as err:
+            if "ro" not in options:
+                failures.append(f"{target} ({err.strerror})")
+    walls.read_only_mounts = not failures
     if failures:
-        walls.problems.append(f"{failures} mounts could not be made read-only")
+        walls.problems.append(f"could not make these mounts read-only: {', '.join(failures)}")
+
+
+def _unescape(field: str) -> str:
+    """A ``mountinfo`` path field with its octal escapes (space, tab, newline, backslash) decoded."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _mount_id_at(path: str) -> int | None:
+    """The ID of the mount that opening ``path`` reaches (``mnt_id`` of its ``fdinfo``), or ``None``
+    when the path does not exist (or cannot be opened) in this mount namespace."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with open(f"/proc/self/fdinfo/{fd}") as fh:
+            for line in fh:
+                if line.startswith("mnt_id:"):
+                    return int(line.split()[1])
+    finally:
+        os.close(fd)
+    return None
 
 
 class PidNamespaceFactory:

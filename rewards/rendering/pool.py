@@ -81,11 +81,11 @@ class _Worker:
             raise RuntimeError(f"render worker {self.index} did not start: {err}; see its stderr above") from err
         if not header.get("ready"):
             self.kill()
+            missing = str(header.get("error"))
             raise RuntimeError(
-                f"render worker {self.index} cannot raise its sandbox walls, missing: {header.get('error')}. "
-                "Model-written code will not run without them: on Linux, allow unprivileged user namespaces "
-                "(sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0) "
-                "or run as root; RenderPool(isolate=False) is only for trusted code in tests.")
+                f"render worker {self.index} cannot raise its sandbox walls, missing: {missing}. "
+                f"Model-written code will not run without them{_remedy(missing)}; "
+                "RenderPool(isolate=False) is only for trusted code in tests.")
         self.ready = header
         return header
 
@@ -493,6 +493,15 @@ def _batch_results(reply: dict, data: bytes, size: tuple[int, int], count: int, 
         else:
             out.append(RenderResult(None, r.get("error", "render failed"), "invalid", elapsed))
     return out
+
+
+def _remedy(missing: str) -> str:
+    """What to do about the missing walls, said only where it applies: the user-namespace sysctl
+    helps when namespaces were refused, not when a mount of this layout could not be locked."""
+    if "no namespaces" in missing or "user namespace" in missing:
+        return (": on Linux, allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                "kernel.apparmor_restrict_unprivileged_userns=0) or run as root")
+    return ". Please report this layout (the mounts named above) as a bug of the zoo's sandbox"
 
 
 def _is_within(path: Path, root: str) -> bool:

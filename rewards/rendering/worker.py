@@ -70,6 +70,10 @@ def main(argv: list[str]) -> int:
         except ImportError as err:
             logger.info("render worker: %s not preloaded: %s", name, err)
     job_cgroups = _job_cgroups(config, walls) if config["isolate"] else None
+    # resolved while the whole file system is still in view: behind the walls a symlinked .venv
+    # (or a prefix reached through the hidden checkout) no longer resolves to the real paths the
+    # kept binds and matplotlib's font cache use
+    read_roots = sorted({os.path.realpath(root) for root in jobs.read_roots()})
     _isolate(config, walls, hide_cgroups=job_cgroups is not None)
     missing = walls.missing() if config["isolate"] else []
     if missing:
@@ -86,7 +90,7 @@ def main(argv: list[str]) -> int:
         uid=walls.job_uid,
         limits=oslevel.Limits(**config["limits"]),
         address_space_base=oslevel.mapped_bytes(),
-        read_roots=jobs.read_roots(),
+        read_roots=read_roots,
         pid_namespaces=oslevel.PidNamespaceFactory() if walls.pid_namespace else None,
         audit_hook=config["audit_hook"],
         isolated=config["isolate"],
