@@ -223,7 +223,8 @@ def add_discovery_hook(hook: Callable[[], None]) -> None:
     """Run ``hook()`` (once) at the next :func:`discover`: how ``zoo`` loads the domains' rewards.
 
     ``rewards`` may not import ``zoo`` or ``domains``; instead, ``zoo.domains`` registers a hook
-    that imports each domain's rewards module. A hook added after discovery runs at once.
+    that imports each domain's rewards module (and the ``zoo.rewards`` entry point, :data:`PLUGIN_GROUP`,
+    imports ``zoo.domains`` when ``zoo`` was not imported first). A hook added after discovery runs at once.
     """
     with _discover_lock:
         _hooks.append(hook)
@@ -244,5 +245,21 @@ def discover() -> None:
         _discovered = True
         import rewards.builtin  # noqa: F401  (registers the primitives)
 
+        _load_reward_plugins()
         for hook in _hooks:
             hook()
+
+
+#: Entry-point group of distributions that register rewards: each names a module whose import
+#: registers them, or a function that does. This project's own points at ``zoo.domains``, so a
+#: bare ``import rewards; rewards.get("gui-g1")`` (and verl's reward hook) finds the domains' rewards.
+PLUGIN_GROUP = "zoo.rewards"
+
+
+def _load_reward_plugins() -> None:
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=PLUGIN_GROUP):
+        loaded = point.load()
+        if callable(loaded):
+            loaded()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-import importlib
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,8 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from zoo.card_kinds import CardKind, card_kind
 from zoo.hub import CHECKPOINTS_DIR, is_repo_id
+from zoo.import_strings import resolve
+from zoo.model_files import read_json
 from zoo.registry import ModelEntry, info
 
 TEMPLATE = Path(__file__).parent / "templates" / "model_card.md"
@@ -45,7 +45,7 @@ class CardError(ValueError):
 
 def _training_record(entry: ModelEntry) -> dict[str, Any]:
     record = CHECKPOINTS_DIR / entry.name / "training.json"
-    return json.loads(record.read_text()) if record.is_file() else {}
+    return read_json(record) if record.is_file() else {}
 
 
 def _evaluation(record: dict[str, Any]) -> tuple[str, list[EvalResult]]:
@@ -184,11 +184,8 @@ def _validate_kind(card: ModelCard, meta: dict[str, Any], entry: ModelEntry) -> 
     check_usage(blocks[0], kind, entry.name)
 
 
-def _resolve(path: str | None) -> Any:
-    if path is None:
-        return None
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+def _resolve(target: str | None, kind: CardKind) -> Any:
+    return None if target is None else resolve(target, what=f"card kind {kind.label!r}")
 
 
 def _has(obj: Any, attr: str) -> bool:
@@ -210,7 +207,7 @@ def check_usage(code: str, kind: CardKind, name: str) -> None:
     except SyntaxError as err:
         raise CardError(f"{name}: the usage snippet is not valid Python ({err})") from None
     objects: dict[str, Any] = {"zoo": zoo}
-    pipeline, output = _resolve(kind.pipeline), _resolve(kind.output)
+    pipeline, output = _resolve(kind.pipeline, kind), _resolve(kind.output, kind)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             func = node.value.func
@@ -242,16 +239,18 @@ def write_card(name: str, out_dir: Path = Path("model_cards")) -> Path:
 
     A checkpoint trained here may name its own renderer in ``training.json`` (``"card":
     "module:function"``, called as ``function(path, record, checkpoint)``): its card tells the
-    training story (curves, controls) that the generic template cannot. Either way the result
-    passes :func:`validate_card`.
+    training story (curves, controls) that the generic template cannot. The record is a file a
+    colleague may drop into ``checkpoints/``, so the hook resolves only to installed or registered
+    code (:mod:`zoo.import_strings`). Either way the result passes :func:`validate_card`.
     """
     entry = info(name)
     path = Path(out_dir) / entry.name / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     record = _training_record(entry)
     if "card" in record:
-        module, _, func = record["card"].partition(":")
-        getattr(importlib.import_module(module), func)(path, record, CHECKPOINTS_DIR / entry.name)
+        checkpoint = CHECKPOINTS_DIR / entry.name
+        hook = resolve(record["card"], what=f"the 'card' hook of {checkpoint / 'training.json'}")
+        hook(path, record, checkpoint)
         validate_card(ModelCard(path.read_text()), entry)
     else:
         path.write_text(str(render_card(entry, record)))

@@ -7,7 +7,6 @@ Heavy imports (torch, transformers, TRL) happen inside the command that needs th
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.registry import info, list_models
+from zoo.runs import is_main_process
 from zoo_common.registry import UnknownNameError
 
 logger = logging.getLogger("zoo")
@@ -111,6 +111,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
     if pipe.entry.spec.kind == "diffusion":
         return _run_diffusion(pipe, args)
+    if pipe.entry.spec.kind == "policy":
+        return _run_policy(pipe, args)
+    if args.prompt is None:
+        raise SystemExit(f"zoo run: {pipe.entry.name} answers a question about an image; pass --prompt TEXT")
     if not args.image:
         raise SystemExit(f"zoo run: {pipe.entry.name} answers questions about an image; pass --image PATH")
     generation = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
@@ -136,8 +140,32 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_policy(pipe: Any, args: argparse.Namespace) -> int:
+    """The action chunk a control policy takes for one ``--observation`` (a JSON list, or a .json/.npy file)."""
+    import numpy as np
+
+    if args.observation is None:
+        dim = pipe.entry.spec.observation_dim or pipe.config.observation_dim
+        raise SystemExit(f"zoo run: {pipe.entry.name} is a control policy (an observation of {dim} numbers in, an "
+                         "action out); pass --observation '[...]' or --observation FILE.json|FILE.npy")
+    text = args.observation
+    if text.endswith(".npy"):
+        observation = np.load(text, allow_pickle=False)
+    else:
+        try:
+            observation = json.loads(Path(text).read_text() if text.endswith(".json") else text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"--observation {text[:80]!r} is not a JSON list of numbers ({err})") from None
+    actions = pipe(observation).actions[0]
+    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, "actions": actions.tolist()}
+    print(json.dumps(result, indent=2) if args.json else f"{pipe.entry.name}: actions {np.round(actions, 4).tolist()}")
+    return 0
+
+
 def _run_diffusion(pipe: Any, args: argparse.Namespace) -> int:
     """Generate one image for ``--prompt`` with the entry's sampling settings and save it to ``--out``."""
+    if args.prompt is None:
+        raise SystemExit(f"zoo run: {pipe.entry.name} draws a text prompt; pass --prompt TEXT")
     out = pipe(args.prompt, seed=args.seed)
     path = Path(args.out or f"{pipe.entry.name}.png")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,7 +187,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="zoo train", description=TRAIN_DESCRIPTION)
     train.add_arguments(parser)
     out = train.run(**vars(parser.parse_args(args.argv)))
-    print(f"run written to {out}")
+    if is_main_process():
+        print(f"run written to {out}")
     return 0
 
 
@@ -167,6 +196,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from zoo import domains
     from zoo.load import load
 
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit {args.limit}: evaluate at least one sample (leave --limit out for all of them)")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out} is a file; --out names the folder the results are written into")
     pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
     domain = domains.DOMAINS.get(pipe.entry.domain) if pipe.entry.domain in domains.DOMAINS else None
@@ -178,8 +211,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "for a local model directory pass --entry NAME (the registered model whose prompt, parser and domain "
             "it follows)"
         )
-    module, _, func = domain.evaluate.partition(":")
-    evaluate = getattr(importlib.import_module(module), func)
+    from zoo.import_strings import resolve
+
+    evaluate = resolve(domain.evaluate, what=f"the evaluation of domain {domain.name!r}")
     out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
     options = _eval_options(evaluate, args.options)
     metrics = evaluate(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit, **options)
@@ -279,13 +313,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "run",
-        help="answer one question about one image, or generate an image from a prompt",
+        help="answer one question about one image, draw an image from a prompt, or act on an observation",
         description="Load a model (checkpoints/, HF cache, or download) and answer one question about one image; "
-        "a text-to-image model instead draws --prompt into --out.",
+        "a text-to-image model instead draws --prompt into --out, and a control policy prints the actions it "
+        "takes for --observation.",
     )
     p.add_argument("name", help="model name/alias or a local model directory")
     p.add_argument("--image", help="path of the image (models that read images)")
-    p.add_argument("--prompt", required=True, help="the question or instruction, or the text-to-image prompt")
+    p.add_argument("--prompt", help="the question or instruction, or the text-to-image prompt")
+    p.add_argument("--observation", metavar="JSON|FILE",
+                   help="control policies: one observation, a JSON list of numbers or a .json/.npy file")
     p.add_argument("--out", metavar="PNG", help="text-to-image models: where to save the image (default: NAME.png)")
     p.add_argument("--system", help="a named prompt variant of the model (e.g. cod) or your own system prompt")
     p.add_argument("--revision", help="Hub branch, tag or commit (default: the entry's pinned revision)")
@@ -352,6 +389,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        if is_main_process():
+            print(f"interrupted{_resume_hint(args)}", file=sys.stderr)
+        return 130
     except UnknownNameError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -360,6 +401,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.debug("details", exc_info=True)
         print(f"error: {err}", file=sys.stderr)
         return 1
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    """For an interrupted ``zoo train``: the command that continues it (its last complete checkpoint)."""
+    if args.command != "train":
+        return ""
+    import shlex
+
+    argv = list(args.argv)
+    return f"; continue from the last complete checkpoint with: zoo train {shlex.join([*argv, *(['--resume'] if '--resume' not in argv else [])])}"
 
 
 if __name__ == "__main__":

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zoo.import_strings import resolve
 from zoo_common.registry import Registry
 
 if TYPE_CHECKING:
@@ -104,8 +104,7 @@ def answer_format(name: str) -> Callable[[Sample], str]:
     from zoo.domains import discover
 
     discover()
-    module, _, func = ANSWER_FORMATS.get(name).partition(":")
-    return getattr(importlib.import_module(module), func)
+    return resolve(ANSWER_FORMATS.get(name), what=f"answer format {name!r}")
 
 
 def load_dataset(name: str, **kwargs: Any) -> Iterable[Sample]:
@@ -113,8 +112,7 @@ def load_dataset(name: str, **kwargs: Any) -> Iterable[Sample]:
     from zoo.domains import discover
 
     discover()  # domains register their loaders from their descriptors
-    module, _, func = DATASETS.get(name).partition(":")
-    return getattr(importlib.import_module(module), func)(**kwargs)
+    return resolve(DATASETS.get(name), what=f"dataset {name!r}")(**kwargs)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

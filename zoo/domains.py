@@ -108,8 +108,15 @@ def _domain_packages() -> list[str]:
     if domains is not None:
         packages += [f"domains.{m.name}" for m in sorted(pkgutil.iter_modules(domains.__path__), key=lambda m: m.name)
                      if m.ispkg]  # fmt: skip
-    packages += [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
-    return packages
+    return packages + entry_point_packages()
+
+
+def entry_point_packages() -> list[str]:
+    """The modules other distributions advertise under :data:`ENTRY_POINT_GROUP` (each holds a ``DOMAIN``).
+
+    Installing a distribution that advertises one is how a user trusts a domain's code, so
+    :mod:`zoo.import_strings` resolves the import strings of these packages too."""
+    return [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
 
 
 def _add(package: str) -> None:

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import snapshot_download
 from huggingface_hub.errors import (
     GatedRepoError,
+    HFValidationError,
     LocalEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.utils import validate_repo_id
 
 from zoo.kinds import VLMSpec
 from zoo.registry import ModelEntry, info
@@ -47,13 +48,25 @@ CHECKPOINTS_DIR = Path(os.environ.get("ZOO_CHECKPOINTS", Path(__file__).resolve(
 #: ``zoo.load("hf-hub:owner/name")`` loads that repository even when a registry name is spelt the same.
 HUB_PREFIX = "hf-hub:"
 
-#: A Hugging Face repository id: ``owner/name`` (one slash, no spaces).
-REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+def repo_id_problem(name: str) -> str | None:
+    """Why ``name`` is not a Hub repository id ``owner/name`` (``None`` when it is one).
+
+    The rules are the Hub's own (``huggingface_hub.utils.validate_repo_id``: each part 1-96 of
+    ``[A-Za-z0-9_.-]``, not starting or ending with ``-`` or ``.``, no ``--`` or ``..``), so a dry run
+    refuses exactly what the upload would, and ``../..`` or ``./x`` never pass as an id."""
+    if not isinstance(name, str) or name.count("/") != 1:
+        return f"a Hub repository id looks like 'owner/name', got {name!r}"
+    try:
+        validate_repo_id(name)
+    except HFValidationError as err:
+        return str(err)
+    return None
 
 
 def is_repo_id(name: str) -> bool:
-    """True when ``name`` has the shape of a Hub repository id (``Qwen/Qwen2.5-VL-7B-Instruct``)."""
-    return bool(REPO_ID.match(name))
+    """True when ``name`` is a valid Hub repository id ``owner/name`` (``Qwen/Qwen2.5-VL-7B-Instruct``)."""
+    return repo_id_problem(name) is None
 
 
 class ModelNotAvailableError(RuntimeError):

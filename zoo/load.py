@@ -10,14 +10,14 @@ files.
 
 from __future__ import annotations
 
-import importlib
-import json
 import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zoo.import_strings import resolve
 from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
+from zoo.model_files import check_safetensors, read_json
 from zoo.registry import ModelEntry, info
 from zoo.remote_code import OPT_IN, RemoteCodeError, require_opt_in
 
@@ -97,8 +97,8 @@ def load(
     if require_opt_in(resolved.path, trust_remote_code) and not model_entry.trust_remote_code:
         model_entry = replace(model_entry, trust_remote_code=True)
     device = _device(device)
-    module, _, func = model_entry.spec.pipeline.partition(":")
-    pipeline = getattr(importlib.import_module(module), func)(model_entry, resolved, device, _dtype(dtype, device))
+    build = resolve(model_entry.spec.pipeline, what=f"the pipeline of {model_entry.name}")
+    pipeline = build(model_entry, resolved, device, _dtype(dtype, device))
     logger.info("loaded %s from %s (revision %s) on %s", model_entry.name, resolved.source, resolved.revision, device)
     return pipeline
 
@@ -120,13 +120,14 @@ def infer_kind(path: Path) -> str:
 
 
 def check_architecture(path: Path, entry: ModelEntry) -> None:
-    """Refuse a VLM directory whose ``config.json`` is not ``entry.architecture`` (or has no weights)."""
+    """Refuse a VLM directory whose ``config.json`` is not ``entry.architecture``, or whose weights are
+    missing or not valid safetensors."""
     if entry.kind != "vlm" or getattr(entry.spec, "validates_own_files", False):
         return  # other kinds, and specs whose loader checks its own layout (a LoRA on a base), validate there
     config_file = path / "config.json"
     if not config_file.is_file():
         raise WrongArchitectureError(f"{path} has no config.json: it is not a Hugging Face model directory")
-    model_type = json.loads(config_file.read_text()).get("model_type")
+    model_type = _json_field(config_file, "model_type")
     # an entry of unknown architecture (weights not released yet) accepts any Qwen-VL model
     if entry.architecture == "unknown" and model_type in KNOWN_ARCHITECTURES:
         pass
@@ -137,6 +138,8 @@ def check_architecture(path: Path, entry: ModelEntry) -> None:
             "point to the right directory, or pass entry=<name> matching its architecture"
         )
     require_safetensors(path)
+    for weights in sorted(path.glob("*.safetensors")):  # a malformed header is one error naming the file
+        check_safetensors(weights)
 
 
 def require_safetensors(path: Path) -> None:
@@ -170,7 +173,7 @@ def _entry_for_files(path: Path, name: str, repo_id: str | None, entry: str | No
     """The entry that describes a directory or unlisted repository: explicit, recorded, or generic."""
     record = path / "training.json"
     if entry is None and record.is_file():
-        entry = json.loads(record.read_text()).get("entry")
+        entry = _json_field(record, "entry")
     if entry is not None:
         described = info(entry)
         if kind is not None and described.kind != kind:
@@ -188,7 +191,7 @@ def _generic_spec(path: Path, kind: str) -> tuple[str, Any]:
     """``(architecture, spec)`` of a model no entry describes, read from its files."""
     if kind == "vlm":
         config_file = path / "config.json"
-        model_type = json.loads(config_file.read_text()).get("model_type") if config_file.is_file() else None
+        model_type = _json_field(config_file, "model_type") if config_file.is_file() else None
         if model_type not in KNOWN_ARCHITECTURES:
             raise WrongArchitectureError(
                 f"{path} holds a {model_type!r} model; the zoo's generic VLM pipeline serves "
@@ -198,17 +201,24 @@ def _generic_spec(path: Path, kind: str) -> tuple[str, Any]:
 
         return model_type, VLMSpec(coord_frame=KNOWN_ARCHITECTURES[model_type][1], parser=parse_generic)
     if kind == "diffusion":
-        index = json.loads((path / "model_index.json").read_text())
-        return str(index.get("_class_name", "DiffusionPipeline")), DiffusionSpec()
+        return str(_json_field(path / "model_index.json", "_class_name", "DiffusionPipeline")), DiffusionSpec()
     if kind == "clip":
-        config = json.loads((path / "open_clip_config.json").read_text())
-        return str(config.get("model_cfg", {}).get("name", "open_clip")), ClipSpec()
+        return str(_json_field(path / "open_clip_config.json", "model_cfg", {}).get("name", "open_clip")), ClipSpec()
     from zoo.pipelines.policy import read_policy_config
 
     config = read_policy_config(path)
     spec = PolicySpec(observation_dim=config.observation_dim, action_dim=config.action_dim,
                       action_chunk=config.action_chunk)  # fmt: skip
     return config.architecture, spec
+
+
+def _json_field(file: Path, key: str, default: Any = None) -> Any:
+    """``key`` of the JSON object in ``file`` (read through :func:`zoo.model_files.read_json`: size-capped,
+    errors name the file); a file holding something other than an object is refused by name too."""
+    content = read_json(file)
+    if not isinstance(content, dict):
+        raise WrongArchitectureError(f"{file} holds a JSON {type(content).__name__}, not an object")
+    return content.get(key, default)
 
 
 def _device(device: str) -> str:

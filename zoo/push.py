@@ -5,7 +5,10 @@ weights, the config / generation / processor / tokenizer files at the top of the
 rendered and validated model card as ``README.md`` (:func:`zoo.cards.write_card`) and
 ``training.json`` when the checkpoint has one. Pickled weights (``.bin``, ``.pt``...) are refused:
 loading them runs code (the zoo only loads safetensors, and so should the people who download).
-Sub-folders (an SFT warm start, optimiser states) stay behind. The upload itself is
+Sub-folders (an SFT warm start, optimiser states) stay behind. Only what lies inside the folder goes:
+a symlink (or a symlinked component folder) that leads out of it, say ``vocab.json ->
+~/.cache/huggingface/token``, refuses the whole push before anything is read, staged or sent, and a
+``model_index.json`` may name only plain sub-folders as components. The upload itself is
 ``huggingface_hub``'s ``create_repo`` + ``upload_folder``; the commit it makes is recorded in
 ``model_cards/<name>/hub_revisions.json`` so an entry can pin it (``ModelEntry.revision``).
 """
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from zoo.hub import CHECKPOINTS_DIR, hub_offline, is_repo_id
+from zoo.hub import CHECKPOINTS_DIR, hub_offline, repo_id_problem
+from zoo.model_files import read_json
 from zoo.registry import ModelEntry, info
 
 #: Files a transformers model folder needs besides its weights (config, generation, processor, tokenizer).
@@ -93,19 +97,45 @@ def source_folder(entry: ModelEntry, source: str | None) -> Path:
 
 
 def _pipeline_components(folder: Path) -> set[str]:
-    """The component sub-folders a diffusers pipeline's ``model_index.json`` names (none for other models)."""
+    """The component sub-folders a diffusers pipeline's ``model_index.json`` names (none for other models).
+
+    A component name is a folder name inside ``folder``: one that is a path (``../outside``, ``a/b``,
+    absolute) is refused, as it would list, stage and send files from elsewhere."""
     index = folder / "model_index.json"
     if not index.is_file():
         return set()
-    entries = json.loads(index.read_text())
-    return {k for k, v in entries.items() if isinstance(v, list) and v != [None, None] and (folder / k).is_dir()}
+    _refuse_links_out(folder, [index])  # read it only if it is the folder's own
+    entries = read_json(index)
+    if not isinstance(entries, dict):
+        raise PushError(f"{index} is not a JSON object; it cannot describe a diffusers pipeline")
+    named = {k for k, v in entries.items() if isinstance(v, list) and v != [None, None]}
+    paths = sorted(k for k in named if k in ("", "..") or Path(k).name != k)
+    if paths:
+        raise PushError(f"{index} names components {paths}, which are not plain sub-folder names; refusing to push")
+    return {k for k in named if (folder / k).is_dir()}
 
 
 def _files(folder: Path) -> list[Path]:
     """The folder's files, and those of its pipeline components (relative paths ``component/file``)."""
     components = _pipeline_components(folder)
-    nested = [p for c in sorted(components) for p in sorted((folder / c).iterdir()) if p.is_file()]
+    _refuse_links_out(folder, [folder / c for c in sorted(components)])  # before listing what they lead to
+    nested = [p for c in sorted(components) for p in sorted((folder / c).iterdir()) if not p.is_dir()]
     return sorted([p for p in folder.iterdir() if p.name not in components], key=lambda p: p.name) + nested
+
+
+def _refuse_links_out(folder: Path, paths: list[Path]) -> None:
+    """Raise :class:`PushError` naming every path among ``paths`` that resolves outside ``folder``, and where to.
+
+    A handed folder can hold ``vocab.json -> ~/.cache/huggingface/token`` or ``vae -> ~/.docker``:
+    following the link would upload the target under an allow-listed name. Resolving reads the links
+    only, never their targets; a link that stays inside the folder is fine."""
+    root = folder.resolve()
+    resolved = {path: path.resolve() for path in paths}
+    outside = [f"{path.relative_to(folder)} -> {target}" for path, target in resolved.items()
+               if not target.is_relative_to(root)]  # fmt: skip
+    if outside:
+        raise PushError(f"{folder} holds links to files outside it ({'; '.join(outside)}): refusing to push; "
+                        "copy the files you mean to publish into the folder")  # fmt: skip
 
 
 def select_files(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -120,15 +150,20 @@ def select_files(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
             f"{folder} holds pickled weights {pickled}: refusing to publish them. Convert with "
             "`model.save_pretrained(folder, safe_serialization=True)` and remove the pickles, then push again."
         )
-    keep, skipped = [], []
+    candidates: list[Path] = []
+    skipped: list[str] = []
     for path in files:
         rel = str(path.relative_to(folder))
         if path.is_dir():
             skipped.append(f"{rel}/ (sub-folder: not part of the published model)")
         elif path.suffix == ".safetensors" or path.name in MODEL_FILES or path.name.endswith("_curve.png"):
-            keep.append(rel)
+            candidates.append(path)
         elif rel != "README.md":  # the card is rendered afresh
             skipped.append(f"{rel} (not a weights, config, processor, tokenizer or training-record file)")
+    _refuse_links_out(folder, candidates)
+    # the links left stay inside: a dangling one or a FIFO (which would block the copy) stays behind
+    skipped += [f"{p.relative_to(folder)} (not a regular file)" for p in candidates if not p.is_file()]
+    keep = [str(p.relative_to(folder)) for p in candidates if p.is_file()]
     if not any(name.endswith(".safetensors") for name in keep):
         raise PushError(f"{folder} has no *.safetensors weights; save the model with safe_serialization=True")
     if not any(name in keep for name in CONFIG_FILES):
@@ -139,8 +174,9 @@ def select_files(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def plan_push(name: str, repo_id: str, *, private: bool = False, source: str | None = None) -> PushPlan:
     """Work out the push of ``name`` to ``repo_id`` without touching the network."""
-    if not is_repo_id(repo_id):
-        raise PushError(f"--repo-id must look like 'org/name', got {repo_id!r}")
+    problem = repo_id_problem(repo_id)
+    if problem:
+        raise PushError(f"--repo-id {repo_id!r} is not a Hub repository id 'org/name': {problem}")
     entry = info(name)
     if entry.gated:
         raise PushError(f"{entry.name} is gated by its authors ({entry.license}): re-publishing it would bypass "
@@ -161,9 +197,13 @@ def plan_push(name: str, repo_id: str, *, private: bool = False, source: str | N
 
 
 def push(plan: PushPlan, record_dir: Path = Path("model_cards")) -> dict[str, str]:
-    """Create the repository (if needed), upload the planned files in one commit, record the revision."""
+    """Create the repository (if needed), upload the planned files in one commit, record the revision.
+
+    The folder is checked again for links leading out of it before anything is sent: it may have
+    changed since :func:`plan_push` looked."""
     if hub_offline():
         raise PushError("HF_HUB_OFFLINE is set: nothing can be uploaded. Use --dry-run to see the push.")
+    _refuse_links_out(plan.source, [plan.source / rel for rel in plan.files])
     from huggingface_hub import HfApi
 
     api = HfApi()

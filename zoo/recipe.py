@@ -259,14 +259,15 @@ def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), e
 
 def import_named(key: str, target: str) -> Any:
     """The object a recipe value ``"package.module:NAME"`` names (a sampler class, a token list), or a
-    :class:`RecipeError` naming the recipe ``key``: recipes name code by import string, never by a pickled object."""
-    import importlib
+    :class:`RecipeError` naming the recipe ``key``: recipes name code by import string, never by a pickled
+    object, and only code of the installed packages or the registered domains (:mod:`zoo.import_strings`),
+    so a recipe handed over with a ``helpers.py`` beside it does not run that file."""
+    from zoo.import_strings import ImportStringError, resolve
 
-    module, _, name = target.partition(":")
     try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise RecipeError(f"{key}={target!r} is not an importable 'module:NAME' ({err})") from None
+        return resolve(target, what=f"recipe key {key}")
+    except ImportStringError as err:
+        raise RecipeError(str(err)) from None
 
 
 # --- schema-driven construction -------------------------------------------------------------

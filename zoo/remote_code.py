@@ -12,8 +12,9 @@ default, and its SECURITY.md asks users to read the code first).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from zoo.model_files import FileTooLargeError, read_json
 
 
 class RemoteCodeError(ValueError):
@@ -69,10 +70,15 @@ def require_opt_in(path: Path, trust_remote_code: bool, *, how: str = OPT_IN) ->
 
 
 def _read_json(file: Path) -> object:
-    """A JSON file's content; ``None`` when absent or unreadable (the loader reports those itself)."""
+    """A JSON file's content; ``None`` when absent or unreadable (the loader reports those itself).
+
+    One too large to read is refused instead: whether it declares code cannot be told, and the
+    loader that comes next would read it whole."""
     if not file.is_file():
         return None
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
+        return read_json(file)
+    except FileTooLargeError:
+        raise
     except (ValueError, OSError):
         return None

@@ -48,6 +48,14 @@ class RunExistsError(RuntimeError):
     """A fresh run was pointed at a directory that holds another run's checkpoints or result."""
 
 
+class DiskFullError(OSError):
+    """A run stopped because the disk holding its directory filled up (see :func:`disk_full`)."""
+
+
+#: Below this much free space, a write error in a run directory is read as a full disk.
+_NEARLY_FULL = 1 << 20
+
+
 def process_rank() -> int:
     """This process's global rank in a ``torchrun`` / ``accelerate launch`` job (0 when launched alone).
 
@@ -90,6 +98,36 @@ def existing_run(output_dir: str | Path) -> list[str]:
         return []
     return sorted(p.name for p in output_dir.iterdir()
                   if p.is_dir() and (_CHECKPOINT_RE.match(p.name) or p.name == "final"))  # fmt: skip
+
+
+def disk_full(error: BaseException, output_dir: str | Path) -> DiskFullError | None:
+    """A :class:`DiskFullError` saying so plainly when ``error`` came from a full disk, else ``None``.
+
+    Libraries report a full disk in their own words: ``OSError`` ``ENOSPC``, safetensors' "(os error
+    28)", or torch's zip writer's "unexpected pos" that names neither. So ``error``'s chain is read
+    for the first two, and the free space of ``output_dir``'s file system (under 1 MiB) decides the rest.
+    """
+    import errno
+
+    chain: list[BaseException] = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    said = any(getattr(e, "errno", None) == errno.ENOSPC or "No space left" in str(e) or "os error 28" in str(e)
+               for e in chain)  # fmt: skip
+    try:
+        stats = os.statvfs(output_dir)
+        free = stats.f_bavail * stats.f_frsize
+    except OSError:
+        free = None
+    if not said and (free is None or free >= _NEARLY_FULL):
+        return None
+    left = "" if free is None else f" ({free // 1024} KiB left)"
+    return DiskFullError(
+        errno.ENOSPC,
+        f"the disk holding {output_dir} is full{left}: the checkpoint being written is incomplete and --resume "
+        f"skips it. Free some space, then continue with --resume (the error was: {str(chain[0]).strip()[:200]})",
+    )
 
 
 def read_state(path: str | Path) -> Any:
@@ -152,7 +190,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def checkpoint_step(folder: Path) -> int:
     """The optimiser step a complete checkpoint was written at (from its marker)."""
-    return int(json.loads((Path(folder) / COMPLETE_MARKER).read_text())["step"])
+    return int(_marker(Path(folder))["step"])
 
 
 def mark_complete(folder: Path, step: int) -> None:
@@ -170,13 +208,20 @@ def mark_complete(folder: Path, step: int) -> None:
     os.replace(tmp, folder / COMPLETE_MARKER)
 
 
+def _marker(folder: Path) -> dict[str, Any]:
+    """A checkpoint's completion marker (a handed run directory's marker is read with a size cap)."""
+    from zoo.model_files import read_json
+
+    return read_json(folder / COMPLETE_MARKER, limit=16 << 20)
+
+
 def is_complete(folder: Path) -> bool:
     """True when ``folder`` holds a marker and every file it lists."""
     marker = folder / COMPLETE_MARKER
     if not marker.is_file():
         return False
     try:
-        files = json.loads(marker.read_text())["files"]
+        files = _marker(folder)["files"]
     except (ValueError, KeyError):
         return False
     return all((folder / name).is_file() for name in files)
@@ -210,7 +255,7 @@ def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False
 
 def check_sizes(folder: Path) -> None:
     """Raise :class:`CorruptCheckpointError` when a file of a complete checkpoint changed size since it was written."""
-    recorded = json.loads((folder / COMPLETE_MARKER).read_text()).get("sizes", {})
+    recorded = _marker(folder).get("sizes", {})
     for name, size in recorded.items():
         actual = (folder / name).stat().st_size
         if actual != size:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from zoo.engines import ENGINES
 from zoo.recipe import load_recipe
-from zoo.runs import RESOLVED_RECIPE, is_main_process, prepare_run_dir
+from zoo.runs import RESOLVED_RECIPE, disk_full, is_main_process, prepare_run_dir
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +73,11 @@ def run(
     out = prepare_run_dir(recipe, resume=resume)
     try:
         return ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
-    except Exception:
+    except Exception as err:
         _drop_stub(out, existed)
+        full = disk_full(err, out)
+        if full is not None:
+            raise full from err
         raise
 
 

@@ -3,7 +3,8 @@
 CaRL (Jaeger et al., arXiv 2504.17838) trains a driving policy from scratch with PPO on its
 route-completion reward. Here the reward comes with the environment (``highway-carl``:
 :func:`domains.driving.carl_env.make_highway_carl`), so the method only builds the Beta-PPO
-(:func:`domains.driving.carl_policy.carl_ppo`), saves and loads it for ``--resume``, and exports the
+(:func:`domains.driving.carl_policy.carl_ppo`), saves its state as tensors and JSON and loads it into
+a freshly built one for ``--resume`` (:mod:`zoo.engines.policy.state`), and exports the
 actor as a ``beta-mlp`` policy directory (:mod:`zoo.pipelines.beta_policy`) that :func:`zoo.load`
 reads and that acts with the mean action, as CaRL evaluates.
 """
@@ -22,9 +23,8 @@ from torch import nn
 from domains.driving.carl_policy import MIN_CONCENTRATION, carl_ppo
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.engines.policy.state import restore_sb3, save_sb3
 from zoo.pipelines.policy import Normalization, PolicyConfig, PolicyPipeline, save_policy
-
-MODEL_FILE = "sb3_model.zip"
 
 
 def export_beta_policy(model: PPO, folder: Path) -> Path:
@@ -67,10 +67,10 @@ class CarlPPO:
                         gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
-        model.save(folder / MODEL_FILE)
+        save_sb3(model, folder)
 
     def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
-        return PPO.load(folder / MODEL_FILE, env=env, device="cpu")
+        return restore_sb3(self.build(env, recipe), folder)
 
     def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
         return export_beta_policy(model, folder)

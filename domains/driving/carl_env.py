@@ -21,6 +21,10 @@ or stop-sign infractions exist here), junctions, and pedestrians. Off-road is th
 corner of the ego outside the drivable area, here the union of the lanes); "blocked" is standing
 still for ``blocked_seconds`` (zoo choice: CARLA's leaderboard waits 180 s on far longer routes).
 
+For ``--resume`` the route saves its episode under way (:meth:`HighwayRoute.get_state`): every
+vehicle's attributes as tensors and plain values, rebuilt on the environment's own road, so the
+resumed run continues bit for bit without unpickling anything.
+
 ``driver="idm"`` puts highway-env's own driver in the ego's seat (an ``IDMVehicle``: IDM speed
 control and MOBIL lane changes, aiming at the lane's speed limit); actions are then ignored. It is
 the reference that the benchmark compares learned policies against.
@@ -32,6 +36,7 @@ from collections import deque
 from typing import Any
 
 import numpy as np
+import torch
 
 from domains.driving.carl_reward import CarlReward, CarlRewardConfig, DrivingMeasurement
 
@@ -50,6 +55,10 @@ ACTION_DIM = 2
 TTC_TIMES = (0.1, 0.3, 0.5, 0.7, 0.9)
 """Forecast times (s) of the TTC test: CaRL's nuPlan TTC checks 0.1 s to 1 s in 0.2 s steps."""
 DRIVERS = ("policy", "idm")
+_NUMPY_SCALAR, _DEQUE = "__numpy_scalar__", "__deque__"
+"""Tags of the values :func:`_encode` stores as dicts (NumPy scalars keep their type, deques their length)."""
+_LINKED = ("road", "lane")
+"""Vehicle attributes that point into the road: relinked on restore (the lane follows from ``lane_index``)."""
 
 
 def _highway_config(lanes: int, vehicles: int, density: float, duration: float, policy_frequency: int,
@@ -117,6 +126,16 @@ class HighwayRoute(gym.Wrapper):
         obs = observe(ego, self.env.unwrapped.road.vehicles)
         return obs, float(reward), terminated, truncated or done, info
 
+    def get_state(self) -> dict[str, Any]:
+        """The episode under way (:class:`~zoo.engines.policy.state.RestorableEnv`): route progress, the scene."""
+        return {"start_x": self._start_x, "still_for": self._still_for, "history": list(self._history),
+                "highway": highway_state(self.env.unwrapped)}  # fmt: skip
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._start_x, self._still_for = state["start_x"], state["still_for"]
+        self._history = deque(state["history"], maxlen=self._history.maxlen)
+        set_highway_state(self.env.unwrapped, state["highway"])
+
     def measure(self) -> DrivingMeasurement:
         """The ego's state as CaRL's reward reads it."""
         base = self.env.unwrapped
@@ -153,6 +172,97 @@ def observe(ego: Any, vehicles: list[Any], perception: float = 100.0) -> np.ndar
         velocity = v.velocity - (ego.velocity if row else 0.0)
         rows[row] = (1.0, *(v.position - reference), *velocity, np.cos(v.heading), np.sin(v.heading))
     return np.clip(rows / OBS_SCALE, -1.0, 1.0).reshape(-1).astype(np.float32)
+
+
+def highway_state(env: Any) -> dict[str, Any]:
+    """A highway-env scene as tensors and plain values: clock, generator, last action, every vehicle.
+
+    A vehicle is its class name and its attributes (:func:`_encode`); the road network is the
+    environment's own (built from its config), so only the vehicles' links into it are dropped.
+    """
+    road = env.road
+    if road.objects:
+        raise TypeError(f"cannot save a highway-env scene with static road objects ({len(road.objects)})")
+    return {"time": env.time, "steps": env.steps, "done": env.done, "np_random": env.np_random.bit_generator.state,
+            "last_action": _encode(env.action_type.last_action),
+            "vehicles": [{"class": _class_name(type(v)), "fields": {k: _encode(x) for k, x in vars(v).items()
+                                                                    if k not in _LINKED}} for v in road.vehicles],
+            "controlled": [next(i for i, v in enumerate(road.vehicles) if v is ego) for ego in env.controlled_vehicles]}  # fmt: skip
+
+
+def set_highway_state(env: Any, state: dict[str, Any]) -> None:
+    """Put the scene :func:`highway_state` reported on ``env``'s road (``env`` has been reset once).
+
+    The road's generator is the environment's, so restoring the one restores the other.
+    """
+    classes = _vehicle_classes()
+    road, vehicles = env.road, []
+    for saved in state["vehicles"]:
+        if saved["class"] not in classes:
+            raise ValueError(f"the checkpoint names {saved['class']!r}, not a highway-env vehicle class")
+        cls = classes[saved["class"]]
+        vehicle = cls.__new__(cls)  # every attribute comes from the checkpoint, none from a constructor
+        vars(vehicle).update({k: _decode(x) for k, x in saved["fields"].items()})
+        vehicle.road, vehicle.lane = road, road.network.get_lane(vehicle.lane_index)
+        vehicles.append(vehicle)
+    road.vehicles = vehicles
+    env.controlled_vehicles = [vehicles[i] for i in state["controlled"]]
+    env.time, env.steps, env.done = state["time"], state["steps"], state["done"]
+    env.action_type.last_action = _decode(state["last_action"])
+    env.np_random.bit_generator.state = state["np_random"]
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _vehicle_classes() -> dict[str, type]:
+    """highway-env's vehicle classes by name: a checkpoint names one of these, never a class to import."""
+    from highway_env.vehicle.kinematics import Vehicle
+
+    found, todo = {}, [Vehicle]
+    while todo:
+        cls = todo.pop()
+        if cls.__module__.startswith("highway_env."):
+            found[_class_name(cls)] = cls
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def _encode(value: Any) -> Any:
+    """A vehicle attribute as tensors and plain values; anything else is a ``TypeError`` naming its type."""
+    if isinstance(value, np.generic):  # first: np.float64 is also a float, and its type is kept
+        return {_NUMPY_SCALAR: value.dtype.str, "value": value.item()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value.copy())
+    if isinstance(value, deque):
+        return {_DEQUE: [_encode(v) for v in value], "maxlen": value.maxlen}
+    if isinstance(value, tuple):
+        return tuple(_encode(v) for v in value)
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _encode(v) for k, v in value.items()}
+    raise TypeError(f"cannot save a highway-env vehicle attribute of type {type(value).__name__}")
+
+
+def _decode(value: Any) -> Any:
+    """The inverse of :func:`_encode`."""
+    if isinstance(value, torch.Tensor):
+        return value.numpy()
+    if isinstance(value, tuple):
+        return tuple(_decode(v) for v in value)
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if _NUMPY_SCALAR in value:
+            return np.dtype(value[_NUMPY_SCALAR]).type(value["value"])
+        if _DEQUE in value:
+            return deque((_decode(v) for v in value[_DEQUE]), maxlen=value["maxlen"])
+        return {k: _decode(v) for k, v in value.items()}
+    return value
 
 
 def _seat_builtin_driver(base: Any) -> None:

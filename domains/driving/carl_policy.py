@@ -24,6 +24,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
+from zoo.engines.policy.state import silence_logger
 from zoo.pipelines.beta_policy import concentrations
 
 MIN_CONCENTRATION = 1.0
@@ -106,6 +107,6 @@ def carl_ppo(env: VecEnv, *, hidden: tuple[int, ...] = (256, 256), n_steps: int 
     settings: dict[str, Any] = {"clip_range": 0.1, "ent_coef": 0.01, "vf_coef": 0.5, "gae_lambda": 0.95,
                                 "max_grad_norm": 0.5, "normalize_advantage": True} | kwargs  # fmt: skip
     policy_kwargs = {"net_arch": {"pi": list(hidden), "vf": list(hidden)}} | settings.pop("policy_kwargs", {})
-    return PPO(BetaPolicy, env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=gamma,
-               learning_rate=linear_decay(learning_rate) if lr_decay else learning_rate, seed=seed,
-               policy_kwargs=policy_kwargs, device="cpu", verbose=0, **settings)  # fmt: skip
+    return silence_logger(PPO(BetaPolicy, env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=gamma,
+                              learning_rate=linear_decay(learning_rate) if lr_decay else learning_rate, seed=seed,
+                              policy_kwargs=policy_kwargs, device="cpu", verbose=0, **settings))  # fmt: skip

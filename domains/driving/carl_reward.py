@@ -37,7 +37,7 @@ The wrapper reads the simulator's measurements from ``info["driving"]`` (a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -205,3 +205,11 @@ class CarlReward(gym.Wrapper):
         if result.terminated:
             info["termination"] = result.reason
         return obs, result.reward, terminated or result.terminated, truncated and not result.terminated, info
+
+    def get_state(self) -> dict[str, Any]:
+        """The episode under way (:class:`~zoo.engines.policy.state.RestorableEnv`): held penalties, the simulator's."""
+        return {"penalties": asdict(self.state), "env": self.env.get_state()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.state = PenaltyState(**state["penalties"])
+        self.env.set_state(state["env"])

@@ -171,6 +171,9 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
             the GEdit-Bench subset (``en``/``cn``/``all``; the intersection subset alone).
         **sampling: the pipeline's sampling settings over the entry's (``num_inference_steps=28``).
     """
+    if path and data in ("geneval", "ocr") and not Path(path).is_file():
+        # a FIFO would block the read forever and /dev/zero would fill memory: only regular files are read
+        raise ValueError(f"--data {data} --path {path}: not a regular file (give the prompt file itself)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if data == "geneval":

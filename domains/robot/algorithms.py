@@ -2,7 +2,8 @@
 
 Each wraps an environment around the frozen base (:class:`~domains.robot.residual.ResidualEnv`),
 builds the stable-baselines3 algorithm (:func:`~domains.robot.resip.resip_ppo`,
-:func:`~domains.robot.residual.resfit_td3`), saves and loads it for ``--resume``, and exports the
+:func:`~domains.robot.residual.resfit_td3`), saves its state as tensors and JSON and loads it into a
+freshly built one for ``--resume`` (:mod:`zoo.engines.policy.state`), and exports the
 trained residual together with its base as one ``residual-mlp`` policy directory for :func:`zoo.load`.
 ``dppo`` has no base: it behaviour-clones a diffusion policy on scripted demonstrations, fine-tunes
 it with :class:`~zoo.engines.policy.dppo.DiffusionPPO` and exports both as ``diffusion-mlp`` directories.
@@ -19,22 +20,19 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from domains.robot.residual import (
-    OBS_CLAMP,
-    FrozenBase,
-    ResidualEnv,
-    ResidualTD3,
-    offline_buffer,
-    resfit_td3,
-)
-from domains.robot.resip import ResipPPOAlgorithm, ResipRewards, resip_ppo
+from domains.robot.residual import OBS_CLAMP, FrozenBase, ResidualEnv, offline_buffer, resfit_td3
+from domains.robot.resip import ResipRewards, resip_ppo
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.engines.policy.state import (
+    REPLAY_BUFFER,
+    restore_replay_buffer,
+    restore_sb3,
+    save_replay_buffer,
+    save_sb3,
+)
 from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, save_policy
 from zoo.recipe import RecipeError
-
-MODEL_FILE = "sb3_model.zip"
-BUFFER_FILE = "replay_buffer.pkl"
 
 
 def _require_base(base: PolicyPipeline | None, method: str) -> PolicyPipeline:
@@ -92,15 +90,12 @@ class ResipPPO:
                          n_epochs=a.epochs, gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
-        model.save(folder / MODEL_FILE)
+        save_sb3(model, folder)
         model.get_env().save(folder)  # the running reward statistics
 
     def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
-        rewards = self._rewards(env, recipe)
-        rewards.load(folder)
-        model = ResipPPOAlgorithm.load(folder / MODEL_FILE, env=rewards)
-        model.policy.action_net.bias.requires_grad_(False)  # held at zero, as built
-        model.policy.log_std.requires_grad_(False)
+        model = restore_sb3(self.build(env, recipe), folder)
+        model.get_env().load(folder)
         return model
 
     def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
@@ -135,13 +130,12 @@ class ResfitTD3:
                           **a.kwargs)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
-        model.save(folder / MODEL_FILE, exclude=["offline_buffer"])
-        model.save_replay_buffer(folder / BUFFER_FILE)
+        save_sb3(model, folder)  # the offline half is rebuilt from the recipe's seeded demonstrations
+        save_replay_buffer(model.replay_buffer, folder / REPLAY_BUFFER)
 
     def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
-        model = ResidualTD3.load(folder / MODEL_FILE, env=env)
-        model.load_replay_buffer(folder / BUFFER_FILE)
-        model.offline_buffer = self._offline(env, recipe)
+        model = restore_sb3(self.build(env, recipe), folder)
+        restore_replay_buffer(model.replay_buffer, folder / REPLAY_BUFFER)
         return model
 
     def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:

@@ -71,6 +71,46 @@ class FlatSparseSuccess(gym.Wrapper):
         self._distance = distance
         return flat, reward, bool(terminated) or success, bool(truncated), info
 
+    def get_state(self) -> dict[str, Any]:
+        """The episode under way as tensors and plain values (:class:`~zoo.engines.policy.state.RestorableEnv`).
+
+        MuJoCo's full integration state (``mjSTATE_INTEGRATION``: time, positions, velocities,
+        controls, mocap targets, the solver's warm start), which continues the simulation bit for
+        bit; the goal, the time limit's step count and the environment's generator (the next
+        episode's start and goal).
+        """
+        import mujoco
+        import torch
+
+        sim = self.env.unwrapped
+        vector = np.empty(mujoco.mj_stateSize(sim.model, mujoco.mjtState.mjSTATE_INTEGRATION))
+        mujoco.mj_getState(sim.model, sim.data, vector, mujoco.mjtState.mjSTATE_INTEGRATION)
+        return {"mujoco": torch.from_numpy(vector), "goal": torch.from_numpy(np.array(sim.goal)),
+                "elapsed_steps": _time_limit(self.env)._elapsed_steps, "distance": self._distance,
+                "np_random": sim.np_random.bit_generator.state}  # fmt: skip
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue the episode :meth:`get_state` reported (the environment has been reset once)."""
+        import mujoco
+
+        sim = self.env.unwrapped
+        mujoco.mj_setState(sim.model, sim.data, state["mujoco"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_forward(sim.model, sim.data)  # FetchPush's step ends with one too (its gripper block), so the
+        # derived quantities (site positions the next observation reads) are what the saved step left
+        sim.goal = state["goal"].numpy()
+        _time_limit(self.env)._elapsed_steps = state["elapsed_steps"]
+        self._distance = state["distance"]
+        sim.np_random.bit_generator.state = state["np_random"]
+
+
+def _time_limit(env: gym.Env) -> gym.wrappers.TimeLimit:
+    """The ``TimeLimit`` wrapper in ``env``'s chain (``make_fetch_push`` always adds one)."""
+    while not isinstance(env, gym.wrappers.TimeLimit):
+        if not isinstance(env, gym.Wrapper):
+            raise TypeError("FetchPush's episode state needs the TimeLimit wrapper that make_fetch_push adds")
+        env = env.env
+    return env
+
 
 def make_fetch_push(max_episode_steps: int = MAX_STEPS, render_mode: str | None = None, shaping: float = 0.0) -> gym.Env:
     """FetchPush-v4 with a flat observation, sparse success reward (plus optional shaping) and success termination."""

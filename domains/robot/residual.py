@@ -32,6 +32,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.utils import polyak_update
 from torch.nn import functional as F
 
+from zoo.engines.policy.state import silence_logger
 from zoo.pipelines.policy import PolicyPipeline
 
 OBS_CLAMP = 3.0  # ResiP clamps the normalised observations it feeds the residual to [-3, 3]
@@ -77,6 +78,14 @@ class FrozenBase:
 
     def reset(self) -> None:
         self._queue.clear()
+
+    def get_state(self) -> torch.Tensor:
+        """The rest of the current chunk, ``(n, action_dim)`` (part of an episode under way)."""
+        queued = np.array(list(self._queue), dtype=np.float32).reshape(-1, self.config.action_dim)
+        return torch.from_numpy(queued)
+
+    def set_state(self, queued: torch.Tensor) -> None:
+        self._queue = deque(queued.numpy())
 
 
 class ResidualEnv(gym.Wrapper):
@@ -132,6 +141,16 @@ class ResidualEnv(gym.Wrapper):
         self.base.reset()
         obs, info = self.env.reset(**kwargs)
         return self._observe(obs), info
+
+    def get_state(self) -> dict[str, Any]:
+        """The episode under way (:class:`~zoo.engines.policy.state.RestorableEnv`): the base's queue and action, the inner env's."""
+        return {"queue": self.base.get_state(), "base_action": torch.from_numpy(self._base_action.copy()),
+                "env": self.env.get_state()}  # fmt: skip
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.base.set_state(state["queue"])
+        self._base_action = state["base_action"].numpy()
+        self.env.set_state(state["env"])
 
     def combined(self, residual: np.ndarray) -> np.ndarray:
         """The corrected action in the residual's frame (see ``combine``)."""
@@ -271,4 +290,4 @@ def resfit_td3(env: Any, *, residual_scale: float = 0.1, exploration_std: float 
                 "target_policy_noise": min(sigma, 0.5), "target_noise_clip": min(3 * sigma, 1.0),
                 "learning_rate": 1e-4, "tau": 0.005, "gamma": 0.99, "batch_size": 256,
                 "policy_kwargs": {"net_arch": list(hidden)}}  # fmt: skip
-    return ResidualTD3("MlpPolicy", env, residual_scale=residual_scale, **{**defaults, **td3_kwargs})
+    return silence_logger(ResidualTD3("MlpPolicy", env, residual_scale=residual_scale, **{**defaults, **td3_kwargs}))

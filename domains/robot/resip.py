@@ -35,6 +35,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from torch import nn
 
+from zoo.engines.policy.state import silence_logger
+
 RESIP_LOG_STD = -1.0
 RESIP_TARGET_KL = 0.1
 RESIP_VF_COEF = 1.0
@@ -102,13 +104,13 @@ class ResipRewards(VecEnvWrapper):
         return obs, rewards, dones, infos
 
     def save(self, folder: Path) -> None:
+        """The running statistics as JSON (``repr`` of a float reads back the same float)."""
         (folder / REWARD_STATS_FILE).write_text(json.dumps({"mean": self.mean, "var": self.var, "count": self.count}))
 
     def load(self, folder: Path) -> None:
-        path = folder / REWARD_STATS_FILE
-        if path.is_file():
-            stats = json.loads(path.read_text())
-            self.mean, self.var, self.count = stats["mean"], stats["var"], stats["count"]
+        """The statistics :meth:`save` wrote (required: without them a resumed run scales rewards differently)."""
+        stats = json.loads((folder / REWARD_STATS_FILE).read_text())
+        self.mean, self.var, self.count = stats["mean"], stats["var"], stats["count"]
 
 
 class ResipPPOAlgorithm(PPO):
@@ -170,4 +172,4 @@ def resip_ppo(env: VecEnv, *, hidden: tuple[int, ...] = (256, 256), network_init
         model.policy.action_net.bias.zero_()
     model.policy.action_net.bias.requires_grad_(False)
     model.policy.log_std.requires_grad_(False)
-    return model
+    return silence_logger(model)

@@ -10,9 +10,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.engines.run_dirs import Payload, assert_same_tensors, interrupted_copy, metric_rows, rewrite_state
 from zoo.engines.vlm import sft_engine
 from zoo.recipe import RecipeError, load_recipe
-from zoo.runs import latest_checkpoint
+from zoo.runs import UnsafeStateError, latest_checkpoint, read_state
 
 RECIPE = "domains/gui/recipes/gui-g1-tiny-sft.yaml"
 SMALL = [
@@ -40,6 +41,31 @@ def test_resumed_run_equals_uninterrupted(tmp_path):
     assert len(losses(straight)) == 6 and losses(part) == losses(straight)  # no duplicate rows, same numbers
     a, b = load_file(straight / "final/model.safetensors"), load_file(part / "final/model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resume_mid_epoch_of_a_fixed_dataset_equals_uninterrupted(tmp_path):
+    """Review 1.8: without ``data.stream`` a run cycles through seeded epochs; killed after ``checkpoint-4``
+    (16 of 40 samples into the epoch) and resumed, it continues the same permutation."""
+    fixed = ("data.stream=false", "data.kwargs.n=40", "training.steps=6")
+    straight = sft_engine.train(recipe(*fixed), tmp_path / "straight")
+    state = read_state(straight / "checkpoint-4" / sft_engine.STATE_FILE)
+    assert len(state["examples"]["order"]) == 40 - 4 * 4
+    part = interrupted_copy(straight, tmp_path / "resumed", 4)
+    sft_engine.train(recipe(*fixed), part, resume=True)
+
+    assert metric_rows(part) == metric_rows(straight) and len(losses(part)) == 6
+    assert_same_tensors(straight / "final/model.safetensors", part / "final/model.safetensors")
+
+
+def test_a_state_file_that_needs_unpickling_is_refused_and_nothing_runs(tmp_path):
+    """Review 3.13: a crafted ``sft_state.pt`` is one sentence (``UnsafeStateError``), not a torch traceback."""
+    out, marker = tmp_path / "handed", tmp_path / "PWNED"
+    sft_engine.train(recipe("training.steps=2"), out)
+    path = out / "checkpoint-2" / sft_engine.STATE_FILE
+    rewrite_state(path, {**read_state(path), "note": Payload(marker)})
+    with pytest.raises(UnsafeStateError, match=r"refused to read .*sft_state\.pt.*Nothing of it was run"):
+        sft_engine.train(recipe("training.steps=4"), out, resume=True)
+    assert not marker.exists()
 
 
 def test_lr_factor_warms_up_holds_then_decays_linearly_to_zero():

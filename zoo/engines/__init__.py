@@ -22,11 +22,11 @@ Modules are named by import strings so that listing engines imports no trainer.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from zoo.import_strings import resolve
 from zoo_common.registry import Registry
 
 if TYPE_CHECKING:
@@ -53,19 +53,14 @@ class Engine:
 
     def recipe_class(self) -> type[Recipe]:
         """The engine's recipe dataclass (imported on first use)."""
-        return _resolve(self.recipe)
+        return resolve(self.recipe, what=f"engine {self.name!r}")
 
     def run(self, recipe: Recipe, out_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
         """Train ``recipe`` into ``out_dir``; returns the run directory."""
         if not isinstance(recipe, self.recipe_class()):
             raise TypeError(f"engine {self.name!r} runs {self.recipe_class().__name__} recipes, "
                             f"got {type(recipe).__name__}")  # fmt: skip
-        return _resolve(self.train)(recipe, out_dir, resume=resume, dry_run=dry_run)
-
-
-def _resolve(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+        return resolve(self.train, what=f"engine {self.name!r}")(recipe, out_dir, resume=resume, dry_run=dry_run)
 
 
 ENGINES: Registry[Engine] = Registry("engine")

@@ -10,7 +10,6 @@ base pipeline. Weights are read as safetensors only.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import torch
 
 from zoo.hub import ResolvedModel
+from zoo.model_files import read_json
 from zoo.outputs import ImageOutput
 from zoo.registry import ModelEntry
 
@@ -101,7 +101,7 @@ def absent_components(directory: str | Path) -> dict[str, None]:
     index = Path(directory) / "model_index.json"
     if not index.is_file():
         return {}
-    entries = json.loads(index.read_text())
+    entries = read_json(index)
     return {name: None for name, value in entries.items() if value == [None, None]}
 
 

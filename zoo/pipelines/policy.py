@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from zoo.hub import ResolvedModel
+from zoo.model_files import check_safetensors, read_json
 from zoo.outputs import ActionOutput
 from zoo.registry import ModelEntry
 
@@ -61,7 +62,7 @@ def read_policy_config(path: Path) -> PolicyConfig:
     """Parse ``path/policy_config.json``; a missing or malformed field is a named error."""
     file = Path(path) / CONFIG_FILE
     try:
-        data = json.loads(file.read_text())
+        data = read_json(file)
         known = {"architecture", "observation_dim", "action_dim", "action_chunk", "hidden"}
         return PolicyConfig(
             observation_dim=int(data["observation_dim"]), action_dim=int(data["action_dim"]),
@@ -106,7 +107,7 @@ class Normalization:
 
     @classmethod
     def read(cls, file: Path, config: PolicyConfig) -> Normalization:
-        data = json.loads(Path(file).read_text())
+        data = read_json(Path(file))
         stats = cls(*(np.asarray(data[k], dtype=np.float64) for k in ("obs_mean", "obs_std", "action_mean", "action_std")))
         for name, value, size in (("obs_mean", stats.obs_mean, config.observation_dim),
                                   ("obs_std", stats.obs_std, config.observation_dim),
@@ -198,6 +199,7 @@ def load_policy_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str
     weights = resolved.path / WEIGHTS_FILE
     if not weights.is_file():
         raise FileNotFoundError(f"{resolved.path} has no {WEIGHTS_FILE}; the zoo loads safetensors only")
+    check_safetensors(weights)
     model = builder(config)
     model.load_state_dict(load_file(str(weights)), strict=True)
     pipeline = PIPELINES.get(config.architecture, PolicyPipeline)

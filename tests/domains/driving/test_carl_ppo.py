@@ -43,7 +43,6 @@ def carl_run(tmp_path_factory):
 
 
 def test_training_changes_the_actor_from_its_seeded_start_and_logs(carl_run):
-    from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from domains.driving.carl import CARL_PPO
@@ -51,10 +50,10 @@ def test_training_changes_the_actor_from_its_seeded_start_and_logs(carl_run):
     from domains.driving.carl_policy import BetaPolicy
     from zoo.recipe import load_recipe
 
-    trained = PPO.load(carl_run / "checkpoint-2" / "sb3_model.zip", device="cpu")
-    assert isinstance(trained.policy, BetaPolicy) and not hasattr(trained.policy, "log_std")
-    assert trained.clip_range(1.0) == 0.1 and trained.ent_coef == 0.01
     recipe = load_recipe(str(RECIPES / "carl-highway-smoke.yaml"))
+    trained = CARL_PPO.load(carl_run / "checkpoint-2", DummyVecEnv([lambda: make_highway_carl(vehicles=3)] * 2), recipe)
+    assert isinstance(trained.policy, BetaPolicy) and not hasattr(trained.policy, "log_std")
+    assert trained.clip_range(1.0) == 0.1 and trained.ent_coef == 0.01 and trained.num_timesteps == 128
     start = CARL_PPO.build(DummyVecEnv([lambda: make_highway_carl(vehicles=3)] * 2), recipe)  # same seed, no update
     assert not torch.allclose(trained.policy.action_net.weight, start.policy.action_net.weight)
     header = (carl_run / "metrics.csv").read_text().splitlines()[0].split(",")
@@ -62,13 +61,16 @@ def test_training_changes_the_actor_from_its_seeded_start_and_logs(carl_run):
 
 
 def test_exported_policy_acts_with_the_trained_mean_action(carl_run):
-    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
+    from domains.driving.carl import CARL_PPO
     from domains.driving.carl_env import make_highway_carl
+    from zoo.recipe import load_recipe
 
     pipe = zoo.load(str(carl_run / "final"))
     assert pipe.config.architecture == "beta-mlp"
-    model = PPO.load(carl_run / "checkpoint-2" / "sb3_model.zip", device="cpu")
+    recipe = load_recipe(str(carl_run / "recipe.yaml"))
+    model = CARL_PPO.load(carl_run / "checkpoint-2", DummyVecEnv([lambda: make_highway_carl(vehicles=3)] * 2), recipe)
     env = make_highway_carl(vehicles=3)
     obs, _ = env.reset(seed=4)
     for _ in range(5):

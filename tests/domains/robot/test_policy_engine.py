@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import zoo
-from zoo.recipe import RecipeError
+from zoo.recipe import RecipeError, load_recipe
 from zoo.train import run
 
 RECIPES = Path(__file__).resolve().parents[3] / "domains" / "robot" / "recipes"
@@ -23,13 +23,17 @@ def resip_run(tmp_path_factory):
 
 
 def test_exported_residual_acts_like_the_trained_model_with_the_base_queue(resip_run):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from domains.robot.algorithms import RESIP_PPO
     from domains.robot.envs import make_fetch_push
     from domains.robot.residual import FrozenBase, ResidualEnv
-    from domains.robot.resip import ResipPPOAlgorithm
 
     pipe = zoo.load(str(resip_run / "final"))
     assert type(pipe).__name__ == "ResidualPolicyPipeline" and pipe.config.action_chunk == 1
-    model = ResipPPOAlgorithm.load(resip_run / "checkpoint-2" / "sb3_model.zip")
+    recipe = load_recipe(str(resip_run / "recipe.yaml"))
+    residual_env = lambda: RESIP_PPO.wrap(make_fetch_push(max_episode_steps=20), zoo.load("fetch-push-bc-tiny"), recipe)
+    model = RESIP_PPO.load(resip_run / "checkpoint-2", DummyVecEnv([residual_env] * 2), recipe)
     assert model.policy.action_net.weight.abs().sum() > 0
     wrapped = ResidualEnv(make_fetch_push(max_episode_steps=20), FrozenBase(zoo.load("fetch-push-bc-tiny")))
     plain = make_fetch_push(max_episode_steps=20)
@@ -78,7 +82,7 @@ def test_resfit_run_exports_a_clamped_residual_policy(tmp_path):
         action = pipe.act(obs)
         assert (np.abs(action) <= 1 + 1e-5).all()
         obs, *_ = env.step(action)
-    assert (out / "checkpoint-2" / "replay_buffer.pkl").is_file()
+    assert (out / "checkpoint-2" / "replay_buffer.npz").is_file()
 
 
 def test_unknown_environment_is_a_named_error(tmp_path):

@@ -178,6 +178,7 @@ class AdversarialReward:
         parts = self.discriminator.loss(references, generated.float(), self.generator)
         self.optimizer.zero_grad()
         parts["loss"].backward()
+        average_gradients(self.discriminator.head)
         self.optimizer.step()
         return {f"disc/{k}": v.item() for k, v in parts.items()}
 
@@ -188,6 +189,25 @@ class AdversarialReward:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.discriminator.head.load_state_dict(state["head"])
         self.optimizer.load_state_dict(state["optimizer"])
+
+
+def average_gradients(module: nn.Module) -> None:
+    """Average ``module``'s gradients over the processes of a multi-process run (nothing in one process).
+
+    The head is not wrapped for data parallelism and each process steps it on its own images: without this
+    every rank would train, and reward with, a discriminator of its own, and a checkpoint (which holds the
+    main process's) would resume the other ranks with a head they never had. Gathered as objects rather
+    than all-reduced: the head stays on the CPU, which an NCCL process group cannot reduce. The sum runs in
+    rank order on every process, so the heads stay bit-equal."""
+    from accelerate.state import PartialState
+    from accelerate.utils import gather_object
+
+    if PartialState().num_processes == 1:
+        return
+    grads = [p.grad for p in module.parameters() if p.grad is not None]
+    mean = torch.stack(gather_object([torch.cat([g.flatten() for g in grads])])).mean(0)
+    for grad, part in zip(grads, mean.split([g.numel() for g in grads]), strict=True):
+        grad.copy_(part.view_as(grad))
 
 
 def load_references(run: Run) -> References:

@@ -1,10 +1,20 @@
-"""Checkpoints of a diffusion run that resume it exactly.
+"""Checkpoints of a diffusion run that resume it exactly, in one process or several.
 
-``checkpoint-N/`` holds the trained tensors (safetensors), the optimiser, EMA, stat tracker and
-extra state (a discriminator), and the RNG: the run's generator and torch's global state. It
-becomes a checkpoint only when :func:`zoo.runs.mark_complete` writes its marker, so a killed write
-is skipped by ``--resume``. With the same recipe, a resumed run is bit-identical on CPU to one
-that never stopped (``tests/engines/test_diffusion_engine.py`` checks it).
+``checkpoint-N/`` holds the trained tensors (``trained.safetensors``) and ``training_state.pt``: the
+round, the optimiser, EMA, stat tracker and extra state (Adv-GRPO's discriminator head and its
+optimiser), and the randomness of *every* process: each rank's sampling generator and global RNGs
+(:func:`zoo.runs.rng_state`), one entry per rank. The ranks' generators are seeded apart
+(:func:`~zoo.engines.diffusion.setup.rank_seed`) so that they draw different prompts and noise;
+storing the main process's alone would hand every rank the same after a resume (duplicate samples,
+half the diversity, silently). Every process hands its state to the main process, which alone
+writes the folder and then its completion marker (:func:`zoo.runs.mark_complete`): a checkpoint is
+complete only with every rank's state in it, and a killed write is skipped by ``--resume``.
+
+The state file holds tensors and plain containers only and is read back with
+:func:`zoo.runs.read_state` (``weights_only``): a run directory someone hands over cannot run code
+through ``--resume``. With the same recipe and number of processes, a resumed run is bit-identical
+on CPU to one that never stopped (``tests/engines/test_diffusion_engine.py``,
+``tests/engines/test_diffusion_multiprocess.py``).
 """
 
 from __future__ import annotations
@@ -13,11 +23,11 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from zoo.runs import checkpoint_step, mark_complete, prune_checkpoints
+from zoo.runs import checkpoint_step, mark_complete, prune_checkpoints, read_state, rng_state, set_rng_state
 
 if TYPE_CHECKING:
     from zoo.engines.diffusion.setup import Run
@@ -35,12 +45,17 @@ class RunState:
 
 
 def save_checkpoint(run: Run, state: RunState, output_dir: Path) -> Path | None:
-    """Write ``checkpoint-<step>`` atomically (main process) and prune to ``save_total_limit``."""
+    """Write ``checkpoint-<step>`` atomically and prune to ``save_total_limit``; returns it (``None`` off the
+    main process).
+
+    Every process must call it: each hands over its RNG state (a collective), the main process writes."""
+    from accelerate.utils import gather_object
     from safetensors.torch import save_file
 
-    folder = Path(output_dir) / f"checkpoint-{state.step}"
+    ranks = gather_object([{"generator": run.generator.get_state(), "global": rng_state()}])
     if not run.accelerator.is_main_process:
         return None
+    folder = Path(output_dir) / f"checkpoint-{state.step}"
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
@@ -51,8 +66,7 @@ def save_checkpoint(run: Run, state: RunState, output_dir: Path) -> Path | None:
         "ema": run.ema.state_dict() if run.ema is not None else None,
         "tracker": run.tracker.state_dict() if run.tracker is not None else None,
         "extra": {k: v.state_dict() for k, v in run.extra.items() if hasattr(v, "state_dict")},
-        "generator": run.generator.get_state(),
-        "torch_rng": torch.get_rng_state(),
+        "ranks": ranks,
     }, folder / STATE)  # fmt: skip
     mark_complete(folder, state.step)
     prune_checkpoints(Path(output_dir), run.recipe.training.save_total_limit)
@@ -60,7 +74,8 @@ def save_checkpoint(run: Run, state: RunState, output_dir: Path) -> Path | None:
 
 
 def load_checkpoint(run: Run, folder: Path) -> RunState:
-    """Restore everything :func:`save_checkpoint` wrote into ``run``; returns the loop state."""
+    """Restore everything :func:`save_checkpoint` wrote into ``run``, this process's own RNG state included;
+    returns the loop state. A state file that needs unpickling is a :class:`zoo.runs.UnsafeStateError`."""
     from safetensors.torch import load_file
 
     weights = load_file(str(folder / WEIGHTS))
@@ -70,10 +85,10 @@ def load_checkpoint(run: Run, folder: Path) -> RunState:
     if missing or len(weights) != len(run.trainable):
         raise ValueError(f"{folder} does not fit this recipe's trainable weights (unknown: {missing[:3]}, "
                          f"{len(weights)} saved vs {len(run.trainable)} trainable); was LoRA or the model changed?")  # fmt: skip
+    saved = read_state(folder / STATE)
     with torch.no_grad():
         for name, tensor in weights.items():
             by_name[name].copy_(tensor)
-    saved = torch.load(folder / STATE, weights_only=False)
     run.optimizer.load_state_dict(saved["optimizer"])
     if run.ema is not None and saved["ema"] is not None:
         run.ema.load_state_dict(saved["ema"])
@@ -81,7 +96,30 @@ def load_checkpoint(run: Run, folder: Path) -> RunState:
         run.tracker.load_state_dict(saved["tracker"])
     for key, value in saved["extra"].items():
         run.extra[key].load_state_dict(value)
-    run.generator.set_state(saved["generator"])
-    torch.set_rng_state(saved["torch_rng"])
-    return RunState(step=checkpoint_step(folder))
+    step = checkpoint_step(folder)
+    restore_randomness(run, saved, step, folder)
+    return RunState(step=step)
 
+
+def restore_randomness(run: Run, saved: dict[str, Any], step: int, folder: Path) -> None:
+    """Give this process its own generator and global RNG states back from a checkpoint's per-rank entries.
+
+    A checkpoint written by a different number of processes continues, with a warning, on generators
+    seeded afresh per rank from (seed, rank, ``step``) rather than being refused: a job that lost or gained
+    nodes keeps its weights, optimiser and EMA, which are what a long run is worth, and it could not be the
+    run that stopped anyway (``prompts_per_step`` is per process, so the global batch changes). The fresh
+    seeds keep the ranks' noise apart, and the step keeps it off the draws of the run's first rounds.
+    """
+    # written before per-rank states (one process's generator and torch RNG): a one-process checkpoint
+    ranks = saved.get("ranks") or [{"generator": saved["generator"], "global": {"torch": saved["torch_rng"]}}]
+    rank, world = run.accelerator.process_index, run.accelerator.num_processes
+    if len(ranks) != world:
+        from zoo.engines.diffusion.setup import rank_seed
+
+        logger.warning("%s was written by %d process(es), this run has %d: its sampling RNG is not restored, each "
+                       "rank's generator is seeded afresh (the run continues, but not as the one that stopped)",
+                       folder, len(ranks), world)  # fmt: skip
+        run.generator.manual_seed(rank_seed(run.recipe.training.seed, rank, step))
+        return
+    run.generator.set_state(ranks[rank]["generator"])
+    set_rng_state({**rng_state(), **ranks[rank]["global"]})  # a legacy entry has torch's alone

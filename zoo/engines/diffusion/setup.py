@@ -1,9 +1,9 @@
 """Everything a diffusion run holds: model, sampler, optimiser, EMA, tracker, RNG, prompts, rewards.
 
 :func:`build_run` turns a recipe into a :class:`Run`; the training loop (:mod:`.trainer`) only calls
-its small methods, so it reads in training order. One ``torch.Generator`` drives every random
-choice (prompts, noise, trained steps, shuffles) so that a checkpoint that stores its state
-resumes the exact same run.
+its small methods, so it reads in training order. One ``torch.Generator`` per process drives every
+random choice (prompts, noise, trained steps, shuffles), seeded apart per rank (:func:`rank_seed`), so
+that a checkpoint that stores each rank's state resumes the exact same run.
 """
 
 from __future__ import annotations
@@ -117,13 +117,33 @@ class Run:
         """Advantages over all processes' rewards (gathered), returned for this process's images."""
         from accelerate.utils import gather_object
 
-        all_rewards = torch.tensor(gather_object(rewards.tolist()), dtype=torch.float32)
         all_prompts = gather_object(list(prompts))
         offset = self.accelerator.process_index * int(group_ids.max() + 1)
-        all_groups = torch.tensor(gather_object((group_ids + offset).tolist()))
-        adv = method.advantages(self.tracker, all_prompts, all_groups, all_rewards)
+        all_groups = gather_all(group_ids + offset)
+        adv = method.advantages(self.tracker, all_prompts, all_groups, gather_all(rewards))
         start = self.accelerator.process_index * len(prompts)
         return adv[start : start + len(prompts)]
+
+    def over_processes(self, metrics: dict[str, float]) -> dict[str, float]:
+        """One round's metrics for the whole run, the same on every process (what ``metrics.csv`` logs).
+
+        Counts (``*_evals``: compute) are summed over the processes; the rest are averaged, which is the
+        mean over all images since every process samples as many (per-batch means such as
+        ``train/loss`` weigh each process's batches alike). Values already equal everywhere (the
+        gathered ``reward``, the evaluation) pass unchanged."""
+        from accelerate.utils import gather_object
+
+        if self.accelerator.num_processes == 1:
+            return metrics
+        everyone: list[dict[str, float]] = gather_object([metrics])
+        out = {}
+        for key in dict.fromkeys(k for m in everyone for k in m):
+            values = [m[key] for m in everyone if key in m]
+            if key.endswith("_evals"):
+                out[key] = sum(values)
+            else:
+                out[key] = values[0] if all(v == values[0] for v in values) else sum(values) / len(values)
+        return out
 
     # --- optimisation -----------------------------------------------------------------------
     def optimizer_step(self) -> float:
@@ -202,6 +222,19 @@ class Run:
         self.recipe.to_yaml(directory / "recipe.yaml")
 
 
+def gather_all(values: torch.Tensor) -> torch.Tensor:
+    """Every process's ``values`` concatenated in rank order (this process's alone in a one-process run)."""
+    from accelerate.utils import gather_object
+
+    return torch.tensor(gather_object(values.tolist()), dtype=values.dtype)
+
+
+def rank_seed(seed: int, rank: int, step: int = 0) -> int:
+    """The seed of process ``rank``'s generator: apart per rank, so that the processes draw different prompts and
+    noise; ``step`` (a resume that cannot restore the ranks' generators) moves it off the first rounds' draws."""
+    return seed + 1_000_003 * rank + step
+
+
 def _encode(model: DiffusionModel, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
     """``(embeds, pooled)`` of ``prompts`` on the denoiser's device."""
     embeds, pooled = model.encoder(prompts)
@@ -259,7 +292,7 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
         from diffusers.training_utils import EMAModel
 
         ema = EMAModel(trainable, decay=tr.ema_decay)
-    generator = torch.Generator().manual_seed(tr.seed + 1_000_003 * accelerator.process_index)
+    generator = torch.Generator().manual_seed(rank_seed(tr.seed, accelerator.process_index))
     settings = method.settings(alg)
     null_cond = _encode(model, [""]) if settings["guidance_scale"] != 1.0 else None  # the authors' null prompt
     guidance = {"guidance_scale": settings["guidance_scale"], "null_cond": null_cond,

@@ -8,8 +8,10 @@ over the stochastic steps: every trained step's ratio is re-scored under the cur
 (classifier-free guided as in sampling) with the stored next latent, clipped per step, optionally
 with a KL to the reference on the step means. With an SDE window (Flow-GRPO-Fast) only the window's
 steps are stochastic and trained. Adv-GRPO's reward is a discriminator trained in rounds of its own: 9
-of every 10 rounds (``d_times``) step it on the round's images instead of the generator. Multi-GPU runs go through ``accelerate launch``: each process samples
-its own prompts with its own noise, rewards and prompts are gathered for the advantages.
+of every 10 rounds (``d_times``) step it on the round's images instead of the generator. Multi-GPU runs go
+through ``accelerate launch`` or ``torchrun``: each process samples its own prompts with its own noise,
+rewards and prompts are gathered for the advantages, and the logged metrics are the whole run's
+(:meth:`~zoo.engines.diffusion.setup.Run.over_processes`), written by the main process alone.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from zoo.engines.diffusion.checkpoint import RunState, load_checkpoint, save_che
 from zoo.engines.diffusion.methods import METHODS, Method
 from zoo.engines.diffusion.recipe import DiffusionRecipe
 from zoo.engines.diffusion.sampling import Transitions, flat_transitions
-from zoo.engines.diffusion.setup import Run, build_run
+from zoo.engines.diffusion.setup import Run, build_run, gather_all
 from zoo.rl.diffusion_loss import mean_kl, nonzero_advantage_mask, step_policy_loss, zero_std_ratio
 from zoo.run_logging import MetricsLog
 from zoo.runs import latest_checkpoint
@@ -50,7 +52,7 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
     log = MetricsLog(output_dir)
     log.start(state.step if state.step else -1)  # a fresh run drops rows an earlier run left in the directory
     if state.step == 0:
-        log.log(0, run.evaluate(0))
+        log.log(0, run.over_processes(run.evaluate(0)))
     from tqdm.auto import tqdm
 
     bar = tqdm(range(state.step, recipe.training.steps), initial=state.step, total=recipe.training.steps,
@@ -60,6 +62,7 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
         state.step = step + 1
         if state.step % recipe.training.eval_every == 0 or state.step == recipe.training.steps:
             metrics.update(run.evaluate(state.step))
+        metrics = run.over_processes(metrics)
         if state.step % recipe.training.logging_steps == 0 or "eval/reward" in metrics:
             log.log(state.step, metrics)
         bar.set_postfix(reward=f"{metrics['reward']:.4f}")
@@ -83,7 +86,8 @@ def train_round(run: Run, index: int) -> dict[str, Any]:
         transitions, rewards, metrics = tree_round(run, prompts)
     else:
         transitions, rewards, metrics = flat_round(run, method, prompts)
-    metrics.update(reward=float(torch.nanmean(rewards)), reward_std=float(_nanstd(rewards)))
+    everyone = gather_all(rewards)  # the round's reward is every process's images', not this one's
+    metrics.update(reward=float(torch.nanmean(everyone)), reward_std=float(_nanstd(everyone)))
     if method.adversarial and trains_discriminator(index, run.recipe.algorithm.d_times):
         metrics.update(run.extra["discriminator"].update(*run.extra["last_scored"]))
         return metrics

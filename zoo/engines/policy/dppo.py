@@ -36,6 +36,7 @@ from torch import nn
 from zoo.pipelines.diffusion_policy import DiffusionPolicy
 from zoo.pipelines.policy import Normalization, PolicyConfig, feedforward, read_policy_config, save_policy
 from zoo.rl.dppo import denoising_log_prob, denoising_minibatches, dppo_policy_loss
+from zoo.runs import read_state
 
 logger = logging.getLogger(__name__)
 
@@ -66,12 +67,24 @@ class ChunkEnv(gym.Wrapper):
         info["env_steps"] = k + 1
         return obs, total, terminated, truncated, info
 
+    def get_state(self) -> dict[str, Any]:
+        """The inner environment's episode (a chunk ends within one ``step``, so this wrapper keeps nothing)."""
+        return self.env.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.env.set_state(state)
+
 
 def minmax_normalization(observations: np.ndarray, actions: np.ndarray) -> Normalization:
-    """Observations by mean and std; actions min-max to [-1, 1] (DPPO's, where the sampler clips)."""
+    """Observations by mean and std; actions min-max to [-1, 1] (DPPO's, where the sampler clips).
+
+    All four in float64, the dtype :meth:`Normalization.read` gives them: a resumed run (and the
+    exported policy) read them back from ``normalization.json`` and must compute as the run did.
+    """
     low, high = actions.min(0), actions.max(0)
-    return Normalization(observations.mean(0).astype(np.float64), np.maximum(observations.std(0), 1e-3),
-                         ((high + low) / 2).astype(np.float64), np.maximum((high - low) / 2, 1e-3))  # fmt: skip
+    stats = (observations.mean(0), np.maximum(observations.std(0), 1e-3), (high + low) / 2,
+             np.maximum((high - low) / 2, 1e-3))  # fmt: skip
+    return Normalization(*(np.asarray(s, dtype=np.float64) for s in stats))
 
 
 def pretrain(observations: np.ndarray, chunks: np.ndarray, config: PolicyConfig, *, steps: int, lr: float = 1e-3,
@@ -254,12 +267,14 @@ class DiffusionPPO:
         return self
 
     def save(self, folder: Path) -> None:
-        """Optimiser and network states (``dppo_state.pt``) and the pre-trained policy with its config and statistics."""
+        """Network, optimiser and sampler states with the current observations (``dppo_state.pt``), and the
+        pre-trained policy with its config and statistics (what :meth:`from_checkpoint` builds the trainer from)."""
         self.export(folder / PRETRAINED_DIR, pretrained=True)
         torch.save({"policy": self.policy.state_dict(), "pretrained": self.pretrained.state_dict(),
                     "critic": self.critic.state_dict(), "actor_opt": self.actor_opt.state_dict(),
                     "critic_opt": self.critic_opt.state_dict(), "num_timesteps": self.num_timesteps,
-                    "iteration": self.iteration}, folder / STATE_FILE)  # fmt: skip
+                    "iteration": self.iteration, "generator": self.generator.get_state(),
+                    "obs": torch.from_numpy(np.array(self._obs))}, folder / STATE_FILE)  # fmt: skip
 
     @classmethod
     def from_checkpoint(cls, folder: Path, env: Any, settings: DPPOSettings, *, hidden: tuple[int, ...] = (256, 256),
@@ -272,13 +287,16 @@ class DiffusionPPO:
         return cls(DiffusionPolicy(config), config, norm, env, settings, hidden=hidden, seed=seed).load(folder)
 
     def load(self, folder: Path) -> DiffusionPPO:
-        state = torch.load(folder / STATE_FILE, weights_only=True)
+        """Load :meth:`save`'s state (read as tensors and plain values only: :func:`zoo.runs.read_state`)."""
+        state = read_state(folder / STATE_FILE)
         self.policy.load_state_dict(state["policy"])
         self.pretrained.load_state_dict(state["pretrained"])
         self.critic.load_state_dict(state["critic"])
         self.actor_opt.load_state_dict(state["actor_opt"])
         self.critic_opt.load_state_dict(state["critic_opt"])
         self.num_timesteps, self.iteration = state["num_timesteps"], state["iteration"]
+        self.generator.set_state(state["generator"])
+        self._obs = state["obs"].numpy()  # the episodes continue where they were
         return self
 
     def export(self, folder: Path, *, pretrained: bool = False) -> Path:

@@ -3,18 +3,26 @@
 Per iteration the method's algorithm collects ``n_envs * rollout_steps`` environment steps and
 updates; the loop logs ``metrics.csv`` (success rate of the episodes that ended in the iteration,
 environment steps, the algorithm's own losses) with a ``success_rate_curve.png``, writes atomic
-``checkpoint-N/`` folders that ``--resume`` continues from (algorithm state, optimiser, replay
-buffer; the environments restart their episodes), exports ``final/`` as a zoo policy directory
-(and ``pretrained/``, for a method that pre-trains its own starting policy) and, with
-``training.eval_episodes``, compares base (or pre-trained) and trained policy on the same seeded
-episodes (``eval.json``).
+``checkpoint-N/`` folders that ``--resume`` continues from exactly (a resumed run is the
+uninterrupted one: the same ``metrics.csv`` cells but ``cpu_minutes``, a bit-identical ``final/``),
+exports ``final/`` as a zoo policy directory (and ``pretrained/``, for a method that pre-trains its
+own starting policy) and, with ``training.eval_episodes``, compares base (or pre-trained) and
+trained policy on the same seeded episodes (``eval.json``).
+
+A checkpoint holds tensors and JSON only, since a run directory may come from someone else: the
+method's algorithm state (:mod:`zoo.engines.policy.state`), ``training_state.pt`` with the
+process RNGs (Python, NumPy, torch) and every environment's episode under way
+(:class:`~zoo.engines.policy.state.RestorableEnv`), and ``policy_state.json`` (iteration,
+environment steps). ``--resume`` builds the method's algorithm fresh from the recipe, loads that
+state into it, continues the episodes and restores the RNGs last; a checkpoint holding a file
+that needs unpickling is refused with one sentence, and nothing of it runs.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +30,23 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.engines.policy.state import env_states, refuse_pickled, require_restorable, restore_env_states
 from zoo.recipe import RecipeError
 from zoo.run_logging import MetricsLog
-from zoo.runs import checkpoint_step, latest_checkpoint, mark_complete, prune_checkpoints
+from zoo.runs import (
+    checkpoint_step,
+    latest_checkpoint,
+    mark_complete,
+    prune_checkpoints,
+    read_state,
+    rng_state,
+    set_rng_state,
+)
 
 if TYPE_CHECKING:
     import gymnasium as gym
     from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     from zoo.engines.policy.methods import PolicyMethod
     from zoo.pipelines.policy import PolicyPipeline
@@ -36,6 +54,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "policy_state.json"
+TRAINING_STATE = "training_state.pt"
 EVAL_FILE = "eval.json"
 
 
@@ -46,8 +65,9 @@ def make_environment(name: str, **kwargs: Any) -> gym.Env:
     found = {env: target for domain in discover() for env, target in domain.environments.items()}
     if name not in found:
         raise RecipeError(f"env.name={name!r} is not a registered environment; known: {', '.join(sorted(found)) or 'none'}")
-    module, _, factory = found[name].partition(":")
-    return getattr(importlib.import_module(module), factory)(**kwargs)
+    from zoo.import_strings import resolve
+
+    return resolve(found[name], what=f"environment {name!r}")(**kwargs)
 
 
 def _method(recipe: PolicyRecipe) -> PolicyMethod:
@@ -96,12 +116,16 @@ def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_r
 
     env = DummyVecEnv([make] * a.n_envs)
     env.seed(tr.seed)
+    require_restorable(env, recipe.env.name)
     output_dir.mkdir(parents=True, exist_ok=True)
     checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
     if resume and checkpoint is None:
         logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
-    model = method.load(checkpoint, env, recipe) if checkpoint else method.build(env, recipe)
-    iteration = checkpoint_step(checkpoint) if checkpoint else 0
+    if checkpoint:
+        model, iteration = _resume(method, checkpoint, env, recipe), checkpoint_step(checkpoint)
+        logger.info("resumed from %s (iteration %d)", checkpoint, iteration)
+    else:
+        model, iteration = method.build(env, recipe), 0
     log = MetricsLog(output_dir, curve="success_rate")
     log.start(iteration)
     outcomes = EpisodeOutcomes()
@@ -114,11 +138,7 @@ def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_r
         if iteration % tr.logging_steps == 0 or last:
             log.log(iteration, _metrics(model, outcomes.successes))
         if iteration % tr.save_steps == 0 or last:
-            folder = output_dir / f"checkpoint-{iteration}"
-            folder.mkdir(exist_ok=True)
-            method.save(model, folder)
-            (folder / STATE_FILE).write_text(json.dumps({"iteration": iteration, "env_steps": model.num_timesteps}))
-            mark_complete(folder, iteration)
+            _save(method, model, env, output_dir / f"checkpoint-{iteration}", iteration)
             prune_checkpoints(output_dir, tr.save_total_limit)
     log.finish()
     final = method.export(model, base, recipe, output_dir / "final")
@@ -130,6 +150,36 @@ def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_r
         (output_dir / EVAL_FILE).write_text(json.dumps(report, indent=2))
         logger.info("evaluation: %s", report)
     return output_dir
+
+
+def _save(method: PolicyMethod, model: BaseAlgorithm, env: DummyVecEnv, folder: Path, iteration: int) -> None:
+    """Write ``checkpoint-<iteration>/``: the method's state, the RNGs and episodes, then the marker.
+
+    A folder of that name is removed first (a fresh run after a crash, a resumed one repeating an
+    iteration): its old completion marker must never vouch for a half-written new state.
+    """
+    import torch
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
+    method.save(model, folder)
+    torch.save({"rng": rng_state(), "envs": env_states(env)}, folder / TRAINING_STATE)
+    (folder / STATE_FILE).write_text(json.dumps({"iteration": iteration, "env_steps": model.num_timesteps}))
+    mark_complete(folder, iteration)
+
+
+def _resume(method: PolicyMethod, folder: Path, env: DummyVecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+    """The algorithm of ``folder`` on ``env``, its episodes continued and the RNGs as they were when it was saved.
+
+    The RNGs go last: building the algorithm and resetting the environments draw from them.
+    """
+    refuse_pickled(folder)
+    state = read_state(folder / TRAINING_STATE)
+    model = method.load(folder, env, recipe)
+    restore_env_states(env, state["envs"])
+    set_rng_state(state["rng"])
+    return model
 
 
 def _metrics(model: BaseAlgorithm, successes: list[bool]) -> dict[str, Any]:

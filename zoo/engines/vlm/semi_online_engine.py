@@ -43,7 +43,7 @@ from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
 from zoo.rl.batching import GroupTopUp
 from zoo.run_logging import MetricsLog
-from zoo.runs import latest_checkpoint
+from zoo.runs import latest_checkpoint, read_state
 
 if TYPE_CHECKING:
     from zoo.engines.vlm.recipe import VLMRecipe
@@ -82,7 +82,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     learner = SemiOnlineLearner(recipe, model, processor)
     sampler = _sampler(recipe, episodes, random.Random(tr.seed))
     if checkpoint is not None:
-        state = torch.load(checkpoint / STATE_FILE, weights_only=True)
+        state = read_state(checkpoint / STATE_FILE)
         learner.load_state_dict(state)
         sampler.load_state_dict(state["sampler"])
     model = learner.model

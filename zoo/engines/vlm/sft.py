@@ -5,8 +5,9 @@ instruction-tuned checkpoint, and the tiny models of this repo start from a shor
 ``vlm-sft`` engine, :mod:`zoo.engines.vlm.sft_engine`). This is deliberately a plain torch loop
 (TRL's ``SFTTrainer`` would work too, at the cost of a second trainer stack): the batch builder
 is the piece that matters, because it masks the prompt (including image tokens) out of the loss
-exactly as chat-style SFT does. :class:`SFTLoop` keeps everything a resumed run needs (optimiser,
-schedule, data RNG, torch RNG) in one state dict, so an interrupted run continues exactly.
+exactly as chat-style SFT does. :class:`SFTLoop` keeps everything of its own a resumed run needs
+(optimiser, schedule, data RNG, torch RNG) in one state dict of tensors and plain values; a sampler
+with a position of its own (the ``vlm-sft`` engine's epoch order) is saved beside it by its caller.
 """
 
 from __future__ import annotations

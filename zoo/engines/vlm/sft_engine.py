@@ -8,7 +8,9 @@ assistant text to teach, e.g. GUI-G1's ``qwen-bbox-json``); with ``data.stream``
 drawn fresh from the loader with a seed from the run's data RNG, so a synthetic task never
 repeats a screen. The run directory is the same as every engine's: ``recipe.yaml``,
 ``metrics.csv`` with ``loss_curve.png``, atomic ``checkpoint-N/`` folders that ``--resume``
-continues from exactly (weights, optimiser, schedule, both RNGs), and ``final/``.
+continues from exactly (weights, optimiser, schedule, both RNGs, and without ``data.stream`` the
+epoch order being consumed), and ``final/``. The loop's state is read back as tensors and plain
+values only (:func:`zoo.runs.read_state`): a handed run directory cannot run code through ``--resume``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
 from zoo.engines.vlm.recipe import ModelConfig
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
-from zoo.runs import latest_checkpoint
+from zoo.runs import latest_checkpoint, read_state
 
 if TYPE_CHECKING:
     from zoo.data import Sample
@@ -108,8 +110,6 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     """Run ``recipe`` into ``output_dir`` (``final/`` holds the model); returns ``output_dir``."""
     if dry_run:
         return output_dir
-    import torch
-
     from zoo.engines.vlm.policy_model import load_policy
     from zoo.engines.vlm.sft import SFTLoop
 
@@ -132,8 +132,9 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
                    total_steps=tr.steps, decay_steps=tr.decay_steps)  # fmt: skip
     used = 0.0
     if checkpoint is not None:
-        state = torch.load(checkpoint / STATE_FILE, weights_only=True)
+        state = read_state(checkpoint / STATE_FILE)
         loop.load_state_dict(state)
+        sampler.load_state_dict(state.get("examples", {"order": []}))
         used = float(state["cpu_seconds"])
     log = MetricsLog(output_dir, curve="loss")
     log.start(loop.step_count)
@@ -149,7 +150,8 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
             log.log(loop.step_count, {"loss": loss, "lr": loop.schedule.get_last_lr()[0], CPU_MINUTES: used / 60})
         if loop.step_count % tr.save_steps == 0 or last:
             save_checkpoint(output_dir / f"checkpoint-{loop.step_count}", model, processor,
-                            {**loop.state_dict(), "cpu_seconds": used}, STATE_FILE, loop.step_count, tr.save_total_limit)
+                            {**loop.state_dict(), "examples": sampler.state_dict(), "cpu_seconds": used}, STATE_FILE,
+                            loop.step_count, tr.save_total_limit)  # fmt: skip
     bar.close()
     if budget is not None and used >= budget:
         logger.info("stopped at step %d: training.max_minutes=%.2f reached", loop.step_count, tr.max_minutes)
@@ -160,7 +162,12 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
 
 
 class ExampleStream:
-    """Batches of :class:`~zoo.engines.vlm.sft.SFTExample` s for an :class:`~zoo.engines.vlm.sft.SFTLoop`."""
+    """Batches of :class:`~zoo.engines.vlm.sft.SFTExample` s for an :class:`~zoo.engines.vlm.sft.SFTLoop`.
+
+    Without ``data.stream`` it cycles through seeded epochs: ``order`` is the rest of the current epoch's
+    permutation, consumed from its end. The permutation is drawn once per epoch, so the loop's data RNG
+    alone does not say where a run stands mid-epoch: :meth:`state_dict` carries ``order`` into checkpoints.
+    """
 
     def __init__(self, recipe: SFTRecipe) -> None:
         from zoo.data import answer_format
@@ -188,6 +195,15 @@ class ExampleStream:
                     self.order = rng.sample(range(len(self.samples)), len(self.samples))
                 batch.append(self.samples[self.order.pop()])
         return [self.example(s) for s in batch]
+
+    def state_dict(self) -> dict[str, list[int]]:
+        """The rest of the current epoch's order (empty when streaming, or between epochs)."""
+        return {"order": list(self.order)}
+
+    def load_state_dict(self, state: dict[str, list[int]]) -> None:
+        """Continue the epoch :meth:`state_dict` was taken in (a checkpoint from before epoch orders were saved
+        gives an empty order: the next batch starts a fresh epoch)."""
+        self.order = [int(i) for i in state["order"]]
 
     def multi_turn_examples(self, samples: list[Sample]) -> list[SFTExample]:
         """One example per step of every episode in ``samples``, in its expert-history dialogue."""

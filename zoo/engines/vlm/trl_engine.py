@@ -58,11 +58,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         trainer._load_from_checkpoint(str(checkpoint))
         trainer.save_model(str(output_dir / "final"))
         return output_dir
-    try:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    except KeyboardInterrupt:
-        logger.warning("interrupted; continue with `zoo train <recipe> --resume` (same --set/--output-dir)")
-        raise
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)  # Ctrl-C: zoo.cli says how to resume
     trainer.save_model(str(output_dir / "final"))
     return output_dir
 

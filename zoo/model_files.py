@@ -1,0 +1,68 @@
+"""Reading the files a model folder ships, so that a hostile one ends in one line naming it.
+
+Model folders are handed around (a colleague's run, a tarball, a Hub snapshot): a ``config.json``
+can be an 8 GiB sparse file (nothing on disk, all of it in memory once read), a FIFO, or the
+weights' safetensors header can claim 2^62 bytes. The loaders read JSON only through
+:func:`read_json`, which looks at the file's size before reading it, and check the weights with
+:func:`check_safetensors` before a library reads them; either refuses with a :class:`ModelFileError`
+(a ``ValueError``, which the CLI prints as one ``error:`` line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+#: Largest JSON file of a model folder that is read (bytes). Big tokenizers' ``tokenizer.json`` are ~35 MB.
+MAX_JSON_BYTES = 64 << 20
+
+
+class ModelFileError(ValueError):
+    """A file of a model folder is not what the loader can safely read; the message names it."""
+
+
+class FileTooLargeError(ModelFileError):
+    """A model folder's JSON file exceeds :data:`MAX_JSON_BYTES`; it was not read."""
+
+
+def read_json(file: Path, *, limit: int = MAX_JSON_BYTES) -> Any:
+    """The content of ``file``, read only when it is a regular file of at most ``limit`` bytes.
+
+    Raises:
+        FileTooLargeError: the file is larger than ``limit`` (stated from its size, nothing read).
+        ModelFileError: it is not a regular file (a FIFO would block, a device never ends) or not JSON.
+        OSError: it cannot be opened.
+    """
+    info = os.stat(file)  # follows a symlink: the size of what open() would read
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelFileError(f"{file} is not a regular file; a model folder's JSON files are plain files")
+    if info.st_size > limit:
+        raise FileTooLargeError(f"{file} is {info.st_size:,} bytes; a model folder's JSON file may be at most "
+                                f"{limit:,} bytes, so it was not read")  # fmt: skip
+    with open(file, "rb") as handle:
+        data = handle.read(limit + 1)  # bounded even if the file grew after the stat
+    if len(data) > limit:
+        raise FileTooLargeError(f"{file} grew past {limit:,} bytes while being read; it was not parsed")
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ModelFileError(f"{file} is not valid JSON ({err})") from None
+
+
+def check_safetensors(file: Path) -> None:
+    """Refuse a weights file whose safetensors header is malformed, before a library reads it.
+
+    ``safe_open`` parses only the header and checks it against the file's length (lengths, offsets,
+    dtypes), allocating nothing for the tensors; its own ``SafetensorError`` names no file, and
+    transformers lets it escape as a long traceback.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(file), framework="numpy"):
+            pass
+    except SafetensorError as err:
+        raise ModelFileError(f"{file} is not a valid safetensors file ({err})") from None
