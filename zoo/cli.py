@@ -109,10 +109,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     pipe = load(args.name, revision=args.revision, device=args.device, dtype=args.dtype,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
-    if pipe.entry.spec.kind == "diffusion":
+    kind = pipe.entry.spec.kind
+    _refuse_unused(args, kind)
+    if kind == "diffusion":
         return _run_diffusion(pipe, args)
-    if pipe.entry.spec.kind == "policy":
+    if kind == "policy":
         return _run_policy(pipe, args)
+    if kind == "clip":
+        return _run_clip(pipe, args)
     if args.prompt is None:
         raise SystemExit(f"zoo run: {pipe.entry.name} answers a question about an image; pass --prompt TEXT")
     if not args.image:
@@ -137,6 +141,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         for key, value in result.items():
             if key not in ("model", "revision", "source"):
                 print(f"  {key}: {value}")
+    return 0
+
+
+#: `zoo run` flags each kind of model reads; given to another kind, a flag would be silently ignored.
+_RUN_FLAGS = {"image": ("vlm", "clip"), "system": ("vlm",), "temperature": ("vlm",), "max_new_tokens": ("vlm",),
+              "draw": ("vlm",), "out": ("diffusion",), "observation": ("policy",), "prompt": ("vlm", "clip", "diffusion")}
+
+
+def _refuse_unused(args: argparse.Namespace, kind: str) -> None:
+    unused = [f"--{name.replace('_', '-')}" for name, kinds in _RUN_FLAGS.items()
+              if getattr(args, name, None) is not None and kind not in kinds]  # fmt: skip
+    if unused:
+        raise ValueError(f"{', '.join(unused)}: not read by a {kind} model ({args.name}); leave "
+                         f"{'it' if len(unused) == 1 else 'them'} out")
+
+
+def _run_clip(pipe: Any, args: argparse.Namespace) -> int:
+    """Zero-shot probabilities of the comma-separated class names in ``--prompt`` for ``--image``."""
+    labels = [label.strip() for label in (args.prompt or "").split(",") if label.strip()]
+    if not args.image or len(labels) < 2:
+        raise SystemExit(f"zoo run: {pipe.entry.name} scores an image against class names; pass --image PATH and "
+                         "--prompt 'name one, name two, ...' (two or more)")
+    probabilities = pipe(args.image, labels)
+    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, "probabilities": probabilities}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{pipe.entry.name} @ {pipe.revision} ({pipe.source})")
+        for label, probability in sorted(probabilities.items(), key=lambda item: -item[1]):
+            print(f"  {probability:.3f}  {label}")
     return 0
 
 
@@ -166,8 +200,10 @@ def _run_diffusion(pipe: Any, args: argparse.Namespace) -> int:
     """Generate one image for ``--prompt`` with the entry's sampling settings and save it to ``--out``."""
     if args.prompt is None:
         raise SystemExit(f"zoo run: {pipe.entry.name} draws a text prompt; pass --prompt TEXT")
-    out = pipe(args.prompt, seed=args.seed)
     path = Path(args.out or f"{pipe.entry.name}.png")
+    if path.is_dir():
+        raise ValueError(f"--out {path} is a folder; --out names the image file to write (e.g. {path / 'image.png'})")
+    out = pipe(args.prompt, seed=args.seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     out.images[0].save(path)
     result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, "prompt": args.prompt,
@@ -216,7 +252,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     evaluate = resolve(domain.evaluate, what=f"the evaluation of domain {domain.name!r}")
     out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
     options = _eval_options(evaluate, args.options)
-    metrics = evaluate(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit, **options)
+    try:
+        metrics = evaluate(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit, **options)
+    except ValueError as err:  # a file the loader could not read: say which (decode errors do not)
+        if args.path and args.path not in str(err):
+            raise ValueError(f"--data {args.data} --path {args.path}: {err}") from err
+        raise
     print(json.dumps(metrics, indent=2, default=str))
     print(f"details in {out_dir}")
     return 0
@@ -320,7 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("name", help="model name/alias or a local model directory")
     p.add_argument("--image", help="path of the image (models that read images)")
-    p.add_argument("--prompt", help="the question or instruction, or the text-to-image prompt")
+    p.add_argument("--prompt", help="the question or instruction, the text-to-image prompt, or a CLIP model's "
+                   "comma-separated class names")
     p.add_argument("--observation", metavar="JSON|FILE",
                    help="control policies: one observation, a JSON list of numbers or a .json/.npy file")
     p.add_argument("--out", metavar="PNG", help="text-to-image models: where to save the image (default: NAME.png)")
@@ -396,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnknownNameError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except (RuntimeError, ValueError, OSError) as err:
+    except (RuntimeError, ValueError, OSError, ImportError) as err:
         # errors of this project carry the next step in their message; a traceback would bury it
         logger.debug("details", exc_info=True)
         print(f"error: {err}", file=sys.stderr)

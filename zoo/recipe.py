@@ -257,17 +257,23 @@ def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), e
     return spec.recipe_class().from_dict(data, rest)
 
 
-def import_named(key: str, target: str) -> Any:
+def import_named(key: str, target: str, expected: type | tuple[type, ...] = object) -> Any:
     """The object a recipe value ``"package.module:NAME"`` names (a sampler class, a token list), or a
     :class:`RecipeError` naming the recipe ``key``: recipes name code by import string, never by a pickled
     object, and only code of the installed packages or the registered domains (:mod:`zoo.import_strings`),
-    so a recipe handed over with a ``helpers.py`` beside it does not run that file."""
+    so a recipe handed over with a ``helpers.py`` beside it does not run that file. An object that is not
+    an instance of ``expected`` (``type`` for a class, ``(list, tuple)`` for a token list) is refused too,
+    before the engine calls it (``os:system`` resolves, but is no sampler class)."""
     from zoo.import_strings import ImportStringError, resolve
 
     try:
-        return resolve(target, what=f"recipe key {key}")
+        found = resolve(target, what=f"recipe key {key}")
     except ImportStringError as err:
         raise RecipeError(str(err)) from None
+    if not isinstance(found, expected):
+        wanted = " or ".join(t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,)))
+        raise RecipeError(f"{key}={target!r} names a {type(found).__name__}; it must name a {wanted}")
+    return found
 
 
 # --- schema-driven construction -------------------------------------------------------------

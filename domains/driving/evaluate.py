@@ -119,6 +119,8 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
         raise ValueError(f"unknown driving benchmark {data!r}; choose one of {BENCHMARKS}")
     if data == "autotrust":
         return run_autotrust(pipe, path, out_dir, limit)
+    if path:
+        raise ValueError(f"--data {data} is generated; drop --path")
     base = data.removesuffix("-refine")
     samples = synthetic_driving(n=min(SYNTHETIC[base], limit or SYNTHETIC[base]), seed=EVAL_SEED)
     plans = [plan(pipe, s, refine=data.endswith("-refine")) for s in tqdm(samples, desc=f"driving {data}")]

@@ -371,6 +371,8 @@ def evaluate(
         responses = _responses(pipe_or_predictions, samples, batch_size, generation, source)
         metrics, rows = pathmmu_metrics(samples, responses)
     elif name in SYNTHETIC:
+        if path:
+            raise ValueError(f"--data {data} is generated; drop --path")
         if pipe_or_predictions is None:
             raise ValueError(f"{name} is generated here; pass a model or a list of responses")
         metrics, rows = _synthetic(pipe_or_predictions, name, limit, batch_size, generation, source)

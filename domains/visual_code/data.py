@@ -122,7 +122,8 @@ def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
 def _rows(path: str | Path) -> list[Mapping[str, Any]]:
     file = Path(path)
     if not file.is_file():
-        raise DataFormatError(f"{file} does not exist (expected a .parquet or .jsonl file)")
+        what = "is not a regular file" if file.exists() else "does not exist"
+        raise DataFormatError(f"{file} {what} (expected a .parquet or .jsonl file)")
     if file.suffix == ".parquet":
         import pyarrow.parquet as pq
 

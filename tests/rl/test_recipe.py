@@ -151,6 +151,12 @@ def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monk
     (tmp_path / "model.safetensors").write_bytes(b"")
     assert source(str(tmp_path)) == (str(tmp_path), None)
     assert source("gui-grounding-tiny") == (str(CHECKPOINTS_DIR / "gui-grounding-tiny"), None)
+    from zoo.hub import ModelNotAvailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline and not cached: the zoo's download command, not transformers'
+    with pytest.raises(ModelNotAvailableError, match="hf download Qwen/Qwen2.5-VL-7B-Instruct --revision abc"):
+        source("Qwen/Qwen2.5-VL-7B-Instruct", "model.revision=abc")
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # online, a Hub id is passed on to from_pretrained as it is
     assert source("Qwen/Qwen2.5-VL-7B-Instruct", "model.revision=abc") == ("Qwen/Qwen2.5-VL-7B-Instruct", "abc")
     with pytest.raises(UnknownNameError, match="Did you mean"):
         source("gui-grounding-tiy")

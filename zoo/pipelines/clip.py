@@ -63,6 +63,8 @@ class ClipPipeline:
         self.tokenizer = tokenizer
         self.entry = entry
         self.resolved = resolved
+        self.revision = resolved.revision  # as every pipeline: what was loaded, and from where
+        self.source = resolved.source
 
     def __repr__(self) -> str:
         return f"ClipPipeline({self.entry.name!r}, revision={self.resolved.revision!r}, device={self.device})"

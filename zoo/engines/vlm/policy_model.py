@@ -69,8 +69,8 @@ def added_tokens(target: str | None) -> list[str]:
 
     if target is None:
         return []
-    tokens = import_named("model.added_tokens", target)
-    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+    tokens = import_named("model.added_tokens", target, expected=(list, tuple))
+    if not all(isinstance(t, str) for t in tokens):
         raise RecipeError(f"model.added_tokens={target!r} must name a sequence of strings")
     return list(tokens)
 
@@ -84,13 +84,15 @@ def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
     does not list (the instruct base models the recipes start from, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct``)
     is loaded at ``model.revision`` with ``use_safetensors=True``.
     """
-    from zoo.hub import lookup
+    from zoo.hub import hub_offline, lookup
     from zoo.load import require_safetensors
     from zoo.remote_code import require_opt_in
 
     name, trust = recipe.model.name, recipe.model.trust_remote_code
     named = lookup(name)
     if named.repo_id is not None:
+        if hub_offline():  # found in the cache, or the zoo's "hf download ..." line instead of transformers' own
+            named.files(recipe.model.revision, trust_remote_code=trust)
         return named.repo_id, recipe.model.revision
     if named.entry is not None and named.entry.trust_remote_code and not trust:
         raise RecipeError(f"model.name={name!r} runs code from its repository; read it, then set {_OPT_IN}")

@@ -171,12 +171,17 @@ class UniformSampler:
 
 def _sampler(recipe: VLMRecipe, episodes: list[list[Any]], rng: random.Random) -> Any:
     """The recipe's episode sampler (an import string, so the engine names no domain)."""
-    from zoo.recipe import import_named
+    from zoo.recipe import RecipeError, import_named
 
     target = recipe.multi_turn.sampler
     if target is None:
         return UniformSampler(episodes, rng)
-    return import_named("multi_turn.sampler", target)(episodes, rng, **recipe.multi_turn.sampler_kwargs)
+    sampler = import_named("multi_turn.sampler", target, expected=type)
+    try:
+        return sampler(episodes, rng, **recipe.multi_turn.sampler_kwargs)
+    except TypeError as err:  # the class does not take (episodes, rng, **sampler_kwargs)
+        raise RecipeError(f"multi_turn.sampler={target!r} with sampler_kwargs "
+                          f"{recipe.multi_turn.sampler_kwargs}: {err}") from None
 
 
 def _score(recipe: VLMRecipe) -> tuple[Any, str]:
