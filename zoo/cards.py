@@ -21,7 +21,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from zoo.card_kinds import CardKind, card_kind
 from zoo.hub import CHECKPOINTS_DIR, is_repo_id
-from zoo.import_strings import resolve
+from zoo.import_strings import PROJECT_ROOT, resolve
 from zoo.model_files import read_json
 from zoo.registry import ModelEntry, info
 
@@ -141,10 +141,34 @@ def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> Mode
 
 def _training_text(entry: ModelEntry) -> str:
     if not entry.released:
-        return "The authors' training is described in the paper; its code, data and weights are not published."
-    if entry.rl_methods:
-        return f"Trained by its authors ({', '.join(entry.rl_methods)}); see the paper."
-    return "Trained by its authors without an RL stage; see the paper."
+        text = "The authors' training is described in the paper; its code, data and weights are not published."
+    elif entry.rl_methods:
+        text = f"Trained by its authors ({', '.join(entry.rl_methods)}); see the paper."
+    else:
+        text = "Trained by its authors without an RL stage; see the paper."
+    return text + _reproduction_text(entry)
+
+
+def _reproduction_text(entry: ModelEntry) -> str:
+    """The shipped recipes that re-run the authors' training, where the zoo differs first, then the sources."""
+    from zoo import provenance
+    from zoo.recipe import read_yaml
+
+    parts = []
+    for path in provenance.reproducing_recipes(entry.name):
+        rows = provenance.rows(read_yaml(path).get("provenance") or {})
+        where = path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else path.name
+        differ = [f"- `{row.field}`: {row.source.split(':', 1)[1].strip()}" for row in rows if row.differs]
+        cited = sorted({row.source.split(":", 1)[0] if row.kind == "code" else row.source.split()[0] for row in rows
+                        if row.kind in ("code", "paper")})  # fmt: skip
+        parts.append(
+            f"\n\nTo re-run it: `zoo train {where}` ({len(rows) - len(differ)} settings cited to the authors' code "
+            f"or paper, `zoo info {where}` lists each). "
+            + ("Where this recipe differs from the authors' run:\n\n" + "\n".join(differ)
+               if differ else "It differs from the authors' run in no setting.")
+            + (f"\n\nSources: {', '.join(f'`{c}`' for c in cited[:6])}{' ...' if len(cited) > 6 else ''}." if cited else "")
+        )  # fmt: skip
+    return "".join(parts)
 
 
 def validate_card(card: ModelCard, entry: ModelEntry | None = None) -> None:

@@ -65,6 +65,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    if args.name.endswith((".yaml", ".yml")) or Path(args.name).is_file():
+        return _recipe_info(args)
     e = info(args.name)
     data = asdict(e)
     data["kind"] = e.kind
@@ -101,6 +103,38 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"  {'spec':<13} {settings}")
     if e.notes:
         print(f"  {'notes':<13} {e.notes}")
+    _print_reproductions(e.name)
+    return 0
+
+
+def _print_reproductions(entry: str) -> None:
+    """The shipped recipes that claim ``entry``'s authors' run, each with its differences first."""
+    from zoo import provenance
+    from zoo.recipe import read_yaml
+
+    for path in provenance.reproducing_recipes(entry):
+        data = read_yaml(path)
+        lines = provenance.describe(data.get("provenance") or {}, entry)
+        print(f"  {'recipe':<13} {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+        print("\n".join(f"  {'':<13} {line}" for line in lines if not line.startswith("  cited")))
+
+
+def _recipe_info(args: argparse.Namespace) -> int:
+    """``zoo info RECIPE.yaml``: what it reproduces and where each setting comes from, differences first."""
+    from zoo import provenance
+    from zoo.recipe import load_recipe
+
+    recipe = load_recipe(args.name)
+    if args.json:
+        print(json.dumps({"recipe": args.name, "name": recipe.name, "engine": recipe.engine,
+                          "reproduces": recipe.reproduces or None,
+                          "provenance": [{"field": row.field, "source": row.source, "kind": row.kind}
+                                         for row in provenance.rows(recipe.provenance)]}, indent=2))  # fmt: skip
+        return 0
+    print(f"{recipe.name}  ({recipe.engine}): {recipe.description}")
+    lines = provenance.describe(recipe.provenance, recipe.reproduces)
+    print("\n".join(f"  {line}" for line in lines) if lines else
+          "  claims no authors' run (no `reproduces`); its settings are the zoo's")  # fmt: skip
     return 0
 
 
@@ -347,8 +381,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="the README's markdown table")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("info", help="show one model's entry", description="Show a model's catalog entry.")
-    p.add_argument("name", help="model name or alias, e.g. patho-r1")
+    p = sub.add_parser("info", help="show one model's entry, or where a recipe's settings come from",
+                       description="Show a model's catalog entry (and the recipes that reproduce its authors' run), "
+                       "or a recipe's provenance: each setting's source, the zoo's differences first.")
+    p.add_argument("name", help="model name or alias (e.g. patho-r1), or a recipe file (e.g. domains/gui/recipes/gui-g1-3b.yaml)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
 

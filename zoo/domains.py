@@ -46,6 +46,8 @@ class Domain:
             assistant text an SFT stage teaches (``vlm-sft`` recipes' ``data.answer_format``).
         evaluate: ``"module:function"`` run by ``zoo eval`` as ``fn(pipe, data, path, out_dir, limit)``.
         benchmarks: the ``--data`` names that evaluation accepts (for help and listing).
+        eval_datasets: the registered datasets that read a benchmark's own files (ScreenSpot, ChartMimic,
+            OVDEval, ...): a recipe training on one is refused unless it says why (``data.allow_eval_data``).
         environments: environment name -> ``"module:function"`` factory (policy engines).
         recipes: the recipes folder, relative to the domain package.
         package: the import path of the domain package (filled in by discovery).
@@ -60,6 +62,7 @@ class Domain:
     answer_formats: Mapping[str, str] = field(default_factory=dict)
     evaluate: str | None = None
     benchmarks: tuple[str, ...] = ()
+    eval_datasets: tuple[str, ...] = ()
     environments: Mapping[str, str] = field(default_factory=dict)
     recipes: str = "recipes"
     package: str = ""

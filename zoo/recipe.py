@@ -35,7 +35,6 @@ import os
 import re
 import types
 import typing
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -55,19 +54,29 @@ class RecipeError(ValueError):
     """A recipe file or override that does not fit the schema; the message says how to fix it."""
 
 
-class EvalSplitTrainingWarning(UserWarning):
-    """A recipe trains on a split whose name says it is for evaluation (``test``)."""
-
-
 #: Loader arguments that name a split or a benchmark category (``PubMed_test``, ``split: test``).
 SPLIT_KEYS = ("split", "category", "subset")
+#: Loader arguments that name the data's file or folder (a ``.../test/...`` path is a test split too).
+PATH_KEYS = ("path", "root", "annotations", "image_root")
 #: "test" starting a word (``test``, ``PubMed_test``, ``test_tiny``), not inside one (``latest``).
 _TEST_WORD = re.compile(r"(?<![a-z])test")
 
 
-def _test_splits(name: str, kwargs: dict[str, Any]) -> list[str]:
+def _eval_data(name: str, kwargs: dict[str, Any]) -> list[str]:
+    """What marks a training dataset as evaluation data: a split or file named test, or a dataset that
+    reads a benchmark's own files (a domain's ``eval_datasets``)."""
     named = [f"{key}={kwargs[key]!r}" for key in SPLIT_KEYS if _TEST_WORD.search(str(kwargs.get(key, "")).lower())]
-    return named + ([f"dataset {name!r}"] if _TEST_WORD.search(name.lower()) else [])
+    named += [f"{key}={value!r}" for key, value in kwargs.items() if key in PATH_KEYS and isinstance(value, str)
+              and any(_TEST_WORD.search(part.lower()) for part in Path(value).parts)]  # fmt: skip
+    if _TEST_WORD.search(name.lower()) or (name and name in _benchmark_datasets()):
+        named.append(f"dataset {name!r}")
+    return named
+
+
+def _benchmark_datasets() -> set[str]:
+    from zoo.domains import discover
+
+    return {name for domain in discover() for name in domain.eval_datasets}
 
 
 @dataclass(frozen=True)
@@ -86,18 +95,28 @@ class DataConfig:
     """Loader arguments for ``eval_name``."""
     system_prompt: str | None = None
     """A system message prepended to every prompt (the paper's system prompt), or ``None``."""
+    allow_eval_data: bool = False
+    """Train on evaluation data on purpose (a split named test, or a benchmark's own files, see
+    :attr:`zoo.domains.Domain.eval_datasets`); needs :attr:`eval_data_reason`. Numbers measured on that
+    data after training are then not held-out results."""
+    eval_data_reason: str = ""
+    """Why this recipe trains on evaluation data (required with :attr:`allow_eval_data`)."""
 
     def __post_init__(self) -> None:
-        """Warn loudly when the training data is an evaluation split: its scores would then be inflated."""
-        found = _test_splits(self.name, self.kwargs)
-        if found:
-            message = (
-                f"TRAINING ON A TEST SPLIT: data {', '.join(found)} looks like an evaluation split. Numbers "
-                "measured on it after training are not held-out results. Train on a training split (or your "
-                "own data) and keep the test split for `zoo eval`."
+        """Refuse evaluation data as training data unless the recipe says why: scores measured on it after
+        training would be inflated, and a reader of the run could not tell."""
+        found = _eval_data(self.name, self.kwargs)
+        if self.allow_eval_data and not self.eval_data_reason.strip():
+            raise RecipeError("data.allow_eval_data: true needs data.eval_data_reason (why this run trains on "
+                              "evaluation data)")  # fmt: skip
+        if found and not self.allow_eval_data:
+            raise RecipeError(
+                f"data {', '.join(found)} is evaluation data: numbers measured on it after training are not "
+                "held-out results. Train on a training split (or your own data) and keep it for `zoo eval`, or "
+                "set data.allow_eval_data: true with data.eval_data_reason"
             )
-            logger.warning(message)
-            warnings.warn(message, EvalSplitTrainingWarning, stacklevel=2)
+        if found:
+            logger.warning("training on evaluation data (%s): %s", ", ".join(found), self.eval_data_reason)
 
     def load(self) -> list[Sample]:
         """The samples, from the dataset registry (domains' loaders are found on first use)."""
@@ -169,6 +188,12 @@ class Recipe:
     """The engine that runs the recipe (``zoo engines``): ``vlm-trl``, ``vlm-verl``, ..."""
     description: str = ""
     """One line on what the recipe reproduces (paper, table)."""
+    reproduces: str = ""
+    """The registry entry whose authors' training run this recipe claims to be (``""``: it claims none).
+    Such a recipe needs a :attr:`provenance` row for every field it sets (:mod:`zoo.provenance`)."""
+    provenance: dict[str, str] = field(default_factory=dict)
+    """Field path -> where its value comes from: ``owner/repo@commit:path[:line]``, ``arXiv:<id> <section>``,
+    an ``https://`` page, or ``zoo: <why the zoo differs>``; ``zoo train --set`` adds ``user:`` rows."""
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
@@ -180,10 +205,21 @@ class Recipe:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
-        """Build from a plain mapping, after applying ``key=value`` overrides."""
+        """Build from a plain mapping, after applying ``key=value`` overrides.
+
+        A recipe that ``reproduces`` an entry must cite every field it sets (:func:`zoo.provenance.check`,
+        on the mapping as written); an override then becomes a ``user:`` row of its provenance, so the
+        run's ``recipe.yaml`` says which settings are no longer the authors'."""
+        from zoo import provenance
+
         data = _deepcopy(data)
+        problems = provenance.check(data)
+        if problems:
+            raise RecipeError("; ".join(problems))
         for override in overrides:
             _apply_override(cls, data, override)
+        if data.get("reproduces") and overrides:
+            data["provenance"] = provenance.record_overrides(data.get("provenance") or {}, overrides)
         return _build(cls, data, "")
 
     @classmethod

@@ -61,21 +61,23 @@ def test_smoke_recipe_trains_on_cpu(stem: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("stem", ["patho-r1-grpo", "patho-r1-dapo"])
-def test_patho_recipes_train_on_a_split_evaluation_never_sees(stem: str, recwarn: pytest.WarningsRecorder) -> None:
-    from zoo.recipe import EvalSplitTrainingWarning
-
-    recipe = Recipe.from_yaml(next(p for p in RECIPES if p.stem == stem))
+def test_patho_recipes_train_on_a_split_evaluation_never_sees(stem: str) -> None:
+    recipe = Recipe.from_yaml(next(p for p in RECIPES if p.stem == stem))  # evaluation data would be refused
     train, held_out = recipe.data.kwargs["category"], recipe.data.eval_kwargs["category"]
     assert "test" not in train.lower() and train != held_out and held_out == "PubMed_test"
-    assert not [w for w in recwarn if issubclass(w.category, EvalSplitTrainingWarning)]
+    assert not recipe.data.allow_eval_data
 
 
-def test_training_on_a_test_split_warns_loudly(caplog: pytest.LogCaptureFixture) -> None:
-    from zoo.recipe import DataConfig, EvalSplitTrainingWarning
+def test_training_on_a_test_split_is_refused_unless_the_recipe_says_why() -> None:
+    from zoo.recipe import DataConfig, RecipeError
 
-    with pytest.warns(EvalSplitTrainingWarning, match="TRAINING ON A TEST SPLIT.*category='PubMed_test'"):
+    with pytest.raises(RecipeError, match="category='PubMed_test'.* is evaluation data"):
         DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"})
-    assert "TRAINING ON A TEST SPLIT" in caplog.text
-    with pytest.warns(EvalSplitTrainingWarning, match="split='test'"):
+    with pytest.raises(RecipeError, match="split='test'"):
         Recipe.from_yaml(next(p for p in RECIPES if p.stem == "patho-r1-grpo"),
                          ["data.kwargs={split: test}"])  # fmt: skip
+    with pytest.raises(RecipeError, match="eval_data_reason"):
+        DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"}, allow_eval_data=True)
+    allowed = DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"}, allow_eval_data=True,
+                         eval_data_reason="a leakage study: how much training on the test split inflates accuracy")
+    assert allowed.allow_eval_data
