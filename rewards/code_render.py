@@ -1,15 +1,16 @@
 """Rewards for model-written picture code: render it in the sandbox, compare with the reference image.
 
-* :class:`RenderedCodeReward`: the MSRL group's released reward (DocTron-hub/VinciCoder
-  ``examples/reward_function/vincicoder.py``):
+* :class:`RenderedCodeReward`: the MSRL group's released reward (DocTron-hub/VinciCoder@dbe1e94
+  ``examples/reward_function/vincicoder.py:620-682``, ``compute_score``):
   ``0.9 * visual + 0.1 * format``, ``format`` = 1 when a fenced block of the language is found,
-  ``visual`` = ``(cos(CLS_gen, CLS_ref) + 1) / 2`` of DINOv2 averaged over InternVL-style tiles,
-  the generated image resized (bicubic) to the reference's size first. Failure semantics are the
-  zoo's contract: well-formed code whose render fails, times out or crashes scores ``visual = 0``
-  (VinciCoder too: the job's own failure is the answer's, :mod:`rewards.base`); only a failure
-  outside the job (a lost worker, a pool that cannot start) is ``score=None`` (masked).
-* :class:`DinoEncoder`: DINOv2 (transformers ``Dinov2Model``) from a local/cached checkpoint, or
-  built from a tiny config with a seed for offline tests.
+  ``visual`` = ``(cos(CLS_gen, CLS_ref) + 1) / 2`` of DINOv2 averaged over InternVL's tiles
+  (L404-471), the generated image resized (bicubic) to the reference's size first. Failure
+  semantics are the zoo's contract: well-formed code whose render fails, times out or crashes
+  scores ``visual = 0`` (VinciCoder too: the job's own failure is the answer's, :mod:`rewards.base`);
+  only a failure outside the job (a lost worker, a pool that cannot start) is ``score=None`` (masked).
+* :class:`DinoEncoder`: the DINOv2 feature VinciCoder takes (the CLS token of the last layer's
+  output *before* the final LayerNorm, from bfloat16-rounded pixels), from a local/cached
+  checkpoint, or built from a tiny config with a seed for offline tests.
 """
 
 from __future__ import annotations
@@ -28,29 +29,35 @@ logger = logging.getLogger(__name__)
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-#: VinciCoder rejects images over this many pixels before encoding them.
+#: VinciCoder scores 0 a rendered image over this many pixels (vincicoder.py:384-393, 580). zoo: renders
+#: have a fixed size here, so the bound guards the reference instead, as a refusal rather than a score.
 MAX_PIXELS = 83_000_000
 
 
-def tile_grid(width: int, height: int, max_tiles: int = 12) -> tuple[int, int]:
-    """``(columns, rows)`` whose aspect ratio is closest to the image's, with 1..max_tiles tiles.
-
-    InternVL's ``dynamic_preprocess`` grid choice (OpenGVLab/InternVL, which VinciCoder uses),
-    simplified: a tie in aspect error goes to the grid with fewer tiles, where InternVL may take
-    the larger one for big images.
-    """
-    aspect = width / height
+def tile_grid(width: int, height: int, max_tiles: int = 12, tile: int = 448) -> tuple[int, int]:
+    """``(columns, rows)`` of InternVL's ``dynamic_preprocess`` as VinciCoder copies it
+    (vincicoder.py:70-102): the grids of 1..max_tiles tiles in order of tile count, the closest
+    aspect ratio wins, and on a tie the later (larger) grid wins when the image has more than half
+    the grid's pixels, so a large square picture is cut 3x3 rather than kept whole."""
+    aspect, area = width / height, width * height
     grids = sorted({(i, j) for n in range(1, max_tiles + 1) for i in range(1, n + 1) for j in range(1, n + 1)
                     if i * j <= max_tiles}, key=lambda g: g[0] * g[1])
-    return min(grids, key=lambda g: abs(aspect - g[0] / g[1]))
+    best, best_error = (1, 1), float("inf")
+    for cols, rows in grids:
+        error = abs(aspect - cols / rows)
+        if error < best_error:
+            best, best_error = (cols, rows), error
+        elif error == best_error and area > 0.5 * tile * tile * cols * rows:
+            best = (cols, rows)
+    return best
 
 
 def tiles(image: Any, tile: int = 448, max_tiles: int = 12) -> list[Any]:
-    """The image resized to a grid of ``tile``-px squares, cut into them, plus a thumbnail when
-    there is more than one tile (InternVL's layout)."""
+    """The image resized to a grid of ``tile``-px squares, cut into them row by row, plus a
+    thumbnail when there is more than one tile (InternVL's layout, vincicoder.py:104-121)."""
     from PIL import Image
 
-    cols, rows = tile_grid(image.width, image.height, max_tiles)
+    cols, rows = tile_grid(image.width, image.height, max_tiles, tile)
     resized = image.resize((cols * tile, rows * tile), Image.Resampling.BICUBIC)
     parts = [resized.crop((c * tile, r * tile, (c + 1) * tile, (r + 1) * tile)) for r in range(rows) for c in range(cols)]
     if len(parts) > 1:
@@ -74,7 +81,21 @@ def reference_image(value: Any) -> Any:
 
 
 class DinoEncoder:
-    """DINOv2 CLS features (last hidden state, token 0), as VinciCoder reads them.
+    """DINOv2 CLS features exactly as VinciCoder reads them (vincicoder.py:42, 445-459).
+
+    VinciCoder calls ``AutoModelForImageClassification.from_pretrained('facebook/dinov2-large')``
+    (L42) with ``pixel_values=batch.to(torch.bfloat16), output_hidden_states=True`` and takes
+    ``hidden_states[-1][:, 0]`` (L445-458). In transformers ``hidden_states[-1]`` is the last
+    ``Dinov2Layer``'s output, before ``Dinov2Model.layernorm``; ``last_hidden_state`` is after it, a
+    different vector with a different cosine. The weights load in float32 (transformers 4.54-4.57,
+    VinciCoder's ``requirements.txt:18``, loads float32 when no dtype is given) and Dinov2's patch
+    embedding casts the pixel values to the weights' dtype, so the network runs in float32 on pixels
+    rounded to bfloat16: the zoo does the same, on any device. The classification head VinciCoder's
+    call adds is random and unused, so the zoo loads the backbone (``Dinov2Model``) alone.
+
+    Other DINOv2 users state their own feature: StarVector's DinoScore is the mean of all post-LayerNorm
+    tokens of dinov2-base (joanrod/star-vector@0e083c1:starvector/metrics/compute_dino_score.py:38), and
+    :class:`rewards.embedding_similarity.DinoSimilarity` takes timm's post-norm CLS.
 
     Args:
         model: a local directory or a cached Hub id (``facebook/dinov2-large``, VinciCoder's choice),
@@ -99,22 +120,26 @@ class DinoEncoder:
                                   patch_size=14, image_size=self.tile)
             return Dinov2Model(config).eval().to(self.device)
         try:
-            return Dinov2Model.from_pretrained(self.model).eval().to(self.device)
+            return Dinov2Model.from_pretrained(self.model, dtype=torch.float32).eval().to(self.device)
         except OSError as err:
             raise OSError(f"DINOv2 weights {self.model!r} are not in the local cache or folder ({err}); download them "
                           f"with `hf download {self.model}`, or pass encoder={{'model': 'tiny'}} for a smoke run") from err
 
     def cls(self, images: Sequence[Any]) -> Any:
-        """``(N, D)`` CLS features of PIL images (ImageNet-normalised)."""
+        """``(N, D)`` pre-LayerNorm CLS features of PIL images: resized (bicubic) to the tile, scaled to
+        [0, 1] and ImageNet-normalised in float32 (VinciCoder's ``build_transform``, L59-67), then
+        rounded to bfloat16 (L445-446)."""
         import torch
+        from PIL import Image
 
         if self._net is None:
             self._net = self._load()
-        arrays = [np.asarray(im.convert("RGB").resize((self.tile, self.tile)), dtype=np.float32) / 255.0
-                  for im in images]
+        arrays = [np.asarray(im.convert("RGB").resize((self.tile, self.tile), Image.Resampling.BICUBIC),
+                             dtype=np.float32) / 255.0 for im in images]
         batch = (torch.from_numpy(np.stack(arrays)) - torch.tensor(IMAGENET_MEAN)) / torch.tensor(IMAGENET_STD)
+        pixels = batch.permute(0, 3, 1, 2).to(torch.bfloat16)
         with torch.inference_mode():
-            hidden = self._net(pixel_values=batch.permute(0, 3, 1, 2).to(self.device)).last_hidden_state
+            hidden = self._net(pixel_values=pixels.to(self.device), output_hidden_states=True).hidden_states[-1]
         return hidden[:, 0].float()
 
     def similarity(self, generated: Any, reference: Any) -> float:

@@ -102,7 +102,12 @@ class ClipSimilarity(_Embedder):
 
 
 class DinoSimilarity(_Embedder):
-    """DINOv2 CLS-token cosine (the "DINO score" of image-generation and SVG papers).
+    """DINOv2 CLS-token cosine through timm: a generic image-image similarity, no paper's exact metric.
+
+    The feature is timm's pooled output with ``num_classes=0``: the CLS token *after* the final norm.
+    It is neither VinciCoder's (the CLS before the final LayerNorm, which ``msrl-chart`` / ``svg-dino``
+    take, :class:`rewards.code_render.DinoEncoder`) nor StarVector's DinoScore (the mean of all
+    post-LayerNorm tokens of dinov2-base, joanrod/star-vector@0e083c1:starvector/metrics/compute_dino_score.py:38).
 
     Args:
         model_name: a timm DINOv2 model (``"vit_small_patch14_dinov2.lvd142m"``).

@@ -427,13 +427,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a model on a benchmark", description="Evaluate a model on a benchmark.")
     p.add_argument("name", help="model name/alias or a local model directory")
     p.add_argument("--data", required=True, help="benchmark: screenspot, screenspot-v2, screenspot-pro, synthetic, synthetic-tiny, "
-        "pathmmu, u2bench-{cla,seg,measurement,report}[:id], synthetic-pathology-mcq, geneval, ocr, gedit-bench ...")
+        "pathmmu, u2bench-<task folder>[:id] (disease_diagnosis ... caption_generation, or cla/seg/measurement/report), "
+        "clip-zero-shot, clip-retrieval, synthetic-pathology-mcq, geneval, ocr, gedit-bench ... (`zoo domains` lists all)")
     p.add_argument("--path", help="benchmark files (annotation file or folder); synthetic data needs none")
     p.add_argument("--entry", help="for a local directory: the registered model whose prompt and parser it uses")
     p.add_argument("--limit", type=int, help="evaluate only the first N samples")
     p.add_argument("--option", dest="options", action="append", default=[], metavar="KEY=VALUE",
-                   help="a domain evaluation option, repeatable: --option response_source=answer (PathMMU: score "
-                   "the <answer> span instead of the raw response), --option max_new_tokens=512")
+                   help="a domain evaluation option, repeatable: --option response_source=answer (PathMMU: the "
+                   "<answer> span as the headline instead of the raw response), --option max_new_tokens=512, "
+                   "--option prompt=PROMPT.json (clip-zero-shot), --option recall_k=[1,5] / images_dir=DIR "
+                   "(clip-retrieval)")
     p.add_argument("--out", help="output folder (default: outputs/eval/NAME-DATA)")
     p.add_argument("--revision", help="Hub branch, tag or commit")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda ...")

@@ -34,6 +34,8 @@ class VLMSpec:
             the smart-resized image, Qwen2.5-VL), ``norm1000`` (0-1000, Qwen3-VL),
             ``original`` or ``none``.
         max_new_tokens: the authors' generation budget.
+        generation: the authors' sampling settings for ``model.generate`` (``{"do_sample": True,
+            "temperature": 0.1, "top_p": 1.0}``); empty means greedy decoding.
         image_first: the image comes before the text in the user turn (Qwen's default layout).
         parser: turns the model's raw text into task fields (``think``, ``answer``, ``bbox``...) in
             the model's coordinate frame; ``None`` keeps the raw text only.
@@ -49,11 +51,13 @@ class VLMSpec:
     max_pixels: int = 16384 * 28 * 28
     coord_frame: CoordFrame = "resized"
     max_new_tokens: int = 512
+    generation: dict[str, Any] = field(default_factory=dict)
     image_first: bool = True
     parser: Parser | None = None
 
     def __hash__(self) -> int:  # dict field: hash on the immutable parts
-        return hash((self.user, self.system, tuple(sorted(self.variants)), self.min_pixels, self.max_pixels))
+        return hash((self.user, self.system, tuple(sorted(self.variants)), self.min_pixels, self.max_pixels,
+                     tuple(sorted(self.generation.items()))))
 
 
 @dataclass(frozen=True)

@@ -56,21 +56,26 @@ class RecipeError(ValueError):
 
 #: Loader arguments that name a split or a benchmark category (``PubMed_test``, ``split: test``).
 SPLIT_KEYS = ("split", "category", "subset")
-#: Loader arguments that name the data's file or folder (a ``.../test/...`` path is a test split too).
+#: Loader arguments that name the data's files or folder: one whose own name says test (``test_metadata.jsonl``,
+#: ``refcoco_testA.json``, a ``test/`` folder) is a test split too; the folders above it are not read.
 PATH_KEYS = ("path", "root", "annotations", "image_root")
-#: "test" starting a word (``test``, ``PubMed_test``, ``test_tiny``), not inside one (``latest``).
-_TEST_WORD = re.compile(r"(?<![a-z])test")
+#: "test" or "evaluation" starting a word (``test``, ``PubMed_test``, ``evaluation_std``), not inside one (``latest``).
+_TEST_WORD = re.compile(r"(?<![a-z])(test|evaluation)")
 
 
 def _eval_data(name: str, kwargs: dict[str, Any]) -> list[str]:
     """What marks a training dataset as evaluation data: a split or file named test, or a dataset that
     reads a benchmark's own files (a domain's ``eval_datasets``)."""
     named = [f"{key}={kwargs[key]!r}" for key in SPLIT_KEYS if _TEST_WORD.search(str(kwargs.get(key, "")).lower())]
-    named += [f"{key}={value!r}" for key, value in kwargs.items() if key in PATH_KEYS and isinstance(value, str)
-              and any(_TEST_WORD.search(part.lower()) for part in Path(value).parts)]  # fmt: skip
+    named += [f"{key}={value!r}" for key, value in kwargs.items() if key in PATH_KEYS
+              and any(_TEST_WORD.search(Path(str(one)).stem.lower()) for one in _as_list(value))]  # fmt: skip
     if _TEST_WORD.search(name.lower()) or (name and name in _benchmark_datasets()):
         named.append(f"dataset {name!r}")
     return named
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _benchmark_datasets() -> set[str]:

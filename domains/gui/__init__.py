@@ -25,4 +25,9 @@ DOMAIN = Domain(
     evaluate="domains.gui.evaluate:run",
     benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny", "android-control",
                 "android-control-low", "synthetic-episodes"),
+    # ScreenSpot, -v2 and -Pro publish test files only. ui-s1-android-control is not listed: it reads UI-S1's
+    # training file (android_control_train_example.jsonl, the 1,000 released trajectories) as well as their
+    # evaluation split (android_control_evaluation_std.jsonl), so the split is the file a recipe names;
+    # gui-g1-json reads GUI-G1's training records; the synthetic sets are generated.
+    eval_datasets=("screenspot", "screenspot-v2", "screenspot-pro"),
 )

@@ -1,17 +1,23 @@
-"""Step-level evaluation of a GUI agent on AndroidControl-format trajectories (UI-S1's jsonl layout).
+"""Evaluation of a GUI agent on AndroidControl-format trajectories (UI-S1's jsonl layout): the authors' SOP
+and the zoo's step-level metrics.
 
-Each episode is walked with :func:`~zoo.engines.vlm.semi_online_rollout.semi_online_rollout`,
-greedy, one copy, ``patch_threshold=-1``: every step is scored, and after a wrong step the
-expert's answer continues the dialogue, so step ``t`` is always asked on the recorded screen
-``t`` with a history that reached it (the static, step-wise protocol of AndroidControl). Scores
-are UI-S1's matcher (``domains.gui.rewards.check_action_match`` through the ``ui-s1`` reward,
-candidate-box lists normalised as in UI-S1's ``evaluation/qwenvl_utils.py``):
+``SOP`` is UI-S1's Semi-Online Performance exactly as the authors' ``evaluation/eval_qwenvl.py`` computes it
+(:mod:`domains.gui.sop`): greedy, each episode walked with the model's own answers as history until its
+first step that is not an exact match under the script's matcher; ``Success Rate`` (percent of episodes
+matched to the end) and ``Average Progress`` (mean share of steps matched before the first miss), an
+unparsable answer zeroing its episode's progress.
 
-* ``type_match`` — the action type is right (AndroidControl's "type" accuracy);
-* ``exact_match`` — type and arguments right (its step accuracy / "SR");
-* ``episode_success`` — every step of the episode exact;
-* ``progress`` — the fraction of an episode's steps before its first wrong one, averaged (the
-  idea of UI-S1's SOP metric; this project's definition, the paper's exact formula is not public).
+The other blocks are this project's (``zoo_metrics`` names them in ``metrics.json``). Each episode is
+walked again with :func:`~zoo.engines.vlm.semi_online_rollout.semi_online_rollout`, greedy, one copy,
+``patch_threshold=-1``: every step is scored, and after a wrong step the expert's answer continues the
+dialogue, so step ``t`` is always asked on the recorded screen ``t`` with a history that reached it (the
+static, step-wise protocol of AndroidControl). Scores are the ``ui-s1`` training reward's matcher
+(``domains.gui.rewards.check_action_match``, the file's candidate-box lists normalised):
+
+* ``steps.type_match`` — the action type is right (AndroidControl's "type" accuracy);
+* ``steps.exact_match`` — type and arguments right (its step accuracy / "SR");
+* ``episodes.episode_success`` — every step of the episode exact;
+* ``by_action_type`` and ``click_localisation`` (below).
 
 Data names: ``android-control`` (high-level goal), ``android-control-low`` (goal + step
 instruction), each ``--path FILE.jsonl`` with screenshots in ``images/`` beside it (or the
@@ -78,8 +84,8 @@ def agent_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def summarise_agent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Step type/exact accuracy (overall and by action type), episode success, progress and, where there are
-    clicks, how well they are located (:func:`click_localisation`)."""
+    """The zoo's metrics: step type/exact accuracy (overall and by action type), episode success and, where
+    there are clicks, how well they are located (:func:`click_localisation`)."""
     if not rows:
         raise ValueError("no evaluated steps")
     episodes: dict[Any, list[dict[str, Any]]] = defaultdict(list)
@@ -93,18 +99,10 @@ def summarise_agent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"type_match": sum(r["type_match"] for r in group) / n,
                 "exact_match": sum(r["exact_match"] for r in group) / n, "n": n}  # fmt: skip
 
-    progress = []
-    for steps in episodes.values():
-        steps = sorted(steps, key=lambda r: r["step"])
-        first_miss = next((i for i, r in enumerate(steps) if not r["exact_match"]), len(steps))
-        progress.append(first_miss / len(steps))
+    solved = [all(r["exact_match"] for r in steps) for steps in episodes.values()]
     return {
         "steps": accuracy(rows),
-        "episodes": {
-            "n": len(episodes),
-            "episode_success": sum(p == 1.0 for p in progress) / len(progress),
-            "progress": sum(progress) / len(progress),
-        },
+        "episodes": {"n": len(episodes), "episode_success": sum(solved) / len(solved)},
         "by_action_type": {name: accuracy(group) for name, group in sorted(by_type.items())},
         **({"click_localisation": located} if (located := click_localisation(rows)) else {}),
     }
@@ -170,16 +168,12 @@ def draw_strip(episodes: Sequence[Sequence[Sample]], rows: Sequence[dict[str, An
     return path
 
 
-def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]],
-                   max_new_tokens: int = 128) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
-    """Greedy step-wise evaluation of a transformers VLM; returns ``(rows, metrics)``.
-
-    The expert history is written as the model was taught to answer: with location tokens when its
-    tokenizer holds them (:mod:`domains.gui.location_tokens`), else as UI-S1's JSON.
-    """
+def _walk(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]], max_new_tokens: int, score: Any,
+          patch_threshold: int, match_component: str) -> list[Any]:  # fmt: skip
+    """Greedy one-copy walk of every episode; a patched turn is written as the model was taught to answer:
+    with location tokens when its tokenizer holds them (:mod:`domains.gui.location_tokens`), else UI-S1's JSON."""
     from domains.gui import location_tokens
     from domains.gui.prompts import ui_s1_action_response
-    from domains.gui.rewards import UiS1Reward
     from zoo.engines.vlm.multiturn_policy import VLMPolicy
     from zoo.engines.vlm.semi_online_rollout import semi_online_rollout
 
@@ -187,26 +181,59 @@ def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sampl
     framed = [[policy.in_model_frame(s) for s in episode] for episode in episodes]
     expert = (location_tokens.ui_s1_location_response if location_tokens.in_vocabulary(processor.tokenizer)
               else ui_s1_action_response)  # fmt: skip
-    records = semi_online_rollout(framed, policy, UiS1Reward(box_lists=True), expert, rollout_n=1, patch_threshold=-1)
+    return semi_online_rollout(framed, policy, score, expert, rollout_n=1, patch_threshold=patch_threshold,
+                               match_component=match_component)  # fmt: skip
+
+
+def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]],
+                   max_new_tokens: int = 128) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    """The zoo's step-wise evaluation of a transformers VLM (expert patches after every wrong step, the
+    ``ui-s1`` reward's matcher); returns ``(rows, metrics)``."""
+    from domains.gui.rewards import UiS1Reward
+
+    records = _walk(model, processor, episodes, max_new_tokens, UiS1Reward(box_lists=True), -1, "extract_match")
     rows = agent_rows(records)
     return rows, summarise_agent(rows)
+
+
+def evaluate_sop(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]],
+                 max_new_tokens: int = 128) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
+    """UI-S1's SOP as the authors compute it (:mod:`domains.gui.sop`): each episode walked with the model's
+    own answers until its first miss (``patch_threshold=0``); returns ``(metrics, per-episode rows)``."""
+    from domains.gui.sop import EXACT, SopScore, summarise_sop
+
+    return summarise_sop(_walk(model, processor, episodes, max_new_tokens, SopScore(), 0, EXACT))
+
+
+#: What ``metrics.json`` says of the blocks that are not the authors' SOP.
+ZOO_METRICS = ("steps, episodes, by_action_type, click_localisation: this project's metrics, every step asked after "
+               "expert patches and scored by the ui-s1 training reward's matcher; the authors' metric is SOP")
 
 
 def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None) -> dict[str, Any]:
     """``zoo eval NAME --data android-control|android-control-low|synthetic-episodes``: metrics + strip.
 
-    Models trained with UI-S1's system prompt (its entry's ``spec.system``) get UI-S1's turns; others
-    (the CPU-scale ``gui-agent-tiny``) the goal as each turn's text, as they were trained.
+    Writes ``metrics.json`` (``SOP``, the authors' metric, then the zoo's blocks), ``predictions.jsonl`` (the
+    zoo's per-step rows), ``sop_episodes.jsonl`` (the SOP walk's per-episode result, the fields the authors'
+    script writes) and ``predictions.png``. Models trained with UI-S1's system prompt (its entry's
+    ``spec.system``) get UI-S1's turns; others (the CPU-scale ``gui-agent-tiny``) the goal as each turn's
+    text, as they were trained.
     """
+    import json
+
     from domains.gui.prompts import UI_S1_SYSTEM
 
     episodes = load_agent_data(data, path, limit, ui_s1_prompt=pipe.entry.spec.system == UI_S1_SYSTEM)
     if not episodes:
         raise ValueError(f"--data {data} yielded no episodes (check --path and --limit)")
+    sop, sop_rows = evaluate_sop(pipe.model, pipe.processor, episodes, pipe.entry.spec.max_new_tokens)
     rows, summary = evaluate_agent(pipe.model, pipe.processor, episodes, pipe.entry.spec.max_new_tokens)
-    metrics = {"model": getattr(pipe.entry, "name", None), "data": data, **summary}
+    metrics = {"model": getattr(pipe.entry, "name", None), "data": data, "SOP": sop, **summary,
+               "zoo_metrics": ZOO_METRICS}  # fmt: skip
     out_dir = write_results(out_dir, metrics, rows)
+    (out_dir / "sop_episodes.jsonl").write_text("".join(json.dumps(row) + "\n" for row in sop_rows))
     draw_strip(episodes, rows, out_dir / "predictions.png")
-    logger.info("%s on %s: step exact %.3f, episode success %.3f -> %s", metrics["model"], data,
-                summary["steps"]["exact_match"], summary["episodes"]["episode_success"], out_dir)  # fmt: skip
+    logger.info("%s on %s: SOP success rate %.1f%%, average progress %.3f; zoo step exact %.3f -> %s",
+                metrics["model"], data, sop["Success Rate"], sop["Average Progress"], summary["steps"]["exact_match"],
+                out_dir)  # fmt: skip
     return metrics

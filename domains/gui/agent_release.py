@@ -114,7 +114,6 @@ def evaluate(model_dir: Path, n: int, seed: int = SYNTHETIC_EPISODES_SEED) -> di
             "step_success_se": binomial_se(steps["exact_match"], steps["n"]),
             "episode_success": episodes["episode_success"], "n_episodes": episodes["n"],
             "episode_success_se": binomial_se(episodes["episode_success"], episodes["n"]),
-            "progress": episodes["progress"],
             "by_action_type": {k: v["exact_match"] for k, v in summary["by_action_type"].items()},
             "click_localisation": summary.get("click_localisation"), "step_hits": list(hits.values())}  # fmt: skip
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from PIL import Image
 
+from domains.gui.sop import sop_check_options
 from zoo.data import Sample, path_under, read_records, record_field
 
 logger = logging.getLogger(__name__)
@@ -304,7 +305,9 @@ def load_ui_s1_jsonl(
     """UI-S1 AndroidControl trajectories, one :class:`Sample` per step.
 
     ``target`` holds the step's ``action`` (original pixels), ``check_options`` (what the ``ui-s1``
-    reward compares against), ``num_steps`` and ``image_size``; ``meta`` holds the goal, step index,
+    reward compares against, as the RL dataset builds them), ``sop_check_options`` (what UI-S1's SOP
+    evaluation compares against, :func:`domains.gui.sop.sop_check_options`), ``num_steps`` and
+    ``image_size``; ``meta`` holds the goal, step index,
     the previous actions, ``step_instruction`` and the expert ``thought`` (or ``motivation``) when the
     file has them. ``require_images=False`` keeps steps whose screenshot is absent (``image_size`` is
     then ``None``; the reward needs it). ``ui_s1_prompt`` writes each step's prompt as UI-S1's turn
@@ -331,6 +334,7 @@ def load_ui_s1_jsonl(
                     target={
                         "action": action,
                         "check_options": _check_options(step, where),
+                        "sop_check_options": sop_check_options(step),
                         "num_steps": len(steps),
                         "image_size": size,
                     },

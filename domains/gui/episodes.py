@@ -29,6 +29,7 @@ from typing import Any
 
 from PIL import Image
 
+from domains.gui.sop import sop_check_options
 from domains.gui.synthetic import TINY_COLOURS, TINY_LABELS, _Canvas
 from zoo.data import Sample
 
@@ -121,6 +122,7 @@ def episode_samples(
             samples.append(Sample(
                 id=f"episode-{seed}-{i}-{s}", images=(step["screen"],), prompt=goal,
                 target={"action": copy.deepcopy(action), "check_options": check, "num_steps": len(steps),
+                        "sop_check_options": sop_check_options({"action_content": action}),
                         "image_size": list(step["screen"].size)},
                 meta={"platform": "android", "episode_id": f"{seed}-{i}", "step": s, "goal": goal,
                       "history": copy.deepcopy(history), "step_instruction": step["step_instruction"],

@@ -13,5 +13,8 @@ DOMAIN = Domain(
               "prompt-list": "domains.image.prompt_list:load_prompt_list"},
     evaluate="domains.image.evaluate:run",
     benchmarks=("geneval", "ocr", "gedit-bench"),
+    # `geneval` is not listed: it reads any GenEval-format metadata file, Flow-GRPO's training split included
+    # (a path naming a test file is caught by its name); `synthetic-shapes` and `prompt-list` are not benchmarks.
+    eval_datasets=("gedit-bench",),
     recipes="recipes",
 )

@@ -1,11 +1,12 @@
 """Image generation and editing: Flow-GRPO, Adv-GRPO, DanceGRPO, OmniGen2-EditScore and the EditScore judge.
 
-Sampling settings are the authors' evaluation settings, read in their repositories:
+Sampling settings are the authors' inference settings, read in their repositories:
 Flow-GRPO and Adv-GRPO sample SD3.5-Medium at 512 px with 40 steps and guidance 4.5
-(``config/grpo.py``: ``resolution``, ``eval_num_steps``, ``guidance_scale``); DanceGRPO trains FLUX.1-dev
-at 720 px with 16 steps and embedded guidance 3.5, no CFG (``scripts/finetune/finetune_flux_grpo_8gpus.sh``,
-``fastvideo/train_grpo_flux.py``); OmniGen2's GEdit inference uses 50 steps, text guidance 5.0,
-image guidance 2.0 at 1024 px (EditScore ``examples/OmniGen2-RL/evaluation/GEdit-Bench/inference.py``).
+(``config/grpo.py``: ``resolution``, ``eval_num_steps``, ``guidance_scale``); DanceGRPO's FLUX inference script
+samples 50 steps at 1024 px with embedded guidance 3.5 (XueZeyue/DanceGRPO@15cc71d:
+scripts/visualization/vis_flux.py:59-66), while its training sampler is 16 steps at 720 px on a shift-3 schedule
+(``scripts/finetune/finetune_flux_grpo_8gpus.sh``); OmniGen2's GEdit runs use 50 steps, text guidance 5.0,
+image guidance 1.5 and ``time_shift_base_res`` 168 at 1024 px (:class:`~domains.image.specs.OmniGen2Spec`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,14 @@ for task, repo, reward in (("geneval", "jieliu/SD3.5M-FlowGRPO-GenEval", "GenEva
     ))  # fmt: skip
 
 # --- Adv-GRPO (showlab/Adv-GRPO, MIT): two LoRAs in subfolders of one repository -----------------------------
+_ADV_TRAINING = {
+    "dino": "The zoo trains this discriminator: the diffusion engine's adv_grpo method.",
+    "pickscore": "The zoo loads these weights but does not train their discriminator: the diffusion engine's adv_grpo "
+                 "has the DINOv2 one only. Theirs fine-tunes PickScore's CLIP (vision layers from config.tune_layer, "
+                 "Adam lr 5e-6) with PickScore's pairwise loss, references preferred, in rounds where the references "
+                 "score below the generations (showlab/Adv-GRPO@8287f90:scripts/train_sd3_fast_pickscore.py:151-183, "
+                 "1017-1036; config/grpo.py:353-360 pickscore_cotrain_sd3_fast).",
+}
 for reward, folder in (("pickscore", "PickScore"), ("dino", "DINO")):
     register(ModelEntry(
         name=f"adv-grpo-sd35m-{reward}", repo_id="benzweijia/Adv-GRPO",
@@ -66,50 +75,88 @@ for reward, folder in (("pickscore", "PickScore"), ("dino", "DINO")):
         task=f"text-to-image, adversarial reward ({folder} discriminator) against reference images",
         license="mit", paper="2511.20256",
         notes=f"LoRA in the repository's {folder}/ folder (README, app.py load_lora_from_subfolder); sampling as "
-              "config/grpo.py eval_sd3_fast. The base's licence applies to what it generates.",
+              f"config/grpo.py eval_sd3_fast. The base's licence applies to what it generates. {_ADV_TRAINING[reward]}",
         license_source=f"the authors' repository showlab/Adv-GRPO LICENSE (MIT); {_CARD_UNREAD}",
         revision_note=_NO_PIN, rl_methods=("adv-grpo",),
     ))  # fmt: skip
 
-# --- DanceGRPO (XueZeyue/DanceGRPO, Apache-2.0): full FLUX transformer ---------------------------------------
+# --- DanceGRPO (XueZeyue/DanceGRPO, code Apache-2.0): a full fine-tune of FLUX.1-dev's transformer ---------------
 register(ModelEntry(
     name="dancegrpo-flux-hps", repo_id="xzyhku/flux_hpsv2.1_dancegrpo",
-    spec=AdapterDiffusionSpec(num_inference_steps=16, guidance_scale=3.5, height=720, width=720, base_entry="flux-1-dev",
+    # the authors' FLUX inference script: XueZeyue/DanceGRPO@15cc71d:scripts/visualization/vis_flux.py:59-66
+    spec=AdapterDiffusionSpec(num_inference_steps=50, guidance_scale=3.5, height=1024, width=1024, base_entry="flux-1-dev",
                               base_repo="black-forest-labs/FLUX.1-dev", adapter_format="transformer"),
     architecture="FluxPipeline", base_model="black-forest-labs/FLUX.1-dev (full fine-tune of the transformer)",
-    domain="image", task="text-to-image, RL-tuned for HPS-v2.1", license="apache-2.0", paper="2505.07818",
+    domain="image", task="text-to-image, RL-tuned for HPS-v2.1", license="other", paper="2505.07818",
     notes="A FluxTransformer2DModel folder (config.json + diffusion_pytorch_model.safetensors, as "
           "fastvideo/utils/checkpoint.py saves it) replaces FLUX.1-dev's transformer; its files at the repository "
-          "root are assumed (UNVERIFIED). Settings are the training sampler's (16 steps, guidance 3.5, 720 px); the "
-          "training sigma schedule (shift 3) is DanceGRPO's own, the pipeline uses diffusers' scheduler. FLUX.1-dev's "
-          "non-commercial licence applies.",
-    license_source=f"the authors' repository XueZeyue/DanceGRPO (Apache-2.0); {_CARD_UNREAD}",
+          "root are assumed (UNVERIFIED). Sampling: the authors' FLUX inference settings (50 steps, embedded guidance "
+          "3.5, 1024 px, scripts/visualization/vis_flux.py); their training sampler is another one (16 steps at 720 px "
+          "on a shift-3 schedule, eta 0.3: scripts/finetune/finetune_flux_grpo_8gpus.sh), which "
+          "domains/image/recipes/dancegrpo-flux-hps.yaml trains with. As a fine-tune of FLUX.1-dev the weights fall "
+          "under the FLUX.1 [dev] Non-Commercial License (the code's Apache-2.0 does not cover them).",
+    license_source="FLUX.1 [dev] Non-Commercial License: the weights are a full fine-tune of black-forest-labs/FLUX.1-dev "
+                   "(the trained FLUX checkpoint of XueZeyue/DanceGRPO@15cc71d:README.md:34, train_grpo_flux.py loads "
+                   f"FLUX.1-dev); the code repository is Apache-2.0; {_CARD_UNREAD}",
     revision_note=_NO_PIN, rl_methods=("dancegrpo",),
 ))  # fmt: skip
 
 # --- EditScore (VectorSpaceLab/EditScore, Apache-2.0) ----------------------------------------------------------
-register(ModelEntry(
-    name="omnigen2-editscore7b", repo_id="OmniGen2/OmniGen2-EditScore7B",
-    spec=OmniGen2Spec(num_inference_steps=50, guidance_scale=5.0, height=1024, width=1024),
-    architecture="OmniGen2Pipeline", base_model="OmniGen2/OmniGen2 (LoRA)", domain="image",
-    task="instruction-guided image editing, RL-tuned with EditScore-7B", license="apache-2.0", paper="2509.23909",
-    notes="diffusers 0.42.1 has no OmniGen2 pipeline: zoo.load fetches the LoRA and says how to run it with the "
-          "authors' OmniGen2 code. Score editors of your own with the 'editscore' reward and the gedit-bench evaluation.",
-    license_source=f"the authors' repository VectorSpaceLab/EditScore (Apache-2.0); {_CARD_UNREAD}",
-    revision_note=_NO_PIN, rl_methods=("flow-grpo",),
-))  # fmt: skip
-register(ModelEntry(
-    name="editscore-7b", aliases=("editscore",), repo_id="EditScore/EditScore-7B",
-    spec=JudgeSpec(coord_frame="none", max_new_tokens=512, parser=parse_editscore_answer),
-    architecture="qwen2_5_vl", base_model="Qwen/Qwen2.5-VL-7B-Instruct (LoRA)", domain="image",
-    task="reward model for image edits (semantic consistency, perceptual quality; 0-25)", license="apache-2.0",
-    paper="2509.23909",
-    notes="Served as the authors do: the LoRA merged into Qwen2.5-VL-7B-Instruct, their chat layout, temperature "
-          "0.7, top-p 0.9, top-k 20. Use it through the 'editscore' reward (prompts, parsing and score maths of the "
-          "editscore package).",
-    license_source=f"the authors' repository VectorSpaceLab/EditScore (Apache-2.0); {_CARD_UNREAD}",
-    revision_note=_NO_PIN,
-))  # fmt: skip
+_OMNIGEN2_HOW = ("diffusers 0.42.1 has no OmniGen2 pipeline: zoo.load fetches the LoRA and says how to run it with the "
+                 "authors' OmniGen2 code, with their GEdit-Bench settings (text guidance 5.0, image guidance 1.5, "
+                 "time_shift_base_res 168, empty negative prompt, 50 Euler steps at 1024 px). Score editors of your own "
+                 "with the 'editscore' reward and the gedit-bench evaluation.")
+for name, repo, what in (
+    ("omnigen2-editscore7b", "OmniGen2/OmniGen2-EditScore7B", "released 2025-09-30 (EditScore README L44)"),
+    ("omnigen2-editscore7b-v1.1", "OmniGen2/OmniGen2-EditScore7B-v1.1",
+     ("v1.1, released 2025-10-27 with TempFlow's reweighting, 700 steps; the authors report GEdit 7.01 "
+     "(EditScore README L32)")),
+):
+    register(ModelEntry(
+        name=name, repo_id=repo, spec=OmniGen2Spec(num_inference_steps=50, guidance_scale=5.0, height=1024, width=1024),
+        architecture="OmniGen2Pipeline", base_model="OmniGen2/OmniGen2 (LoRA)", domain="image",
+        task="instruction-guided image editing, RL-tuned with EditScore-7B", license="apache-2.0", paper="2509.23909",
+        notes=f"OmniGen2 LoRA {what}. {_OMNIGEN2_HOW}",
+        license_source=f"the authors' repository VectorSpaceLab/EditScore (Apache-2.0); {_CARD_UNREAD}",
+        revision_note=_NO_PIN, rl_methods=("flow-grpo",),
+    ))  # fmt: skip
+
+_JUDGE_USE = ("Use it through the 'editscore' reward (prompts, parsing and score maths of the editscore package), "
+              "e.g. EditScoreReward(judge='{name}').")
+_ES = "VectorSpaceLab/EditScore@6e0f1b9:"
+# (entry, LoRA repository, base, chat layout, where the authors name the two)
+_JUDGES = (
+    ("editscore-7b", "EditScore/EditScore-7B", "Qwen/Qwen2.5-VL-7B-Instruct", "editscore", f"{_ES}evaluate.sh:8-10"),
+    ("editscore-32b", "EditScore/EditScore-32B", "Qwen/Qwen2.5-VL-32B-Instruct", "editscore",
+     (f"{_ES}README.md:23 (the 7B-72B series) and an EditScore reward-server launch script newer than that "
+     "snapshot (file index id 5638692493: model_name_or_path=Qwen/Qwen2.5-VL-32B-Instruct, "
+     "lora_path=EditScore/EditScore-32B)")),
+    ("editscore-72b", "EditScore/EditScore-72B", "Qwen/Qwen2.5-VL-72B-Instruct", "editscore",
+     f"{_ES}evaluate_72B_vllm.sh:8-10"),
+    ("editscore-qwen3-vl-4b", "EditScore/EditScore-Qwen3-VL-4B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "processor",
+     f"{_ES}evaluate_qwen3_vl_4B.sh:8-10 and README.md:145-154"),
+    ("editscore-qwen3-vl-8b", "EditScore/EditScore-Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "processor",
+     f"{_ES}evaluate_qwen3_vl_8B.sh:8-10"),
+    ("editscore-qwen3-vl-32b", "EditScore/EditScore-Qwen3-VL-32B-Instruct", "Qwen/Qwen3-VL-32B-Instruct", "processor",
+     f"{_ES}evaluate_qwen3_vl_32B.sh:8-10"),
+)
+for name, repo, base, layout, source in _JUDGES:
+    served = ("the LoRA merged into the base, their chat layout" if layout == "editscore" else
+              "the LoRA merged into the base, the base processor's chat template (editscore/mllm_tools/qwen3vl.py)")
+    register(ModelEntry(
+        name=name, aliases=("editscore",) if name == "editscore-7b" else (), repo_id=repo,
+        spec=JudgeSpec(coord_frame="none", max_new_tokens=512, parser=parse_editscore_answer, base_repo_id=base,
+                       chat_layout=layout),
+        architecture="qwen2_5_vl" if layout == "editscore" else "qwen3_vl", base_model=f"{base} (LoRA)",
+        domain="image", task="reward model for image edits (semantic consistency, perceptual quality; 0-25)",
+        license="apache-2.0", paper="2509.23909",
+        notes=f"Served as the authors do: {served}, temperature 0.7, top-p 0.9, top-k 20, 512 new tokens. "
+              f"{_JUDGE_USE.format(name=name)} Base and LoRA named by {source}.",
+        license_source=("the Hub card huggingface.co/EditScore/EditScore-32B/blob/ef0cf29/README.md front matter: "
+                        "license: apache-2.0" if name == "editscore-32b" else
+                        f"the authors' repository VectorSpaceLab/EditScore (Apache-2.0); {_CARD_UNREAD}"),
+        revision_note=_NO_PIN,
+    ))  # fmt: skip
 
 
 def _adapter_how(entry: ModelEntry) -> str:
@@ -117,7 +164,7 @@ def _adapter_how(entry: ModelEntry) -> str:
     what = "a PEFT LoRA on" if spec.adapter_format == "peft-lora" else "a full replacement transformer for"
     where = f" (folder `{spec.subfolder}/`)" if spec.subfolder else ""
     return (f"Loads `{spec.base_entry}` (gated: accept its licence on the Hub first) and applies {what} its "
-            f"transformer{where}. Samples with the authors' settings: {spec.num_inference_steps} steps, guidance "
+            f"transformer{where}. Samples with the authors' inference settings: {spec.num_inference_steps} steps, guidance "
             f"{spec.guidance_scale}, {spec.width}x{spec.height}. `out.settings` records what was used, seed included.")
 
 

@@ -10,8 +10,8 @@
   scored by the ``ocr`` reward (Flow-GRPO's normalised edit distance). Metrics: mean OCR score
   (``ocr_accuracy``, what Flow-GRPO reports) and the share rendered exactly (``exact``).
 * ``--data gedit-bench``: edits of GEdit-Bench's source images (``--path`` the dataset folder), judged by
-  the ``editscore`` reward (``judge`` option: an entry name). Metrics: SC, PQ, O (0-10) overall and per task
-  type. Edited images are written in GEdit-Bench's own layout (``images/fullset/<task>/<lang>/<key>.png``).
+  the ``editscore`` reward (``judge`` option: an entry name). Metrics: SC, PQ, O (0-10) as GEdit-Bench states
+  them (the mean of the task groups' means), the means over samples (``sample_mean``) and each task type's. Edited images are written in GEdit-Bench's own layout (``images/fullset/<task>/<lang>/<key>.png``).
 
 Every run writes ``metrics.json``, ``predictions.jsonl`` and ``grid.png`` (:mod:`zoo.eval_results`).
 """

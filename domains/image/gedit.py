@@ -7,13 +7,15 @@ structs ``{"bytes", "path"}``) and ``Intersection_exist`` (the row belongs to th
 paper also reports). ``--path`` is the dataset folder (its ``data/*.parquet``) or one parquet file.
 
 Scores are EditScore's (the ``editscore`` reward): SC, PQ and O on 0-10 per edit, as GEdit-Bench reports
-its VIEScore columns (G_SC, G_PQ, G_O). The reported means are over samples and, as ``by_task``, per task
-type; ``task_mean`` (the mean of the per-task means) is reported beside them. GEdit-Bench's own judge is
-GPT-4.1 / Qwen2.5-VL-72B with VIEScore prompts, so numbers here are EditScore-judged, not the paper's.
+its VIEScore columns (G_SC, G_PQ, G_O). The headline is GEdit-Bench's statistic, the mean of the 11 task
+groups' means (:func:`summarise`); ``sample_mean`` (over samples) and ``by_task`` are reported beside it.
+GEdit-Bench's own judge is GPT-4.1 / Qwen2.5-VL-72B with VIEScore prompts, so numbers here are EditScore-judged,
+not the paper's.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,17 +79,28 @@ def load_gedit(path: str | Path, limit: int | None = None, *, language: str = "e
 
 
 def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Means of SC, PQ, O over the scored rows, the same per task type, and the mean of the task means."""
+    """GEdit-Bench's headline SC, PQ and O, the per-sample means beside them, and each task type's means.
+
+    The headline is GEdit-Bench's own statistic (VectorSpaceLab/EditScore@6e0f1b9:examples/OmniGen2-RL/evaluation/
+    GEdit-Bench/calculate_statistics.py:45-153, the same as the Step1X-Edit/BAGEL ``calculate_statistics.py`` that
+    scores the paper's table): per sample ``O = sqrt(SC * PQ)`` from the row's SC and PQ, the mean of each task
+    group, then the mean of the group means, for SC, PQ and O alike. ``sample_mean`` holds the three means over
+    samples (each task weighted by its row count). zoo: theirs averages all 11 groups (a missing one gives NaN);
+    a run over fewer (``--limit``) averages the groups it has, and ``groups`` says how many.
+    """
     scored = [r for r in rows if r.get("overall") is not None]
     if not scored:
         return {"n": len(rows), "scored": 0}
 
     def means(group: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-        return {k: sum(r[k] for r in group) / len(group) for k in ("sc", "pq", "overall")}
+        overall = [math.sqrt(r["sc"] * r["pq"]) for r in group]
+        return {"sc": sum(r["sc"] for r in group) / len(group), "pq": sum(r["pq"] for r in group) / len(group),
+                "overall": sum(overall) / len(overall)}  # fmt: skip
 
     tasks: dict[str, list[Mapping[str, Any]]] = {}
     for row in scored:
         tasks.setdefault(row["task_type"], []).append(row)
     by_task = {task: means(group) for task, group in sorted(tasks.items())}
-    return {"n": len(rows), "scored": len(scored), **means(scored),
-            "task_mean": sum(m["overall"] for m in by_task.values()) / len(by_task), "by_task": by_task}  # fmt: skip
+    headline = {k: sum(m[k] for m in by_task.values()) / len(by_task) for k in ("sc", "pq", "overall")}
+    return {"n": len(rows), "scored": len(scored), "groups": len(by_task), **headline,
+            "sample_mean": means(scored), "by_task": by_task}  # fmt: skip

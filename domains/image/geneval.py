@@ -10,7 +10,7 @@ Tags: ``single_object``, ``two_object``, ``counting`` (with an ``exclude`` of ``
 ``position``, ``color_attr``. :func:`prompt_set` writes prompts of those six kinds in that format, from the
 80 COCO classes under GenEval's names; :func:`load_metadata` reads the published file.
 
-Judging (:func:`judge`) is their ``evaluate``: ``include`` clauses must all hold (at least ``count`` objects
+Judging (:func:`judge`, the evaluation metric) is their ``evaluate``: ``include`` clauses must all hold (at least ``count`` objects
 of the class, the ``count`` most confident of them of the asked colour, each of them in the asked relation to
 every object of the clause it refers to); any ``exclude`` clause that holds fails the image. Detections are
 kept as in their ``evaluate_image``: score above 0.3 (0.9 for ``counting``), most confident first, at most 16
@@ -19,7 +19,8 @@ their ``relative_position`` with ``POSITION_THRESHOLD = 0.1``.
 
 Their detector is mmdetection's Mask2Former Swin-S (COCO) and their colour classifier is CLIP ViT-L/14
 zero-shot over ten colours with three templates, on the object cut out by its mask on grey ``#999`` and
-cropped to its box. Here both are callables (:class:`Detection` lists, ``crops -> colours``), so a
+cropped to its box. Flow-GRPO does not train on that 1/0 verdict but on the partial-credit score of its
+reward server (:func:`partial_credit`). Here both models are callables (:class:`Detection` lists, ``crops -> colours``), so a
 detector of the reader's choice plugs in: :mod:`domains.image.geneval_models` builds the transformers
 Mask2Former and the CLIP colour classifier.
 """
@@ -180,6 +181,16 @@ def relative_position(a: Detection, b: Detection, threshold: float = POSITION_TH
                                    ("below", dy > 0.5)) if hit}  # fmt: skip
 
 
+def _misplaced(found: Sequence[Detection], targets: Sequence[Detection], relation: str) -> set[str] | None:
+    """The relations of the first (object, target) pair, in order, that lacks ``relation``; ``None`` when all hold."""
+    for obj in found:
+        for target in targets:
+            seen = relative_position(obj, target)
+            if relation not in seen:
+                return seen
+    return None
+
+
 def judge(image: Any, objects: Mapping[str, Sequence[Detection]], metadata: Mapping[str, Any],
           colours: ColourClassifier | None = None) -> tuple[bool, str]:  # fmt: skip
     """``(correct, reasons)`` of one image against its metadata row (their ``evaluate``)."""
@@ -205,13 +216,10 @@ def judge(image: Any, objects: Mapping[str, Sequence[Detection]], metadata: Mapp
                     matched = False
                     reasons.append(f"no target for {name} to be {relation}")
                 else:
-                    for obj in found:
-                        misses = [relative_position(obj, t) for t in groups[target]]
-                        bad = next((m for m in misses if relation not in m), None)
-                        if bad is not None:
-                            matched = False
-                            reasons.append(f"expected {name} {relation} target, found {' and '.join(bad)} target")
-                            break
+                    bad = _misplaced(found, groups[target], relation)
+                    if bad is not None:
+                        matched = False
+                        reasons.append(f"expected {name} {relation} target, found {' and '.join(bad)} target")
         correct &= matched
         groups.append(found if matched else None)
     for req in metadata.get("exclude", []):
@@ -220,6 +228,62 @@ def judge(image: Any, objects: Mapping[str, Sequence[Detection]], metadata: Mapp
             correct = False
             reasons.append(f"expected {req['class']}<{req['count']}, found {present}")
     return correct, "\n".join(reasons)
+
+
+def partial_credit(image: Any, objects: Mapping[str, Sequence[Detection]], metadata: Mapping[str, Any],
+                   colours: ColourClassifier | None = None) -> tuple[bool, float, str]:  # fmt: skip
+    """``(strict_correct, score, reasons)``: the partial-credit score Flow-GRPO trains on.
+
+    yifan123/reward-server@92ac29f:reward_server/gen_eval.py:201-264 (``evaluate_reward``): its ``score`` is what
+    yifan123/flow_grpo@ac4c86e:flow_grpo/rewards.py:210 collects, ``multi_score`` sums into ``avg`` (L377-400) and
+    scripts/train_sd3.py:761 turns into advantages. Unlike
+    :func:`judge` (GenEval's own rule, the evaluation metric), every kept detection of a clause's class counts
+    (``n``), counts must be exact, and ``exclude`` clauses are not read. Per ``include`` clause it adds terms:
+
+    * ``1 - |count - n| / count`` (not clipped: below 0 when ``n > 2 count``, as theirs);
+    * when ``n != count`` and the clause asks for a colour or a position, a ``0``;
+    * otherwise a colour: ``1 - |count - k| / count`` with ``k`` the detections classified as that colour;
+    * a position, when the clause still holds: ``0`` if its target clause failed; else a ``0`` at the first
+      object/target pair not in the relation, then a ``1`` in every case (their ``rewards.append(1.0)`` sits
+      after the loop, so a misplaced object scores ``0`` and ``1``).
+
+    The score is the mean of the terms (0 when there are none); ``strict_correct`` is every clause holding.
+    """
+    strict, reasons, terms, groups = True, [], [], []
+    for req in metadata.get("include", []):
+        name, count = req["class"], req["count"]
+        found = list(objects.get(name, []))
+        matched = len(found) == count
+        terms.append(1 - abs(count - len(found)) / count)
+        if not matched:
+            reasons.append(f"expected {name}=={count}, found {len(found)}")
+            if "color" in req or "position" in req:
+                terms.append(0.0)
+        else:
+            if "color" in req:
+                if colours is None:
+                    raise ValueError("this GenEval row asks for a colour; pass a colour classifier")
+                hits = colours(image, found, name).count(req["color"])
+                terms.append(1 - abs(count - hits) / count)
+                if hits != count:
+                    matched = False
+                    reasons.append(f"expected {req['color']} {name}=={count}, found {hits} {req['color']}")
+            if "position" in req and matched:
+                relation, target = req["position"]
+                if groups[target] is None:
+                    matched = False
+                    reasons.append(f"no target for {name} to be {relation}")
+                    terms.append(0.0)
+                else:
+                    bad = _misplaced(found, groups[target], relation)
+                    if bad is not None:
+                        matched = False
+                        reasons.append(f"expected {name} {relation} target, found {' and '.join(bad)} target")
+                        terms.append(0.0)
+                    terms.append(1.0)
+        strict &= matched
+        groups.append(found if matched else None)
+    return strict, sum(terms) / len(terms) if terms else 0.0, "\n".join(reasons)
 
 
 def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

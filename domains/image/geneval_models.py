@@ -9,17 +9,28 @@
   ``clip_benchmark.zero_shot_classifier``), on the object pasted by its mask onto grey ``#999`` and
   cropped to its box.
 * :class:`GenEvalReward` (``geneval``): 1 when the image passes :func:`domains.image.geneval.judge`, else 0;
-  ``sample.target`` is a GenEval metadata row.
+  ``sample.target`` is a GenEval metadata row. GenEval's metric: what ``zoo eval --data geneval`` scores.
+* :class:`GenEvalScore` (``geneval-score``): the partial credit Flow-GRPO trains on
+  (:func:`domains.image.geneval.partial_credit`), on the image JPEG-encoded as Flow-GRPO sends it to its server.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from domains.image.geneval import COCO_TO_GENEVAL, COLORS, ColourClassifier, Detection, Detector, judge, keep_objects
+from domains.image.geneval import (
+    COCO_TO_GENEVAL,
+    COLORS,
+    ColourClassifier,
+    Detection,
+    Detector,
+    judge,
+    keep_objects,
+    partial_credit,
+)
 from domains.image.scorers import clip_features, load_clip_model, load_clip_processor, to_pil
 from rewards.base import RewardResult, check_lengths, require, target_of
 from rewards.image_stats import as_rgb_array
@@ -130,6 +141,15 @@ class GenEvalReward:
     def __init__(self, detector: Detector | None = None, colours: ColourClassifier | None = None) -> None:
         self.detector, self.colours = detector, colours
 
+    def prepare(self, image: Any) -> Any:
+        """The image the detector sees (GenEval reads the saved PNG: the image itself)."""
+        return image
+
+    def verdict(self, image: Any, objects: Mapping[str, list[Detection]], row: Mapping[str, Any]) -> RewardResult:
+        """The score of one image from its kept detections."""
+        correct, reason = judge(image, objects, row, self.colours)
+        return RewardResult(float(correct), {"correct": float(correct)}, reason or None)
+
     def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
         check_lengths(predictions, samples, self.name)
         self.detector = self.detector or Mask2FormerDetector()
@@ -142,12 +162,48 @@ class GenEvalReward:
             try:
                 as_rgb_array(image)
             except (TypeError, ValueError) as err:
-                results.append(RewardResult(0.0, {"correct": 0.0}, f"{self.name}: {err}"))
+                results.append(RewardResult(0.0, {}, f"{self.name}: {err}"))
                 continue
-            objects = keep_objects(self.detector(image), tag)
-            correct, reason = judge(image, objects, row, self.colours)
-            results.append(RewardResult(float(correct), {"correct": float(correct)}, reason or None))
+            image = self.prepare(image)
+            results.append(self.verdict(image, keep_objects(self.detector(image), tag), row))
         return results
 
     def __repr__(self) -> str:
-        return f"GenEvalReward(detector={type(self.detector).__name__}, colours={type(self.colours).__name__})"
+        return f"{type(self).__name__}(detector={type(self.detector).__name__}, colours={type(self.colours).__name__})"
+
+
+class GenEvalScore(GenEvalReward):
+    """Flow-GRPO's GenEval training reward: the reward server's partial credit (:func:`partial_credit`) in [0, 1]
+    for the usual rows (below 0 when a class is over-drawn: theirs is not clipped).
+
+    The image is JPEG-encoded at PIL's default quality and decoded again, as
+    yifan123/flow_grpo@ac4c86e:flow_grpo/rewards.py:177-197 sends it and
+    yifan123/reward-server@92ac29f:app_geneval.py:33 reads it. Components: ``score`` and ``strict_correct``
+    (every clause with exact counts, their ``strict_rewards``).
+
+    Args:
+        detector, colours: as :class:`GenEvalReward`.
+        jpeg: encode as theirs does; ``False`` scores the decoded image itself.
+    """
+
+    name = "geneval-score"
+
+    def __init__(self, detector: Detector | None = None, colours: ColourClassifier | None = None, *,
+                 jpeg: bool = True) -> None:  # fmt: skip
+        super().__init__(detector, colours)
+        self.jpeg = jpeg
+
+    def prepare(self, image: Any) -> Any:
+        if not self.jpeg:
+            return image
+        from io import BytesIO
+
+        from PIL import Image
+
+        buffer = BytesIO()
+        to_pil(image).save(buffer, format="JPEG")
+        return Image.open(BytesIO(buffer.getvalue()), formats=["jpeg"])
+
+    def verdict(self, image: Any, objects: Mapping[str, list[Detection]], row: Mapping[str, Any]) -> RewardResult:
+        strict, score, reason = partial_credit(image, objects, row, self.colours)
+        return RewardResult(score, {"score": score, "strict_correct": float(strict)}, reason or None)

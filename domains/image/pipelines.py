@@ -5,9 +5,9 @@
   (Flow-GRPO, Adv-GRPO: what ``PeftModel.save_pretrained`` writes) or a full replacement
   ``transformer`` (DanceGRPO). Returns the zoo's :class:`~zoo.pipelines.diffusion.DiffusionPipeline`
   with the authors' steps, guidance and resolution.
-* :func:`load_judge_pipeline`: a Qwen2.5-VL with the EditScore LoRA merged in (as the authors'
-  ``mllm_tools/qwen25vl.py`` does), served by :class:`JudgePipeline`, the zoo's VLM pipeline with a
-  batched several-images-per-question call.
+* :func:`load_judge_pipeline`: a Qwen2.5-VL or Qwen3-VL with the EditScore LoRA merged in (as the authors'
+  ``mllm_tools/qwen25vl.py`` and ``qwen3vl.py`` do), served by :class:`JudgePipeline`, the zoo's VLM pipeline
+  with a batched several-images-per-question call in the judge's chat layout.
 * :func:`load_omnigen2_pipeline`: diffusers has no OmniGen2 pipeline; it says what to run instead.
 """
 
@@ -77,7 +77,9 @@ def load_omnigen2_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: s
         f"`OmniGen2Pipeline.from_pretrained('{entry.spec.base_repo_id}')` and "
         f"`pipe.load_lora_weights('{resolved.path}', weight_name='pytorch_lora_weights.safetensors')` with "
         f"{entry.spec.num_inference_steps} steps, text guidance {entry.spec.guidance_scale}, image guidance "
-        f"{entry.spec.image_guidance_scale}. Within the zoo, score any editor's outputs with the 'editscore' reward, "
+        f"{entry.spec.image_guidance_scale}, time_shift_base_res {entry.spec.time_shift_base_res} and negative "
+        f"prompt {entry.spec.negative_prompt!r} at {entry.spec.width}x{entry.spec.height} (the authors' GEdit-Bench "
+        "scripts). Within the zoo, score any editor's outputs with the 'editscore' reward, "
         "or evaluate a diffusers editing pipeline (FluxKontextPipeline, QwenImageEditPipeline) on GEdit-Bench with "
         "`zoo eval hf-hub:<repo> --data gedit-bench --path <GEdit-Bench folder>`."
     )
@@ -107,13 +109,22 @@ class JudgePipeline(VLMPipeline):
         for start in range(0, len(prompts), batch_size):
             sets, texts = image_sets[start : start + batch_size], prompts[start : start + batch_size]
             images = [self.prepare(image)[1] for images in sets for image in images]
-            chats = [chat_text(text, len(images)) for text, images in zip(texts, sets)]
+            chats = [self.chat(text, len(images)) for text, images in zip(texts, sets)]
             inputs = self.processor(text=chats, images=images, padding=True, return_tensors="pt").to(self.device)
             self._check_context(inputs["input_ids"].shape[1], kwargs["max_new_tokens"])
             output = self.model.generate(**inputs, **kwargs)
             decoded = self.processor.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
             answers += [text.strip() for text in decoded]
         return answers
+
+
+    def chat(self, prompt: str, num_images: int) -> str:
+        """One question's chat text in the entry's layout (:attr:`domains.image.specs.JudgeSpec.chat_layout`)."""
+        if self.entry.spec.chat_layout == "editscore":
+            return chat_text(prompt, num_images)
+        content = [{"type": "image"}] * num_images + [{"type": "text", "text": prompt}]
+        return self.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                  add_generation_prompt=True)  # fmt: skip
 
 
 def load_judge_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str, dtype: torch.dtype) -> JudgePipeline:

@@ -8,12 +8,12 @@ Model-backed rewards load their weights on first call, so registering them costs
 from __future__ import annotations
 
 from domains.image.editscore_reward import EditScoreReward
-from domains.image.geneval_models import GenEvalReward
+from domains.image.geneval_models import GenEvalReward, GenEvalScore
 from domains.image.ocr import OcrReward
 from domains.image.preference import AestheticScore, HPSv2
 from domains.image.scorers import ClipScore, PickScore
 from rewards.base import register
 
-for _reward in (PickScore(), ClipScore(), OcrReward(), EditScoreReward(), GenEvalReward(), AestheticScore(),
-                HPSv2()):
+for _reward in (PickScore(), ClipScore(), OcrReward(), EditScoreReward(), GenEvalReward(), GenEvalScore(),
+                AestheticScore(), HPSv2()):
     register(_reward.name, _reward)

@@ -49,14 +49,24 @@ class OmniGen2Spec(DiffusionSpec):
     """OmniGen2 editing (text + image guidance). diffusers 0.42.1 has no ``OmniGen2Pipeline``; the loader says
     how to run the weights instead (:func:`domains.image.pipelines.load_omnigen2_pipeline`).
 
+    The defaults are the authors' GEdit-Bench runs of their RL checkpoints: VectorSpaceLab/EditScore@6e0f1b9:
+    examples/OmniGen2-RL/evaluation/GEdit-Bench/omnigen2_edit_rl_single_machine_editscore7b_step500.sh:58-86 and
+    omnigen2.sh:55-83 (text guidance 5.0, image guidance 1.5, ``--time_shift_base_res 168``,
+    ``--negative_prompt ""``, 50 Euler steps at 1024 px); 2.0 and 320 are only ``inference.py``'s argparse
+    defaults.
+
     Attributes:
-        image_guidance_scale: the authors' image guidance (their inference default 2.0).
+        image_guidance_scale: guidance on the input image.
+        time_shift_base_res: the base resolution of OmniGen2's time shift.
+        negative_prompt: the negative prompt (empty, with ``--use_ori_neg_prompt_template``).
         base_repo_id: the OmniGen2 base repository the LoRA applies to.
     """
 
     pipeline: ClassVar[str] = "domains.image.pipelines:load_omnigen2_pipeline"
 
-    image_guidance_scale: float = 2.0
+    image_guidance_scale: float = 1.5
+    time_shift_base_res: int = 168
+    negative_prompt: str = ""
     base_repo_id: str = "OmniGen2/OmniGen2"
 
     @property
@@ -65,13 +75,20 @@ class OmniGen2Spec(DiffusionSpec):
         return False
 
 
+ChatLayout = Literal["editscore", "processor"]
+
+
 @dataclass(frozen=True)
 class JudgeSpec(VLMSpec):
     """A VLM reward model served as a LoRA on its base, asked several images at once (EditScore).
 
     Attributes:
         base_repo_id: Hub repository of the base VLM the LoRA was trained on.
-        temperature, top_p, top_k: the authors' sampling (``mllm_tools/qwen25vl.py``).
+        temperature, top_p, top_k: the authors' sampling (``mllm_tools/qwen25vl.py``, ``qwen3vl.py``).
+        chat_layout: ``editscore``, the hand-written Qwen2.5-VL layout with ``<imgN>:`` labels and a system
+            turn (VectorSpaceLab/EditScore@6e0f1b9:editscore/mllm_tools/qwen25vl.py:23-30, 52-72); ``processor``,
+            the base processor's own chat template, images then text (editscore/mllm_tools/qwen3vl.py:51-70, the
+            Qwen3-VL judges).
     """
 
     pipeline: ClassVar[str] = "domains.image.pipelines:load_judge_pipeline"
@@ -82,6 +99,7 @@ class JudgeSpec(VLMSpec):
     temperature: float = 0.7
     top_p: float = 0.9
     top_k: int = 20
+    chat_layout: ChatLayout = "editscore"
 
     def __hash__(self) -> int:
-        return hash((self.base_repo_id, self.max_new_tokens, self.temperature))
+        return hash((self.base_repo_id, self.max_new_tokens, self.temperature, self.chat_layout))

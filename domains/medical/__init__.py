@@ -15,7 +15,15 @@ DOMAIN = Domain(
     },
     evaluate="domains.medical.evaluate:run",
     benchmarks=(
-        "pathmmu", "u2bench-cla", "u2bench-seg", "u2bench-measurement", "u2bench-report",
+        "pathmmu",
+        "u2bench-disease_diagnosis", "u2bench-view_recognition_and_assessment", "u2bench-lesion_localisation",
+        "u2bench-organ_detection", "u2bench-keypoint_detection", "u2bench-clinical_value_estimation",
+        "u2bench-report_generation", "u2bench-caption_generation",
+        "u2bench-cla", "u2bench-seg", "u2bench-measurement", "u2bench-report",
+        "clip-zero-shot", "clip-retrieval",
         "synthetic-pathology-mcq", "synthetic-pathology-vqa", "synthetic-us-<task>",
     ),
+    # PathMMU's data.json and the U2-Bench release are benchmark files (their validation and test
+    # splits included): a recipe training on them must say why (data.allow_eval_data).
+    eval_datasets=("pathmmu", "u2bench"),
 )

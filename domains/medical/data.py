@@ -4,11 +4,13 @@ Formats (read in the benchmarks' own code, see the docstrings below):
 
 * PathMMU ``data.json``: ``{"PubMed": {"test_tiny": [{"No", "question", "options": ["(A) ..."],
   "answer": "D", "img": "relative/path.jpg"}, ...]}}``, images under ``<root>/images/``
-  (PathMMU-Benchmark/PathMMU ``eval/utils/data_utils.py``).
-* U2-Bench: VLMEvalKit-style TSV, one row per case with ``index``, ``image`` (base64) or
-  ``img_path``, ``anatomy_location`` and the task's ground-truth column: ``class``/``classes``
-  (``cla``), ``gt_bbox``/``keypoints`` (``seg``), ``measurement`` (``measurement``),
-  ``caption`` (``report``) (dolphin-sound/u2-bench-evalkit ``vlmeval/eval_func/*.py``).
+  (PathMMU-Benchmark/PathMMU@f1ca4d3:eval/utils/data_utils.py:66-87).
+* U2-Bench, as released (https://huggingface.co/datasets/DolphinAI/u2-bench): eight task folders of
+  TSVs, one row per case, with ``dataset_name`` (``"10.FPUS23"``), ``img_data`` (base64 image),
+  ``prompt``, ``anatomy_location``, ``classification_task``, ``class_label``, ``options``,
+  ``gt_bbox``, ``keypoints``, ``measurement``, ``caption``, ``report``, ... (the card's
+  ``an_explanation_of_the_columns.tsv``). The truth of each folder and the evalkit rule that
+  scores it are in :data:`U2_TASKS` (dolphin-sound/u2-bench-evalkit@782350b:vlmeval/eval_func/*.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,9 +39,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-U2_TASKS = ("cla", "seg", "measurement", "report")
+#: The evalkit's four scoring rules (its ``--task_type``); the synthetic ultrasound tasks map onto them.
+U2_RULES = ("cla", "seg", "measurement", "report")
 US_TASKS = ("classification", "localization", "measurement", "report")
-_U2_FROM_US = dict(zip(US_TASKS, U2_TASKS))
+_U2_FROM_US = dict(zip(US_TASKS, U2_RULES))
 
 
 def messages(text: str, system: str | None = None) -> list[dict[str, Any]]:
@@ -125,12 +129,72 @@ def synthetic_ultrasound(
 
 
 def pathmmu_option_text(option: str) -> str:
-    """PathMMU's option content: ``option.split(')')[1].strip()`` (construct_prompt), kept verbatim
-    because its accuracy compares these strings; ``"(A) x (y) z"`` gives ``"x (y"``."""
-    parts = option.split(")")
-    if len(parts) < 2:
-        raise ValueError(f"PathMMU options look like '(A) text', got {option!r}")
-    return parts[1].strip()
+    """PathMMU's option content: ``option.split(')')[1].strip()``
+    (PathMMU-Benchmark/PathMMU@f1ca4d3:eval/utils/data_utils.py:136), kept verbatim because both the
+    prompt and the accuracy use these strings; ``"(A) x (y) z"`` gives ``"x (y"``. An option without
+    ``)`` raises IndexError, as there, and the question is left out (eval/main.py:116-122)."""
+    return option.split(")")[1].strip()
+
+
+#: Why PathMMU questions are left out, as the authors' code leaves them out: its loader skips a
+#: question whose image is missing (eval/utils/data_utils.py:78-82); ``construct_prompt`` raises on an
+#: option without ``)`` (data_utils.py:136) or an answer letter past the options (data_utils.py:149)
+#: and ``main.py`` skips the question (eval/main.py:116-122).
+PATHMMU_LEFT_OUT = ("image missing", "option without ')'", "answer names no option")
+
+
+def pathmmu_samples(
+    path: str | Path,
+    category: str = "PubMed_test_tiny",
+    system: str | None = prompts.PATHO_COT_SYSTEM,
+    limit: int | None = None,
+) -> tuple[list[Sample], dict[str, int]]:
+    """Samples of one PathMMU category and how many questions were left out, by reason
+    (:data:`PATHMMU_LEFT_OUT`); :func:`load_pathmmu` documents the arguments."""
+    file = Path(path)
+    file = file / "data.json" if file.is_dir() else file
+    if not file.is_file():
+        raise FileNotFoundError(f"PathMMU data.json not found at {file}; pass the file or its folder")
+    data = _read_pathmmu(file)
+    source, _, split = category.partition("_")
+    if source not in data or split not in data[source]:
+        known = [f"{s}_{sp}" for s, splits in data.items() for sp in splits]
+        raise ValueError(f"PathMMU category {category!r} not in {file.name}; available: {known}")
+    samples: list[Sample] = []
+    left_out = dict.fromkeys(PATHMMU_LEFT_OUT, 0)
+    for i, item in enumerate(data[source][split][:limit]):
+        where = f"{file.name} {category}[{i}]"
+        _check_pathmmu_item(item, where)
+        image = path_under(file.parent / "images", item["img"], where)
+        if not image.is_file():
+            left_out["image missing"] += 1
+            continue
+        letters = [chr(ord("A") + k) for k in range(len(item["options"]))]
+        try:
+            options = {k: pathmmu_option_text(o) for k, o in zip(letters, item["options"])}
+        except IndexError:
+            left_out["option without ')'"] += 1
+            continue
+        try:  # new_options[ord(answer[0].upper()) - ord('A')] (data_utils.py:149), Python's indexing included
+            letter = letters[ord(item["answer"][0].upper()) - ord("A")]
+        except IndexError:
+            left_out["answer names no option"] += 1
+            continue
+        target = {"answer": letter, "options": options, "answer_text": options[letter]}
+        meta = {"No": item["No"], "category": category, "index2ans": options}
+        text = prompts.format_mcq(item["question"], options)
+        samples.append(Sample(str(item["No"]), (str(image),), messages(text, system), target, meta))
+    if left_out["image missing"] and not samples:
+        raise FileNotFoundError(
+            f"PathMMU {category}: the images of all {left_out['image missing']} questions are missing under "
+            f"{file.parent / 'images'}; download them (some sources are fetched separately under their own licences)"
+        )
+    if any(left_out.values()):
+        total = sum(left_out.values()) + len(samples)
+        reasons = ", ".join(f"{n} {why}" for why, n in left_out.items() if n)
+        logger.warning("PathMMU %s: %d of %d questions left out, as PathMMU's code does (%s)", category,
+                       sum(left_out.values()), total, reasons)  # fmt: skip
+    return samples, left_out
 
 
 def load_pathmmu(
@@ -141,47 +205,12 @@ def load_pathmmu(
 ) -> list[Sample]:
     """Samples of one PathMMU category (``<Source>_<split>``, e.g. ``Atlas_test``) from ``data.json``.
 
-    ``path`` is ``data.json`` or the folder holding it and ``images/``. Questions whose image is
-    missing are skipped with a warning, as PathMMU's loader does (some sources must be fetched
-    separately under their own licences).
+    ``path`` is ``data.json`` or the folder holding it and ``images/``. The option texts (shown in
+    the prompt and compared by the accuracy) are PathMMU's ``split(')')[1]``; the questions PathMMU's
+    own code leaves out (image missing, an option without ``)``, an answer naming no option) are left
+    out here too, with a warning (:data:`PATHMMU_LEFT_OUT`).
     """
-    file = Path(path)
-    file = file / "data.json" if file.is_dir() else file
-    if not file.is_file():
-        raise FileNotFoundError(f"PathMMU data.json not found at {file}; pass the file or its folder")
-    data = _read_pathmmu(file)
-    source, _, split = category.partition("_")
-    if source not in data or split not in data[source]:
-        known = [f"{s}_{sp}" for s, splits in data.items() for sp in splits]
-        raise ValueError(f"PathMMU category {category!r} not in {file.name}; available: {known}")
-    samples, missing = [], 0
-    for i, item in enumerate(data[source][split][:limit]):
-        where = f"{file.name} {category}[{i}]"
-        _check_pathmmu_item(item, where)
-        image = path_under(file.parent / "images", item["img"], where)
-        if not image.is_file():
-            missing += 1
-            continue
-        letters = [chr(ord("A") + i) for i in range(len(item["options"]))]
-        options = {k: re.sub(r"^\s*\([A-Z]\)\s*", "", o).strip() for k, o in zip(letters, item["options"])}
-        index2ans = {k: pathmmu_option_text(o) for k, o in zip(letters, item["options"])}
-        letter = str(item["answer"]).strip()[:1].upper()
-        if letter not in index2ans:
-            raise ValueError(f"PathMMU {category} question {item.get('No')!r}: answer {item['answer']!r} names none of "
-                             f"the options {letters}; check {file}")
-        target = {"answer": letter, "options": options, "answer_text": index2ans[letter]}
-        meta = {"No": item["No"], "category": category, "index2ans": index2ans}
-        text = prompts.format_mcq(item["question"], options)
-        samples.append(Sample(str(item["No"]), (str(image),), messages(text, system), target, meta))
-    if missing and not samples:
-        raise FileNotFoundError(
-            f"PathMMU {category}: the images of all {missing} questions are missing under {file.parent / 'images'}; "
-            "download them (some sources are fetched separately under their own licences)"
-        )
-    if missing:
-        total = missing + len(samples)
-        logger.warning("PathMMU %s: %d of %d questions skipped, image missing", category, missing, total)
-    return samples
+    return pathmmu_samples(path, category, system, limit)[0]
 
 
 #: Fields every PathMMU question has, and their JSON types.
@@ -289,82 +318,160 @@ def u2bench_measurement(value: Any, dataset: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
-#: Ground-truth column of each U2-Bench task, the first present of these (the evalkit's names).
-TRUTH_COLUMNS = {
-    "cla": ("classes", "class", "cla_ans"),
-    "seg": ("gt_bbox", "keypoints"),
-    "measurement": ("measurement_ans", "measurement"),
-    "report": ("caption", "cap_ans"),
+@dataclass(frozen=True)
+class U2Task:
+    """One task of the U2-Bench release: the evalkit rule that scores it and the released column that
+    holds its ground truth."""
+
+    rule: str
+    """``cla``, ``seg``, ``measurement`` or ``report``: the evalkit's task type (its readme.md
+    ``--task_type``), whose ``vlmeval/eval_func`` scorer applies."""
+    column: str
+    """The column of the released TSV with the truth (``an_explanation_of_the_columns.tsv``)."""
+
+
+#: The eight task folders of the release (https://huggingface.co/datasets/DolphinAI/u2-bench/blob/main/README.md
+#: at 63fdafb, "Dataset Structure" and "Tasks"). Scorers, all in dolphin-sound/u2-bench-evalkit@782350b:
+#: ``cla_eval.model_eval`` for the two classification tasks; ``seg_eval_v1.1.new_seg_eval`` for the
+#: three detection tasks ("locate ... with spatial classification"), on ``gt_bbox`` or ``keypoints``
+#: (vlmeval/eval_func/seg_eval_v1.1.py:70-73); ``measure_eval_v1.2.meaeval`` for clinical values;
+#: ``report_eval.report_eval`` for both text tasks (the evalkit scores captions and reports alike:
+#: vlmeval/dataset/image_report.py:77-97, 112-121). Truth columns: ``class_label``, ``gt_bbox``,
+#: ``keypoints``, ``measurement``, ``report``, ``caption``
+#: (https://huggingface.co/datasets/DolphinAI/u2-bench/commit/6b74ff015a8bae4220f675c7a174540c7ef49bf3).
+U2_TASKS: dict[str, U2Task] = {
+    "disease_diagnosis": U2Task("cla", "class_label"),
+    "view_recognition_and_assessment": U2Task("cla", "class_label"),
+    "lesion_localisation": U2Task("seg", "gt_bbox"),
+    "organ_detection": U2Task("seg", "gt_bbox"),
+    "keypoint_detection": U2Task("seg", "keypoints"),
+    "clinical_value_estimation": U2Task("measurement", "measurement"),
+    "report_generation": U2Task("report", "report"),
+    "caption_generation": U2Task("report", "caption"),
 }
-_TASK_NAMES = {"cla": "classification", "seg": "localisation", "measurement": "measurement", "report": "report"}
+#: The evalkit's task types as short names, each for the folder it scores first.
+U2_ALIASES = {
+    "cla": "disease_diagnosis",
+    "seg": "lesion_localisation",
+    "measurement": "clinical_value_estimation",
+    "report": "report_generation",
+}
+
+
+def u2_task(name: str) -> tuple[str, U2Task]:
+    """The folder name and :class:`U2Task` of a task name (a folder of the release or an evalkit alias)."""
+    folder = U2_ALIASES.get(name, name)
+    if folder not in U2_TASKS:
+        raise ValueError(f"U2-Bench task must be one of {[*U2_TASKS, *U2_ALIASES]}, got {name!r}")
+    return folder, U2_TASKS[folder]
+
+
+def _filled(frame: pd.DataFrame, column: str) -> bool:
+    return column in frame.columns and bool(frame[column].notna().any())
 
 
 def truth_column(frame: pd.DataFrame, task: str) -> str:
-    """The ground-truth column of a ``task`` table; a table without one is a ValueError naming them."""
-    for key in TRUTH_COLUMNS[task]:
-        if key in frame.columns:
-            return key
-    names = " or ".join(repr(k) for k in TRUTH_COLUMNS[task])
-    raise ValueError(f"a U2-Bench {_TASK_NAMES[task]} table needs a {names} column; this one has {list(frame.columns)}")
+    """The ground-truth column of a ``task`` table.
+
+    A released file may carry every column of the release, empty where its task has no use for them
+    (the dataset viewer of DolphinAI/u2-bench shows one schema for all folders). A task whose column is
+    missing, or empty in every row while another task's column is filled, is a ValueError naming the
+    task that does fit (the evalkit's ``new_seg_eval`` would silently score an empty ``gt_bbox`` of a
+    keypoint table as "not visible" everywhere: seg_eval_v1.1.py:138).
+    """
+    folder, spec = u2_task(task)
+    filled = {s.column: t for t, s in U2_TASKS.items() if _filled(frame, s.column)}
+    if spec.column in filled or (spec.column in frame.columns and not filled):
+        return spec.column
+    where = (f"is empty in every row; this table fills {sorted(filled)} (--data "
+             + ", ".join(f"u2bench-{t}" for t in dict.fromkeys(filled.values())) + ")"
+             if filled else f"is missing; this table has {list(frame.columns)}")  # fmt: skip
+    raise ValueError(f"the U2-Bench task {folder} reads the column {spec.column!r}, which {where}")
 
 
-def class_column(frame: pd.DataFrame) -> str:
-    """The ground-truth column of a classification table (first of ``classes``, ``class``, ``cla_ans``)."""
-    return truth_column(frame, "cla")
+def dataset_id(value: Any) -> str | None:
+    """U2-Bench's dataset number, two digits, from a ``dataset_name`` cell (``"10.FPUS23"`` -> ``"10"``)
+    or a file name (``18_1.Ultrasound_Heart...tsv`` -> ``"18"``); ``None`` when it starts with none."""
+    match = re.match(r"\s*(\d+)", value) if isinstance(value, str) else None
+    return str(int(match.group(1))).zfill(2) if match else None
 
 
-def _u2_target(row: Mapping[str, Any], task: str, dataset: str, column: str) -> dict[str, Any]:
-    if task == "cla":
-        return {"label": str(row[column])}
-    if task == "seg":
-        return {"position": u2bench_position(row[column])}
-    if task == "measurement":
-        return {"value": u2bench_measurement(row[column], dataset), "dataset": dataset}
-    return {"report": str(row[column])}
+def row_datasets(frame: pd.DataFrame, path: str | Path, dataset: str | None = None) -> list[str]:
+    """Each row's dataset id: ``dataset`` when given, else the row's ``dataset_name``, else the file name's
+    number (the evalkit keys its prompts and measurement ranges by it), else ``""``."""
+    from_name = dataset_id(Path(path).name) or ""
+    names = frame["dataset_name"] if "dataset_name" in frame.columns else [None] * len(frame)
+    return [dataset or dataset_id(name) or from_name for name in names]
 
 
-def _u2_prompt(row: Mapping[str, Any], task: str, dataset: str, table_prompts: Mapping[str, str]) -> str:
-    if isinstance(row.get("question"), str):
-        return row["question"]
-    if dataset in table_prompts:
-        return table_prompts[dataset]
-    anatomy = row.get("anatomy_location", "the region shown")
-    if task == "seg":
+def _u2_target(cell: Any, rule: str, dataset: str) -> dict[str, Any]:
+    if rule == "cla":
+        return {"label": str(cell)}
+    if rule == "seg":
+        return {"position": u2bench_position(cell)}
+    if rule == "measurement":
+        return {"value": u2bench_measurement(cell, dataset), "dataset": dataset}
+    return {"report": str(cell)}
+
+
+def fill_prompt(template: str, row: Mapping[str, Any]) -> str:
+    """The text of a released ``prompt`` cell, ``{column}`` placeholders filled from the row.
+
+    zoo: the evalkit does not read this column (it builds prompts from ``cla_prompt.json``,
+    ``mea_prompt.json`` and ``image_report.py``). The dataset viewer of DolphinAI/u2-bench shows its
+    cells as ``You are a radiologist analyzing an ultrasound image focused on the
+    {anatomy\\_location}.\\n\\nYour ...``: markdown-escaped underscores and written-out newlines, which
+    are undone here before the placeholders that name one of the row's text columns are filled.
+    """
+    text = template.replace("\\n", "\n").replace("\\_", "_")
+    return re.sub(r"\{(\w+)\}", lambda m: row[m[1]] if isinstance(row.get(m[1]), str) else m[0], text)
+
+
+def _u2_prompt(row: Mapping[str, Any], rule: str, dataset: str, chosen: Mapping[str, str],
+               nearby: Mapping[str, str]) -> str:  # fmt: skip
+    """The question: the dataset's entry in a prompt file passed by the caller; else the row's ``prompt``;
+    else the evalkit's prompt file found next to the table; else U2-Bench's localisation prompt
+    (``seg``) or a report prompt (``report``)."""
+    if dataset in chosen:
+        return chosen[dataset]
+    if isinstance(row.get("prompt"), str) and row["prompt"].strip():
+        return fill_prompt(row["prompt"], row)
+    if dataset in nearby:
+        return nearby[dataset]
+    anatomy = row["anatomy_location"] if isinstance(row.get("anatomy_location"), str) else "the region shown"
+    if rule == "seg":
         return prompts.U2BENCH_LOCALIZATION_PROMPT.format(anatomy=anatomy)
-    if task == "report":
+    if rule == "report":
         return prompts.US_REPORT_TEMPLATE.format(anatomy=anatomy)
     raise ValueError(
-        f"U2-Bench {task} dataset {dataset!r} has per-dataset prompts: put the evalkit's cla_prompt.json / "
-        "mea_prompt.json next to the table (or pass prompt_file=), or add a 'question' column"
+        f"U2-Bench dataset {dataset!r} has no 'prompt' cell in this row and its {rule} prompts are per dataset: "
+        "put the evalkit's cla_prompt.json / mea_prompt.json next to the table (or pass prompt_file=)"
     )
 
 
-def _u2_image(row: Mapping[str, Any], root: Path, where: str) -> bytes | str:
-    """The row's image, still encoded: base64 cells become bytes whose header is checked here and whose
+def _u2_image(row: Mapping[str, Any], where: str) -> bytes:
+    """The row's ``img_data`` (base64, as released), still encoded: its header is checked here and its
     pixels are decoded when the sample is used (a table of large images would not fit in memory decoded)."""
-    if isinstance(row.get("image"), str) and len(row["image"]) > 64:
-        try:
-            encoded = base64.b64decode(row["image"], validate=True)
-        except binascii.Error as err:
-            raise ValueError(f"{where}: the 'image' cell is not base64 ({err})") from err
-        try:
-            image_size(encoded)
-        except ImageError as err:
-            raise ValueError(f"{where}: {err}") from err
-        return encoded
-    if isinstance(row.get("img_path"), str):
-        return str(path_under(root, row["img_path"], where))
-    raise ValueError(f"{where} has neither a base64 'image' nor an 'img_path'")
+    cell = row.get("img_data")
+    if not isinstance(cell, str) or not cell.strip():
+        raise ValueError(f"{where} has no 'img_data' (the released tables hold each image there, base64)")
+    try:
+        encoded = base64.b64decode(cell, validate=True)
+    except binascii.Error as err:
+        raise ValueError(f"{where}: the 'img_data' cell is not base64 ({err})") from err
+    try:
+        image_size(encoded)
+    except ImageError as err:
+        raise ValueError(f"{where}: {err}") from err
+    return encoded
 
 
 #: The evalkit's per-dataset prompt files (``vlmeval/dataset/``), looked for next to a table.
 _PROMPT_FILES = {"cla": "cla_prompt.json", "measurement": "mea_prompt.json"}
 
 
-def dataset_id_from_path(path: str | Path) -> str | None:
-    """U2-Bench names tables by dataset number (``18_1.Ultrasound_Heart...tsv`` -> ``"18"``)."""
-    match = re.match(r"(\d+)", Path(path).name)
-    return str(int(match.group(1))).zfill(2) if match else None
+def _prompt_file(path: str | Path | None) -> dict[str, str]:
+    return json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
 
 
 def load_u2bench_tsv(
@@ -375,26 +482,26 @@ def load_u2bench_tsv(
     system: str | None = None,
     limit: int | None = None,
 ) -> list[Sample]:
-    """Samples of one U2-Bench table; ``task`` is ``cla``, ``seg``, ``measurement`` or ``report``.
+    """Samples of one table of the U2-Bench release (:data:`U2_TASKS`: a folder name, or ``cla``,
+    ``seg``, ``measurement``, ``report``).
 
-    Prompts: a ``question`` column when the table has one; else, for ``cla``/``measurement``, the
-    dataset's entry in ``prompt_file`` (default: the evalkit's ``cla_prompt.json`` /
-    ``mea_prompt.json`` next to the table); else U2-Bench's localisation prompt / a report prompt.
+    Images come from ``img_data`` (base64), the truth from the task's column, the dataset id from
+    ``dataset_name`` (``dataset`` overrides it). Prompts: the dataset's entry in ``prompt_file`` when
+    given; else the row's ``prompt`` (:func:`fill_prompt`); else the evalkit's ``cla_prompt.json`` /
+    ``mea_prompt.json`` next to the table; else U2-Bench's localisation prompt / a report prompt.
     """
-    if task not in U2_TASKS:
-        raise ValueError(f"U2-Bench task must be one of {U2_TASKS}, got {task!r}")
-    dataset = dataset or dataset_id_from_path(path) or ""
+    folder, spec = u2_task(task)
     frame = read_table(path)
-    default_file = Path(path).parent / _PROMPT_FILES.get(task, "-")
-    prompt_file = prompt_file or (default_file if default_file.is_file() else None)
-    table_prompts = json.loads(Path(prompt_file).read_text(encoding="utf-8")) if prompt_file else {}
-    column = truth_column(frame, task)
+    frame = frame.head(limit) if limit else frame
+    column = truth_column(frame, folder)
+    nearby = Path(path).parent / _PROMPT_FILES.get(spec.rule, "-")
+    chosen, found = _prompt_file(prompt_file), _prompt_file(nearby if nearby.is_file() else None)
     samples = []
-    for i, row in enumerate(frame.head(limit).to_dict("records") if limit else frame.to_dict("records")):
-        sample_id = str(row.get("index", row.get("id", i)))
-        text = _u2_prompt(row, task, dataset, table_prompts)
-        target = _u2_target(row, task, dataset, column)
-        meta = {"u2_task": task, "dataset": dataset, "row": i}
-        image = _u2_image(row, Path(path).parent, f"{Path(path).name} row {i} (index {sample_id})")
+    for i, (row, ds) in enumerate(zip(frame.to_dict("records"), row_datasets(frame, path, dataset))):
+        sample_id = str(row.get("index", i))
+        text = _u2_prompt(row, spec.rule, ds, chosen, found)
+        target = _u2_target(row[column], spec.rule, ds)
+        meta = {"u2_task": spec.rule, "task": folder, "dataset": ds, "row": i}
+        image = _u2_image(row, f"{Path(path).name} row {i}")
         samples.append(Sample(sample_id, (image,), messages(text, system), target, meta))
     return samples

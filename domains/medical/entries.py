@@ -1,8 +1,9 @@
 """Medical models of the zoo.
 
-Facts come from the authors' pages: the Patho-R1 README (Wenchuan-Zhang/Patho-R1@066024f3) and the
-Hub cards of WenchuanZhang/Patho-R1-3B/-7B; Dolphin's paper (arXiv 2509.25748). Where a fact
-could not be read (a Hub commit, the Patho-CLIP-L architecture) the entry says so.
+Facts come from the authors' pages: the Patho-R1 README (Wenchuan-Zhang/Patho-R1@066024f3), its CLIP
+evaluation code (@3494816:clip/val/) and the Hub cards of WenchuanZhang/Patho-R1-3B/-7B; Dolphin's paper
+(arXiv 2509.25748). Where a fact could not be read in full (a Hub commit, the Patho-CLIP-L
+architecture) the entry says so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,14 @@ _NO_PIN = (
     "not pinned: no commit of {repo} is recorded in this project's sources (its card was read without "
     "a commit id, and this project builds without Hub access); pin one yourself with "
     "zoo.load(name, revision=SHA)"
+)
+# snapshot_download needs a full hash; the authors' card page gives a short one. The full hash below
+# (from a third-party file, matching the short one) is offered, not pinned, until it is resolved on the Hub.
+_PATHO_7B_PIN = (
+    "not pinned: no commit of WenchuanZhang/Patho-R1-7B could be checked in full by this project. Its card "
+    "page (huggingface.co/WenchuanZhang/Patho-R1-7B/blob/main/README.md) shows commit 7a69eb2; a "
+    "third-party registry pins 7a69eb299bde72a4c3b8ec26fe0b17515346ef73 for it. To pin: "
+    "zoo.load('patho-r1-7b', revision='7a69eb299bde72a4c3b8ec26fe0b17515346ef73')"
 )
 _PATHO_LICENCE_NOTE = (
     "CC-BY-NC-ND-4.0, gated: request access on the model page with an institutional e-mail. "
@@ -56,7 +65,7 @@ for size, repo in (("3b", "WenchuanZhang/Patho-R1-3B"), ("7b", "WenchuanZhang/Pa
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE,
             license_source=_PATHO_SOURCE.format(repo=repo),
-            revision_note=_NO_PIN.format(repo=repo),
+            revision_note=_PATHO_7B_PIN if size == "7b" else _NO_PIN.format(repo=repo),
             rl_methods=("grpo", "dapo"),
         )
     )
@@ -79,9 +88,11 @@ for size, arch in (("b", "ViT-B-16"), ("l", "ViT-L-14")):
             gated=True,
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE
-            + " Authors' protocol (Patho-R1 README): rank candidate captions by the cosine similarity of "
-            "normalised embeddings; their zero-shot template sets are described in the paper, not released "
-            "as code, so pass yours as template=[...]."
+            + " Authors' protocol (Wenchuan-Zhang/Patho-R1@3494816:clip/val/): zero-shot classes from a prompt "
+            "file of class names (synonyms) and CLASSNAME templates, accuracy of the logit_scale x cosine "
+            "argmax; retrieval Recall@1/5/10/20. Their prompt files are not published: "
+            "`zoo eval patho-clip-b --data clip-zero-shot --path FOLDER --option prompt=YOURS.json`, "
+            "`--data clip-retrieval --path captions.json`."
             + (" Architecture ViT-L-14 is UNVERIFIED (authors say ViT-L)." if size == "l" else ""),
             license_source=_PATHO_CLIP_SOURCE,
             revision_note=_NO_PIN.format(repo=f"WenchuanZhang/Patho-CLIP-{size.upper()}"),

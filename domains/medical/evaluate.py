@@ -1,18 +1,25 @@
-"""Benchmark metrics of the medical domain: U2-Bench (ultrasound) and PathMMU (pathology MCQ).
+"""Benchmark metrics of the medical domain: U2-Bench (ultrasound), PathMMU (pathology MCQ), Patho-CLIP.
 
-``zoo eval NAME --data X [--path FILE]`` calls :func:`run`. ``data`` is one of
+``zoo eval NAME --data X [--path FILE] [--option KEY=VALUE]`` calls :func:`run`. ``data`` is one of
 
-* ``u2bench-cla``, ``u2bench-seg``, ``u2bench-measurement``, ``u2bench-report`` (optionally
-  ``:<dataset id>``, e.g. ``u2bench-measurement:18``; by default the id is read from the file name
-  as U2-Bench names its tables): ``path`` is a U2-Bench TSV (or ``.csv``/``.xlsx``). A table that
-  already has a ``response`` or ``prediction`` column is scored as it is (no model needed);
+* ``u2bench-<task>`` (optionally ``:<dataset id>``, e.g. ``u2bench-clinical_value_estimation:18``;
+  by default each row's id is read from its ``dataset_name``): ``path`` is one TSV of the U2-Bench
+  release, ``<task>`` its folder (:data:`domains.medical.data.U2_TASKS`: ``disease_diagnosis``,
+  ``view_recognition_and_assessment``, ``lesion_localisation``, ``organ_detection``,
+  ``keypoint_detection``, ``clinical_value_estimation``, ``report_generation``,
+  ``caption_generation``) or the evalkit's short name (``cla``, ``seg``, ``measurement``,
+  ``report``). A table that already has a ``response`` or ``prediction`` column (the evalkit's
+  output) is scored as it is, no model needed;
 * ``pathmmu`` (optionally ``:<Source>_<split>``, default ``PubMed_test_tiny``): ``path`` is
   PathMMU's ``data.json`` or its folder;
+* ``clip-zero-shot``, ``clip-retrieval``: a CLIP entry's zero-shot accuracy and retrieval Recall@K as
+  the Patho-CLIP authors compute them (:mod:`domains.medical.clip_eval`; options ``prompt``,
+  ``images_dir``, ``recall_k``);
 * ``synthetic-pathology-mcq``, ``synthetic-pathology-vqa``, ``synthetic-us-<task>``: generated
   offline (``path`` unused).
 
-Metric rules follow the benchmarks' own code (dolphin-sound/u2-bench-evalkit
-``vlmeval/eval_func/*.py`` at 782350bc; PathMMU-Benchmark/PathMMU ``eval/utils/eval_utils.py``):
+Metric rules follow the benchmarks' own code (dolphin-sound/u2-bench-evalkit@782350b
+``vlmeval/eval_func/*.py``; PathMMU-Benchmark/PathMMU@f1ca4d3 ``eval/utils/eval_utils.py``):
 
 * classification: ``parser_rate``, ``acc``, macro ``precision``/``recall``/``f1``. Ground truth
   is lower-cased with ``[``, ``]``, ``'`` removed; the response is lower-cased, not stripped. For an
@@ -22,25 +29,27 @@ Metric rules follow the benchmarks' own code (dolphin-sound/u2-bench-evalkit
   the ground-truth centre; non-string responses are failed and left out.
 * measurement: ``MAE``, ``RMSE``, ``Std``, ``%_within_tolerance`` (0.1) on min-max scaled values,
   ``failed_items`` = responses ``float()`` cannot read (they are left out, not penalised).
-* report: ``Bleu-1..4`` and ``Rouge`` (ROUGE-L) x 100 as pycocoevalcap computes them.
+* report and caption: ``Bleu-1..4`` and ``Rouge`` (ROUGE-L) x 100 as pycocoevalcap computes them.
   The evalkit's BERTScore needs ``bert-base-multilingual-cased`` downloaded and is not computed.
 * PathMMU: accuracy of the option content chosen by PathMMU's parser (a random option, seeded
-  42, when nothing can be parsed; ``random_guesses`` counts those).
+  42, when nothing can be parsed; ``random_guesses`` counts those). Questions PathMMU's own code
+  leaves out are left out here too and counted in ``left_out``.
 
 Where the evalkit would crash or return NaN the zoo decides and says so: a missing response
-(empty cell) is a failed case; a non-finite measurement (``"nan"``) is failed; a metric over
-zero cases is ``None``. (A ``"null"`` measurement answer, which dataset 27's prompt asks for
-when IMT cannot be read, is failed as on the evalkit's jsonl path; its xlsx path reads it as
-NaN and returns a NaN MAE.)
+(empty cell) is a failed case; a non-finite measurement (``"nan"``) is failed; a row without
+ground truth (classification, report) is left out; a metric over zero cases is ``None``. (A
+``"null"`` measurement answer, which dataset 27's prompt asks for when IMT cannot be read, is
+failed as on the evalkit's jsonl path; its xlsx path reads it as NaN and returns a NaN MAE.)
 
 What is scored of a model's output (``response_source``, recorded in ``metrics.json``):
 
 * ``raw``: the whole generated text, as PathMMU's ``eval/main.py`` passes the raw response to
-  ``get_multi_choice_prediction``. The default for ``pathmmu``, so its numbers compare with the
-  benchmark's leaderboard protocol.
+  ``get_multi_choice_prediction``. The default, and the headline, for ``pathmmu``, so its numbers
+  compare with the benchmark's leaderboard protocol. For a model whose outputs are Predictions
+  (a think/answer parser, as Patho-R1's) both readings are reported (:func:`pathmmu_readings`).
 * ``answer``: the parsed ``<answer>`` span when the model wrote one, else the text (a stricter
   reading for think/answer models). The default for the U2-Bench and synthetic tasks, and an option
-  for PathMMU (``response_source="answer"``).
+  for PathMMU (``response_source="answer"`` makes it the headline).
 
 An evaluation in which no case can be scored (every ground truth missing, no image found) is an
 error, not a table of ``None``.
@@ -59,12 +68,14 @@ from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
+from domains.medical import clip_eval
 from domains.medical import data as mdata
 from domains.medical.metrics import macro_prf, measurement_range, regression_metrics
 from domains.medical.rewards import target_position
 from rewards.caption import coco_bleu, coco_rouge_l
 from rewards.choice import MultipleChoice
 from rewards.text import normalize_text
+from zoo.outputs import Prediction
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +96,9 @@ def classification_metrics(truths: Sequence[Any], responses: Sequence[Any]) -> t
     """U2-Bench ``cla`` metrics (``cla_eval.model_eval``) and one row per case."""
     y_true, y_pred, rows, failed = [], [], [], 0
     for truth, response in zip(truths, responses, strict=True):
+        if _missing(truth):  # zoo: the evalkit would score a NaN label as a class of its own
+            rows.append({"truth": None, "response": response, "skipped": "no ground truth"})
+            continue
         is_int = isinstance(truth, numbers.Integral) and not isinstance(truth, bool)
         if is_int:
             try:
@@ -104,10 +118,10 @@ def classification_metrics(truths: Sequence[Any], responses: Sequence[Any]) -> t
         y_true.append(truth_v)
         y_pred.append(pred)
         rows.append({"truth": truth_v, "response": response, "correct": truth_v == pred})
-    n = len(y_true)
-    metrics = {"parser_rate": _ratio(n, len(rows)), "acc": _ratio(sum(t == p for t, p in zip(y_true, y_pred)), n)}
+    n, considered = len(y_true), len(y_true) + failed
+    metrics = {"parser_rate": _ratio(n, considered), "acc": _ratio(sum(t == p for t, p in zip(y_true, y_pred)), n)}
     metrics.update(macro_prf(y_true, y_pred) if n else {"precision": None, "recall": None, "f1": None})
-    return {**metrics, "n": len(rows), "failed_items": failed}, rows
+    return {**metrics, "n": considered, "failed_items": failed}, rows
 
 
 def localization_metrics(truths: Sequence[str], responses: Sequence[Any]) -> tuple[dict[str, Any], list[Row]]:
@@ -152,22 +166,26 @@ def report_metrics(
 ) -> tuple[dict[str, Any], list[Row]]:
     """U2-Bench report metrics (``report_eval.report_eval``): BLEU-1..4 and ROUGE-L, x 100.
 
-    Cases are keyed by id as the evalkit's dicts are (a repeated id keeps its last row).
+    Cases are keyed by id as the evalkit's dicts are (a repeated id keeps its last row). A case without
+    a reference is left out (zoo: the evalkit's tokenizer would fail on the empty cell).
     """
-    refs = {i: [str(r)] for i, r in zip(ids, references, strict=True)}
-    hyps = {i: ["" if _missing(h) else str(h)] for i, h in zip(ids, responses, strict=True)}
+    cases = list(zip(ids, references, responses, strict=True))
+    skipped = [{"id": i, "response": h, "skipped": "no ground truth"} for i, r, h in cases if _missing(r)]
+    refs = {i: [str(r)] for i, r, _ in cases if not _missing(r)}
+    hyps = {i: ["" if _missing(h) else str(h)] for i, r, h in cases if not _missing(r)}
     if not refs:
-        return {"n": 0}, []
+        return {"n": 0}, skipped
     bleu, _ = coco_bleu(refs, hyps)
     rouge, per_case = coco_rouge_l(refs, hyps)
     metrics: dict[str, Any] = {f"Bleu-{k + 1}": 100 * v for k, v in enumerate(bleu)}
     metrics.update({"Rouge": 100 * rouge, "BERTScore": None, "n": len(refs)})
     rows = [{"id": i, "reference": refs[i][0], "response": hyps[i][0], "rouge_l": s} for i, s in zip(refs, per_case)]
-    return metrics, rows
+    return metrics, rows + skipped
 
 
 def pathmmu_choice(response: str, index2ans: Mapping[str, str], rng: random.Random) -> tuple[str, bool]:
-    """PathMMU's ``get_multi_choice_prediction``: (chosen letter, whether it was a random guess)."""
+    """PathMMU's ``get_multi_choice_prediction``: (chosen letter, whether it was a random guess)
+    (PathMMU-Benchmark/PathMMU@f1ca4d3:eval/utils/eval_utils.py:9-58)."""
     for char in ",.!?;:'":
         response = response.strip(char)
     response = f" {response} "
@@ -193,7 +211,9 @@ def pathmmu_choice(response: str, index2ans: Mapping[str, str], rng: random.Rand
 def pathmmu_metrics(
     samples: Sequence[Any], responses: Sequence[str], seed: int = 42
 ) -> tuple[dict[str, Any], list[Row]]:
-    """PathMMU accuracy: the chosen option's text equals the answer's text (case-insensitive)."""
+    """PathMMU accuracy: the chosen option's text equals the answer's text, case-insensitive, a response
+    equal to the answer's text counting as that answer (eval/main.py:28-30, eval_utils.py:132-162). The
+    random fallback draws from a generator seeded 42, as PathMMU seeds its module (eval_utils.py:6)."""
     rng, rows, correct, guesses = random.Random(seed), [], 0, 0
     for sample, response in zip(samples, responses, strict=True):
         index2ans, truth = sample.meta["index2ans"], sample.target["answer_text"]
@@ -204,6 +224,30 @@ def pathmmu_metrics(
         rows.append({"No": sample.meta["No"], "response": response, "pred_ans": chosen, "gt_content": truth,
                      "correct": chosen.lower() == truth.lower(), "random_guess": guessed})
     return {"acc": _ratio(correct, len(rows)), "n": len(rows), "random_guesses": guesses}, rows
+
+
+def pathmmu_readings(
+    samples: Sequence[Any], outputs: Sequence[Any], headline: ResponseSource = "raw"
+) -> tuple[dict[str, Any], list[Row]]:
+    """PathMMU accuracy of a model's outputs in the ``headline`` reading and, for Predictions, in the other.
+
+    PathMMU's own reading is the raw text (eval/main.py:28). For a think/answer model it often decides
+    by chance: a bare ``<answer>D</answer>`` has neither ``(D)`` nor `` D `` in it, and one or two words
+    are too few for the option-text match, so the seeded random option is taken. The ``answer`` reading
+    parses the ``<answer>`` span instead (the text when there is none). Both are reported, each with its
+    own accuracy and ``random_guesses``; the metrics' ``acc`` is the headline's.
+    """
+    metrics, rows = pathmmu_metrics(samples, [_response(o, headline) for o in outputs])
+    if not any(isinstance(o, Prediction) for o in outputs):
+        return metrics, rows
+    other: ResponseSource = "answer" if headline == "raw" else "raw"
+    other_metrics, other_rows = pathmmu_metrics(samples, [_response(o, other) for o in outputs])
+    readings = {source: {"acc": m["acc"], "random_guesses": m["random_guesses"]}
+                for source, m in ((headline, metrics), (other, other_metrics))}  # fmt: skip
+    for row, alt in zip(rows, other_rows):
+        row[other] = {key: alt[key] for key in ("response", "pred_ans", "correct", "random_guess")}
+    spans = sum(getattr(o, "answer", None) is not None for o in outputs)
+    return {**metrics, "headline": headline, "readings": readings, "answer_spans": spans}, rows
 
 
 def mcq_metrics(samples: Sequence[Any], responses: Sequence[str]) -> tuple[dict[str, Any], list[Row]]:
@@ -266,40 +310,52 @@ def _given(predictions: Any, samples: Sequence[Any]) -> list[Any]:
     return list(predictions)
 
 
+def _outputs(source: Any, samples: Sequence[Any], batch_size: int, generation: Mapping[str, Any]) -> list[Any]:
+    """What the model wrote for each sample: generated by a pipeline, or the predictions given."""
+    return generate(source, samples, batch_size, **generation) if callable(source) else _given(source, samples)
+
+
 def _responses(
     source: Any, samples: Sequence[Any], batch_size: int, generation: Mapping[str, Any],
     response_source: ResponseSource = "answer",
 ) -> list[Any]:  # fmt: skip
-    outputs = generate(source, samples, batch_size, **generation) if callable(source) else _given(source, samples)
-    return [_response(o, response_source) for o in outputs]
+    return [_response(o, response_source) for o in _outputs(source, samples, batch_size, generation)]
+
+
+def _table_responses(frame: Any, rule: str, path: str) -> list[Any]:
+    """A table's own answers: ``response`` (the evalkit's jsonl) or ``prediction`` (VLMEvalKit's xlsx);
+    for ``cla`` the evalkit takes ``response`` when it is set and ``prediction`` otherwise
+    (vlmeval/eval_func/cla_eval.py:69)."""
+    key = "response" if "response" in frame.columns else "prediction"
+    if key not in frame.columns:
+        raise ValueError(f"{path} has no 'response' or 'prediction' column; pass a model to generate them")
+    if rule == "cla" and "response" in frame.columns and "prediction" in frame.columns:
+        return [r if isinstance(r, str) and r else p for r, p in zip(frame["response"], frame["prediction"])]
+    return list(frame[key])
 
 
 def _u2bench(source: Any, task: str, dataset: str | None, path: str, limit: int | None, batch_size: int,
-             generation: Mapping[str, Any], response_source: ResponseSource):
-    if task not in mdata.U2_TASKS:
-        raise ValueError(f"unknown U2-Bench task {task!r}; use one of {[U2_PREFIX + t for t in mdata.U2_TASKS]}")
-    dataset = dataset or mdata.dataset_id_from_path(path) or ""
+             generation: Mapping[str, Any], response_source: ResponseSource):  # fmt: skip
+    folder, spec = mdata.u2_task(task)
     frame = mdata.read_table(path)
     frame = frame.head(limit) if limit else frame
+    truths = list(frame[mdata.truth_column(frame, folder)])
     if source is None:
-        key = "response" if "response" in frame.columns else "prediction"
-        if key not in frame.columns:
-            raise ValueError(f"{path} has no 'response' or 'prediction' column; pass a model to generate them")
-        if task == "cla" and "response" in frame.columns and "prediction" in frame.columns:
-            responses = [r if isinstance(r, str) and r else p for r, p in zip(frame["response"], frame["prediction"])]
-        else:
-            responses = list(frame[key])
+        responses = _table_responses(frame, spec.rule, path)
     else:
-        samples = mdata.load_u2bench_tsv(path, task, dataset, limit=limit)
+        samples = mdata.load_u2bench_tsv(path, folder, dataset, limit=limit)
         responses = _responses(source, samples, batch_size, generation, response_source)
-    truths = list(frame[mdata.truth_column(frame, task)])
-    if task == "cla":
+    if spec.rule == "cla":
         return classification_metrics(truths, responses)
-    if task == "seg":
+    if spec.rule == "seg":
         return localization_metrics([mdata.u2bench_position(c) for c in truths], responses)
-    if task == "measurement":
-        values = [mdata.u2bench_measurement(c, dataset) for c in truths]
-        return measurement_metrics(values, responses, measurement_range(dataset))
+    if spec.rule == "measurement":
+        ids = mdata.row_datasets(frame, path, dataset)
+        if len(set(ids)) > 1:
+            raise ValueError(f"{path}: rows of datasets {sorted(set(ids))}; the evalkit scales each dataset's "
+                             "measurements by its own range: score one dataset per table")  # fmt: skip
+        values = [mdata.u2bench_measurement(c, d) for c, d in zip(truths, ids)]
+        return measurement_metrics(values, responses, measurement_range(ids[0] if ids else dataset or ""))
     ids = list(frame["id"] if "id" in frame.columns else frame["index"] if "index" in frame.columns else frame.index)
     return report_metrics(ids, truths, responses)
 
@@ -349,27 +405,36 @@ def evaluate(
     Prediction is scored (module docstring): ``raw`` text or the ``answer`` span; ``None`` takes the
     benchmark's default (``raw`` for PathMMU, as its authors' ``main.py``; ``answer`` elsewhere).
 
-    Returns the metrics, ``response_source`` included; with ``out_dir`` also writes
-    ``<out_dir>/metrics.json`` holding the metrics and one record per case (truth, response,
+    CLIP benchmarks read their options from ``generation`` (``zoo eval``'s ``--option``): ``prompt``
+    (zero-shot), ``images_dir`` and ``recall_k`` (retrieval).
+
+    Returns the metrics (``response_source`` included for answers of a VLM); with ``out_dir`` also
+    writes ``<out_dir>/metrics.json`` holding the metrics and one record per case (truth, response,
     correctness or failure).
     """
     name, _, arg = data.partition(":")
     source = response_source or ("raw" if name == "pathmmu" else "answer")
     if source not in RESPONSE_SOURCES:
         raise ValueError(f"response_source={response_source!r}; use one of {RESPONSE_SOURCES}")
-    if name.startswith(U2_PREFIX):
+    if name in clip_eval.BENCHMARKS:
+        if response_source is not None:
+            raise ValueError(f"{name} scores CLIP embeddings; response_source applies to a VLM's answers")
+        metrics, rows = clip_eval.evaluate(name, pipe_or_predictions, path, limit, generation)
+    elif name.startswith(U2_PREFIX):
         if not path:
             raise ValueError(f"{data} needs path= a U2-Bench TSV")
         task = name[len(U2_PREFIX) :]
         metrics, rows = _u2bench(pipe_or_predictions, task, arg or None, path, limit, batch_size, generation, source)
+        metrics = {"task": mdata.u2_task(task)[0], **metrics}
     elif name == "pathmmu":
         if not path:
             raise ValueError("pathmmu needs path= PathMMU's data.json (or its folder)")
         if pipe_or_predictions is None:
             raise ValueError("pathmmu has no predictions in its data file; pass a model or a list of responses")
-        samples = mdata.load_pathmmu(path, arg or "PubMed_test_tiny", limit=limit)
-        responses = _responses(pipe_or_predictions, samples, batch_size, generation, source)
-        metrics, rows = pathmmu_metrics(samples, responses)
+        samples, left_out = mdata.pathmmu_samples(path, arg or "PubMed_test_tiny", limit=limit)
+        outputs = _outputs(pipe_or_predictions, samples, batch_size, generation)
+        metrics, rows = pathmmu_readings(samples, outputs, source)
+        metrics["left_out"] = left_out
     elif name in SYNTHETIC:
         if path:
             raise ValueError(f"--data {data} is generated; drop --path")
@@ -377,15 +442,17 @@ def evaluate(
             raise ValueError(f"{name} is generated here; pass a model or a list of responses")
         metrics, rows = _synthetic(pipe_or_predictions, name, limit, batch_size, generation, source)
     else:
-        known = [U2_PREFIX + t for t in mdata.U2_TASKS] + ["pathmmu", *SYNTHETIC]
-        raise ValueError(f"unknown medical benchmark {data!r}; use one of {known}")
+        known = [U2_PREFIX + t for t in (*mdata.U2_TASKS, *mdata.U2_ALIASES)] + ["pathmmu", *SYNTHETIC]
+        raise ValueError(f"unknown medical benchmark {data!r}; use one of {[*known, *clip_eval.BENCHMARKS]}")
     if all(row.get("skipped") for row in rows):  # also true of no rows: an evaluation of nothing is no result
         reason = f" ({rows[0]['skipped']})" if rows else ""
         raise ValueError(
             f"{data}: no case could be scored out of {len(rows)}{reason}; check the file, --limit and its "
             "ground-truth column"
         )
-    result = {"data": data, **metrics, "response_source": source}
+    result = {"data": data, **metrics}
+    if name not in clip_eval.BENCHMARKS:
+        result["response_source"] = source
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

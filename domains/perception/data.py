@@ -11,25 +11,51 @@ RefCOCO/+/g, LISA (VLM-R1)  JSON list ``{image, problem, solution}`` (eval files
 OVDEval                     COCO json; ``images[*].text`` / ``neg_text`` labels     ``bbox`` x, y, w, h
 LISA (Visual-RFT)           JSON list ``{conversations: [user, assistant]}``,       ``(x1,y1),(x2,y2)``
                             image as ``<img>path</img>`` in the user turn           on a 0-1000 scale
+Vision-R1-Data              ``datasets`` folder (``save_to_disk``): ``problem``,    ``solution`` JSON
+                            ``image``, ``solution``, ``width``, ``height``,         ``[[label, [[x1, y1,
+                            ``num_instances``, ``target_id_maps``, ``source``       x2, y2]]], ...]``
+Curr-ReFT-data              JSON lines ``{problem, solution, task, image}``         (in ``solution``)
+R1-Reward-RL                parquet / JSON lines ``{message, question, answer,      (none: 1 or 2)
+                            image}``; ``message`` a JSON chat with the image path
 ==========================  ======================================================  ====================
 
 Sources: om-ai-lab/VLM-R1 ``src/eval/test_rec_r1.py`` (reads ``image``, ``problem``, ``solution``)
 and ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py`` (``conversations[0]`` is the question with
 ``<image>``, ``conversations[1]`` the answer); om-ai-lab/OVDEval ``Evaluation.md`` (COCO json whose
 ``images`` carry positive ``text`` and hard-negative ``neg_text`` labels); Liuziyu77/Visual-RFT
-``src/virft/src/open_r1/grpo_lisa.py`` (``<img>`` path in the user value, boxes divided by 1000).
+``src/virft/src/open_r1/grpo_lisa.py`` (``<img>`` path in the user value, boxes divided by 1000);
+the Vision-R1-Data, Curr-ReFT-data and R1-Reward-RL loaders name their sources.
+
+Which files are evaluation data: OVDEval is a benchmark (``eval_datasets`` of the domain); RefCOCO's
+``*_val``/``testA``/``testB``, LISA's ``lisa_test`` and Curr-ReFT's ``*_test`` files are the authors'
+evaluation splits, while their ``*_train`` files (and Curr-ReFT's ``*_val``, which its data card says
+the authors trained on) are training data.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from domains.perception.prompts import VISUAL_RFT_LISA_USER, VLM_R1_OVD_PROBLEM, VLM_R1_OVD_USER, VLM_R1_REC_USER
+from domains.perception.prompts import (
+    CURR_REFT_CHOICE_USER,
+    CURR_REFT_CLASSIFY_CHOICE_USER,
+    CURR_REFT_DETECTION_USER,
+    CURR_REFT_JUDGE_USER,
+    CURR_REFT_USER,
+    CURR_REFT_VQA_USER,
+    VISUAL_RFT_LISA_USER,
+    VLM_R1_OVD_PROBLEM,
+    VLM_R1_OVD_USER,
+    VLM_R1_REC_USER,
+)
 from zoo.data import Sample, read_records, record_field
 
 
@@ -54,13 +80,21 @@ def _limit(records: list[Any], limit: int | None) -> list[Any]:
     return records if limit is None else records[:limit]
 
 
-def load_refcoco(path: str, image_root: str | None = None, limit: int | None = None, template: bool = True,
-                 ) -> list[Sample]:  # fmt: skip
+def load_refcoco(path: str | Sequence[str], image_root: str | None = None, limit: int | None = None,
+                 template: bool = True) -> list[Sample]:  # fmt: skip
     """RefCOCO/+/g or LISA-grounding in VLM-R1's files: one referring expression -> one box.
 
+    ``path`` is one file or a list of them, read in order: VLM-R1's REC run trains on
+    ``refcoco_train``, ``refcocop_train`` and ``refcocog_train`` together
+    (om-ai-lab/VLM-R1@90052f4:src/open-r1-multimodal/data_config/rec.yaml:1-4), images found under one
+    ``image_root`` (the folder holding ``train2014/``, ``src/eval/test_rec_r1.py`` L50, L122).
     ``template`` wraps the expression in VLM-R1's REC prompt (training and the authors' eval);
-    ``False`` keeps the bare expression (a pipeline adds its entry's own template).
+    ``False`` keeps the bare expression (a pipeline adds its entry's own template). ``limit`` counts
+    samples over all files.
     """
+    if not isinstance(path, str):
+        samples = [s for one in path for s in load_refcoco(one, image_root, None, template)]
+        return _limit(samples, limit)
     file = Path(path)
     root = Path(image_root) if image_root else file.parent
     samples = []
@@ -144,6 +178,221 @@ def load_lisa(path: str, image_root: str | None = None, limit: int | None = None
                              norm[3] * height / 1000], "bbox_norm1000": norm, "image_size": [width, height]},
             meta={"source": file.name},
         ))  # fmt: skip
+    return samples
+
+
+#: Vision-R1's rewrite of Vision-R1-Data's questions for Qwen models (jefferyZhan/Griffon@9866875:
+#: Vision-R1/vision_r1/visionr1_qwen.py:426-434), applied in this order; other wording raises upstream.
+VISION_R1_QWEN_REWRITES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Examine the image for any objects from the category set. Report the coordinates of each detected object.",
+     (("Examine the image for any objects from the category set. Report the coordinates of each detected object.",
+       "Locate every item from the category list in the image and output the coordinates in JSON format."),)),
+    ("Can you point out", (("Can you point out", "Locate every"),
+                           ("in the image and provide the coordinates of its location?",
+                            "in the image and output the coordinates in JSON format."))),
+    ("Locate the exact position of", (("Locate the exact position of", "Locate every"),
+                                      ("in the picture, if you can.",
+                                       "in the image and output the coordinates in JSON format."))),
+)  # fmt: skip
+VISION_R1_DATA_COLUMNS = ("problem", "image", "solution", "width", "height", "num_instances", "target_id_maps")
+
+
+def vision_r1_qwen_question(problem: str) -> str:
+    """Vision-R1-Data's ``problem`` as Vision-R1 asks it of a Qwen model (``make_conversation_image``)."""
+    for marker, replacements in VISION_R1_QWEN_REWRITES:
+        if marker in problem:
+            for old, new in replacements:
+                problem = problem.replace(old, new)
+            return problem
+    raise ValueError(f"Vision-R1-Data question {problem[:80]!r} has none of the wordings Vision-R1 rewrites for Qwen "
+                     "(visionr1_qwen.py:426-434); pass template=False to keep it as written")  # fmt: skip
+
+
+def _vision_r1_objects(solution: Any, where: str) -> list[dict[str, Any]]:
+    """``solution`` JSON ``[[label, [[x1, y1, x2, y2]]], ...]`` (the SFT script reads ``item[1][0]``,
+    sft_qwen.py:160-162; the reward views each item's box as ``(-1, 4)``, visionr1_qwen.py:294-298)."""
+    items = json.loads(solution) if isinstance(solution, str) else solution
+    pairs = items if isinstance(items, list) else [items]
+    objects = []
+    for item in pairs:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ValueError(f"{where}: solution must be a JSON list of [label, [[x1, y1, x2, y2]]] pairs, got "
+                             f"{str(item)[:60]!r}")  # fmt: skip
+        label, box = item
+        boxes = box if box and isinstance(box[0], (list, tuple)) else [box]
+        if len(boxes) != 1:
+            raise ValueError(f"{where}: solution item {label!r} holds {len(boxes)} boxes; Vision-R1 reads one per label")
+        objects.append({"bbox": _xyxy(boxes[0], where), "label": str(label)})
+    return objects
+
+
+def load_vision_r1_data(path: str, limit: int | None = None, template: bool = True, split: str = "train",
+                        min_instances: int = 1, max_instances: int = 30) -> list[Sample]:  # fmt: skip
+    """JefferyZhan/Vision-R1-Data, the data Vision-R1 trains on (``run_qwen_vision_r1.sh`` L14).
+
+    ``path`` is the dataset folder as the Hub holds it and ``datasets.save_to_disk`` writes it
+    (``dataset_info.json``, ``state.json``, ``data-*.arrow``; features ``problem``, ``image``,
+    ``solution``, ``width``, ``height``, ``num_instances``, ``target_id_maps``, ``source``:
+    https://huggingface.co/datasets/JefferyZhan/Vision-R1-Data/blob/refs%2Fpr%2F3/dataset_info.json at
+    0a17371), read as Vision-R1 reads it (``load_from_disk``, visionr1_qwen.py:418-421); a folder of
+    splits gives ``split``. As upstream: images with ``min_instances`` to ``max_instances`` objects are
+    kept (L450-460), sorted by object count (L461; the trainer's sampler shuffles them again), and
+    ``template`` rewrites the question for Qwen (L423-436).
+
+    Targets are in the frame of the ``width``/``height`` columns, which the reward maps predictions to
+    (L280-281) and which may differ from the stored image's size (the SFT script rescales between the
+    two, sft_qwen.py:158-163): ``objects``, ``image_size = [width, height]``, ``label_ids`` (the row's
+    ``target_id_maps``, class 0 being background). Images stay encoded until used.
+    """
+    from datasets import DatasetDict, load_from_disk
+    from datasets import Image as ImageFeature
+
+    folder = Path(path)
+    if not (folder / "dataset_info.json").is_file() and not (folder / "dataset_dict.json").is_file():
+        raise FileNotFoundError(f"{str(path)!r} is not a datasets folder (no dataset_info.json or dataset_dict.json): "
+                                "download JefferyZhan/Vision-R1-Data and pass its folder")  # fmt: skip
+    data = load_from_disk(str(folder))
+    if isinstance(data, DatasetDict):
+        if split not in data:
+            raise ValueError(f"{str(path)!r} has splits {sorted(data)}, not split={split!r}")
+        data = data[split]
+    missing = [c for c in VISION_R1_DATA_COLUMNS if c not in data.column_names]
+    if missing:
+        raise ValueError(f"{str(path)!r} is not Vision-R1-Data: it lacks the column(s) {', '.join(missing)}")
+    data = data.cast_column("image", ImageFeature(decode=False))
+    rows = [r for r in data if min_instances <= int(r["num_instances"]) <= max_instances]
+    rows.sort(key=lambda r: int(r["num_instances"]))  # stable, as datasets' sort
+    samples = []
+    for i, row in enumerate(_limit(rows, limit)):
+        where = f"{folder.name} row {i}"
+        problem = str(row["problem"])
+        prompt = vision_r1_qwen_question(problem) if template else problem
+        cell = row["image"] or {}
+        image = cell.get("bytes") or cell.get("path")
+        if not image:
+            raise ValueError(f"{where}: the image column holds neither bytes nor a path")
+        samples.append(Sample(
+            id=f"{folder.name}-{i}", images=(image,), prompt=prompt,
+            target={"objects": _vision_r1_objects(row["solution"], where),
+                    "image_size": [int(row["width"]), int(row["height"])],
+                    "label_ids": json.loads(row["target_id_maps"])},
+            meta={"source": row.get("source"), "num_instances": int(row["num_instances"])},
+        ))  # fmt: skip
+    return samples
+
+
+#: Curr-ReFT's stages and the user template of each task in them (ding523/Curr_REFT@f123433
+#: train_code/grpo/open-r1-multimodal/src/open_r1/): Stage1_judge_math_resize.py:207-214,
+#: Stage2_choice_math_resize.py:207-222, Stage3_open_math_resize.py:206-222.
+CURR_REFT_TEMPLATES: dict[str, Mapping[str, str]] = {
+    "judge": {},
+    "choice": {"classify": CURR_REFT_CLASSIFY_CHOICE_USER},
+    "open": {"detection": CURR_REFT_DETECTION_USER, "coco_vqa": CURR_REFT_VQA_USER},
+}
+_CURR_REFT_DEFAULT = {"judge": CURR_REFT_JUDGE_USER, "choice": CURR_REFT_CHOICE_USER, "open": CURR_REFT_USER}
+
+
+def load_curr_reft(path: str, stage: str, image_root: str | None = None, limit: int | None = None,
+                   template: bool = True) -> list[Sample]:  # fmt: skip
+    """One stage file of ZTE-AIM/Curr-ReFT-data (``grpo_data/train/<stage>/...jsonl``).
+
+    Rows are ``{problem, solution, task, image}`` (the data card, mirrored in the repository's
+    ``Evaluation&Data_Usage.md`` "Data Format"; ``image`` relative to ``image_root``, as the trainers
+    join it, Stage3_open_math_resize.py:310). ``stage`` is ``judge``, ``choice`` or ``open`` and picks
+    the stage's question template per ``task``, with no system prompt (the image branch has it
+    commented out, Stage3_open_math_resize.py:226). The card's ``*_test`` files are evaluation data; its
+    ``*_val`` files are training data ("The _val files ... are incorporated into the training data").
+
+    Targets: ``{"answer": solution, "task": task, "stage": stage}``, what the ``curr-reft`` rewards read.
+    Not reproduced: the trainers shrink images above 262,144 (stage 1, math) or 410,000 pixels (stage 3)
+    themselves before the processor (Stage1_judge_math_resize.py:318-329, Stage3_open_math_resize.py:347-381);
+    set ``model.max_pixels`` for a comparable resolution.
+    """
+    if stage not in CURR_REFT_TEMPLATES:
+        raise ValueError(f"stage={stage!r}; Curr-ReFT's stages are judge, choice and open")
+    file = Path(path)
+    root = Path(image_root) if image_root else file.parent
+    samples = []
+    for i, rec in enumerate(_limit(read_records(file), limit)):
+        where = f"{file.name} record {i}"
+        task, problem = str(record_field(rec, "task", where)), str(record_field(rec, "problem", where))
+        image, _ = _image(root, str(record_field(rec, "image", where)), where)
+        user = CURR_REFT_TEMPLATES[stage].get(task, _CURR_REFT_DEFAULT[stage])
+        samples.append(Sample(
+            id=f"{file.stem}-{i}", images=(image,), prompt=user.replace("{question}", problem) if template else problem,
+            target={"answer": str(record_field(rec, "solution", where)), "task": task, "stage": stage},
+            meta={"task": task, "stage": stage, "source": file.name},
+        ))  # fmt: skip
+    return samples
+
+
+def _r1_reward_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of R1-Reward-RL: its parquet shards (a file, or a folder with ``data/*.parquet``) or the
+    README's JSON lines."""
+    if path.is_dir():
+        files = sorted(path.glob("data/*.parquet")) or sorted(path.glob("*.parquet"))
+        if not files:
+            raise FileNotFoundError(f"no parquet files in {str(path)!r} (the dataset holds data/train-*.parquet)")
+    else:
+        files = [path]
+    if files[0].suffix != ".parquet":
+        return read_records(path)
+    import pyarrow.parquet as pq
+
+    return [row for file in files for row in pq.read_table(file).to_pylist()]
+
+
+def _r1_reward_image(row: Mapping[str, Any], chat: list[dict[str, Any]], root: Path | None, where: str) -> str | bytes:
+    """The image of an R1-Reward-RL row: the path in its ``message`` (README L60-69 has the user write it
+    there), found as written or by file name under ``root``; else the ``image`` column, a path or base64."""
+    named = [str(part["image"]) for turn in chat for part in turn.get("content") or []
+             if isinstance(part, dict) and part.get("type") == "image" and part.get("image")]  # fmt: skip
+    column = str(row.get("image") or "")
+    for name in [*named, column] if column else named:
+        for candidate in (Path(name), root / Path(name).name) if root else (Path(name),):
+            try:
+                if candidate.is_file():
+                    return str(candidate)
+            except OSError:  # base64 text is no file name (too long)
+                break
+    try:
+        decoded = base64.b64decode(column, validate=True) if column else b""
+    except (binascii.Error, ValueError):
+        decoded = b""
+    if decoded:
+        return decoded
+    raise FileNotFoundError(f"{where}: image {named[0] if named else column[:60]!r} not found; save the images "
+                            "locally and pass image_root= their folder (R1-Reward README, step 2.2)")  # fmt: skip
+
+
+def load_r1_reward_rl(path: str, image_root: str | None = None, limit: int | None = None) -> list[Sample]:
+    """yifanzhang114/R1-Reward-RL, R1-Reward's RL data: judge two responses to an image question.
+
+    Rows ``{message, question, answer, image}`` (card at c3243ab: ``question``/``message``/``image``
+    strings, ``answer`` a list of strings; https://huggingface.co/datasets/yifanzhang114/R1-Reward-RL/blob/
+    c3243abfad994265c38923a15fc0b2749c9df3c0/README.md). ``message`` is a JSON chat whose user turn holds
+    the whole judge prompt and the image path (yfzhang114/r1_reward@3693413:README.md:71-80); the
+    training reads it with ``--input_key message`` and scores against ``answer`` (scripts/train.sh:13,
+    openrlhf/models/remote_rm/math_verifier_mllm.py:282-286). The sample's prompt is that judge prompt,
+    its target ``{"answer": answer[0]}`` (``"<answer>2</answer>"``, which ``r1-reward`` reads).
+    zoo: the TRL path puts the image before the text; the release's messages put it after.
+    """
+    file = Path(path)
+    root = Path(image_root) if image_root else None
+    samples = []
+    for i, row in enumerate(_limit(_r1_reward_rows(file), limit)):
+        where = f"{file.name} row {i}"
+        message = record_field(row, "message", where)
+        chat = json.loads(message) if isinstance(message, str) else message
+        texts = [str(part.get("text", "")) for turn in chat if turn.get("role") == "user"
+                 for part in (turn.get("content") if isinstance(turn.get("content"), list) else
+                              [{"type": "text", "text": turn.get("content")}]) if part.get("type") == "text"]  # fmt: skip
+        answers = record_field(row, "answer", where)
+        if not texts or not isinstance(answers, list) or not answers:
+            raise ValueError(f"{where}: expected a user turn with the judge prompt and answer = ['<answer>1|2</answer>']")
+        samples.append(Sample(id=f"{file.stem}-{i}", images=(_r1_reward_image(row, chat, root, where),),
+                              prompt="\n".join(texts), target={"answer": str(answers[0])},
+                              meta={"question": row.get("question")}))  # fmt: skip
     return samples
 
 

@@ -1,11 +1,17 @@
 """General visual-RL models of the zoo; facts from the authors' repositories named per entry (those
-the authors link from their READMEs)."""
+the authors link from their READMEs).
+
+Licences are the authors' words where they give them. Weights fine-tuned from Qwen2.5-VL-3B-Instruct
+also carry its Qwen Research License (the base's Hub LICENSE, discussion Qwen/Qwen2.5-VL-3B-Instruct#12),
+as the GUI domain's ``gui-g1-3b`` says; the 7B base is Apache-2.0.
+"""
 
 from __future__ import annotations
 
 from domains.perception.prompts import (
     CURR_REFT_USER,
     R1_SYSTEM,
+    SHUFFLE_R1_USER,
     VISION_R1_DETECT_ALL,
     VISUAL_RFT_LISA_USER,
     VLM_R1_DEFAULT_USER,
@@ -16,6 +22,7 @@ from domains.perception.prompts import (
     parse_preference,
     parse_rec,
     parse_think_answer,
+    parse_think_boxed,
 )
 from zoo.kinds import VLMSpec
 from zoo.registry import ModelEntry, register
@@ -26,33 +33,44 @@ _QWEN = {"min_pixels": 3136, "max_pixels": 12845056}
 _NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this project's sources (the Hub's commit "
            "list could not be read here); pass zoo.load(name, revision=SHA)")
 
-for name, repo, task, spec in (
+#: Added to the licence source of every entry whose base is Qwen2.5-VL-3B-Instruct.
+_QWEN_3B_LICENCE = ("The base Qwen/Qwen2.5-VL-3B-Instruct is published under the Qwen Research License (its Hub "
+                    "LICENSE, discussion Qwen/Qwen2.5-VL-3B-Instruct#12): check it before any commercial use")
+_VLM_R1_CODE = "the authors' repository om-ai-lab/VLM-R1 is Apache-2.0"
+for name, repo, task, spec, card in (
     ("vlm-r1-rec-3b", "omlab/Qwen2.5VL-3B-VLM-R1-REC-500steps", "referring expression comprehension (box)",
-     VLMSpec(user=VLM_R1_REC_USER, max_new_tokens=1024, parser=parse_rec, **_QWEN)),
+     VLMSpec(user=VLM_R1_REC_USER, max_new_tokens=1024, parser=parse_rec, **_QWEN),
+     "the Hub card's licence field was not read by this project (UNVERIFIED)"),
     ("vlm-r1-ovd-3b", "omlab/VLM-R1-Qwen2.5VL-3B-OVD-0321", "open-vocabulary detection (labelled boxes)",
-     VLMSpec(user=VLM_R1_OVD_USER, max_new_tokens=1024, parser=parse_detections, **_QWEN)),
+     VLMSpec(user=VLM_R1_OVD_USER, max_new_tokens=1024, parser=parse_detections, **_QWEN),
+     "the Hub page of omlab/VLM-R1-Qwen2.5VL-3B-OVD-0321 shows License: apache-2.0 (commit not recorded)"),
     ("vlm-r1-math-3b", "omlab/VLM-R1-Qwen2.5VL-3B-Math-0305", "multimodal math reasoning",
-     VLMSpec(user=VLM_R1_DEFAULT_USER, coord_frame="none", max_new_tokens=1024, parser=parse_think_answer, **_QWEN)),
+     VLMSpec(user=VLM_R1_DEFAULT_USER, coord_frame="none", max_new_tokens=1024, parser=parse_think_answer, **_QWEN),
+     "the Hub page of omlab/VLM-R1-Qwen2.5VL-3B-Math-0305 shows License: apache-2.0 (commit not recorded)"),
 ):  # fmt: skip
     register(ModelEntry(
         name=name, aliases=("vlm-r1",) if name == "vlm-r1-rec-3b" else (), repo_id=repo, architecture="qwen2_5_vl",
         base_model="Qwen/Qwen2.5-VL-3B-Instruct", domain="perception", task=task, spec=spec, license="apache-2.0",
-        paper="2504.07615", notes="Prompts from qwen_module.py and the paper's OVD template.",
-        license_source="the authors' repository om-ai-lab/VLM-R1 (Apache-2.0); the Hub card's licence field was not "
-        "read by this project (UNVERIFIED)",
+        paper="2504.07615", notes="Prompts from qwen_module.py and the paper's OVD template. " + _QWEN_3B_LICENCE + ".",
+        license_source=f"{card}; {_VLM_R1_CODE}. {_QWEN_3B_LICENCE}",
         revision_note=_NO_PIN, rl_methods=("grpo",),
     ))  # fmt: skip
 
 # Visual-RFT's released checkpoint: LISA reasoning grounding, Qwen2-VL-7B, boxes in Qwen2-VL's
-# 0-1000 frame (grpo_lisa.py divides them by 1000), R1 system prompt.
+# 0-1000 frame (grpo_lisa.py divides them by 1000). R1 system prompt, as the authors' LISA inference
+# (lisa_evaluation/Qwen2_VL_lisa_infere.py:38-46; their training's image branch has none, grpo_lisa.py:193-219).
 register(ModelEntry(
     name="visual-rft-lisa-7b", aliases=("visual-rft",), repo_id="Zery/Qwen2-VL-7B_visual_rft_lisa_IoU_reward",
     architecture="qwen2_vl", base_model="Qwen/Qwen2-VL-7B-Instruct", domain="perception",
-    task="reasoning grounding (LISA): question -> box", paper="2503.01785", license="apache-2.0",
+    task="reasoning grounding (LISA): question -> box", paper="2503.01785", license="cc-by-nc-4.0",
+    code_license="apache-2.0",
     spec=VLMSpec(system=R1_SYSTEM, user=VISUAL_RFT_LISA_USER, max_pixels=401408, coord_frame="norm1000",
                  max_new_tokens=1024, parser=parse_lisa),
-    license_source="the authors' repository Liuziyu77/Visual-RFT (Apache-2.0); the Hub card's licence field was not "
-    "read by this project (UNVERIFIED)",
+    notes="Research use only: the authors license their data and code for research use only, the data under "
+          "CC BY-NC 4.0 (Attribution-NonCommercial), and this checkpoint is trained on that data.",
+    license_source="Liuziyu77/Visual-RFT@9486633:README.md:266-268 (code Apache-2.0; data CC BY-NC 4.0; \"The data "
+    "and code are intended and licensed for research use only. License: Attribution-NonCommercial 4.0 "
+    "International\"); the Hub card's licence field was not read by this project (UNVERIFIED)",
     revision_note=_NO_PIN, rl_methods=("grpo",),
 ))  # fmt: skip
 
@@ -61,28 +79,33 @@ register(ModelEntry(
 register(ModelEntry(
     name="vision-r1-7b", repo_id="JefferyZhan/Qwen2.5-VL-7B-Instruct-Vision-R1", architecture="qwen2_5_vl",
     base_model="Qwen/Qwen2.5-VL-7B-Instruct", domain="perception", task="object localisation and detection",
-    paper="2503.18013", license="apache-2.0",
+    paper="2503.18013", license="other", code_license="apache-2.0",
     spec=VLMSpec(user="{question}", min_pixels=28 * 28, max_pixels=12800 * 28 * 28, max_new_tokens=1024,
                  parser=parse_detections),
-    notes=f"Official prompts are plain grounding requests, e.g. {VISION_R1_DETECT_ALL!r}. "
-    "Not Osilly/Vision-R1 (a different math-reasoning paper).",
-    license_source="the authors' repository jefferyZhan/Griffon (Apache-2.0), which holds Vision-R1; the Hub card's "
-    "licence field was not read by this project (UNVERIFIED)",
+    notes=f"Research use only: the authors license the checkpoint for research use only, and models trained on "
+    f"Vision-R1-Data (CC BY-NC 4.0) must not be used outside research. Official prompts are plain grounding "
+    f"requests, e.g. {VISION_R1_DETECT_ALL!r}. Not Osilly/Vision-R1 (a different math-reasoning paper).",
+    license_source="jefferyZhan/Griffon@9866875:README.md:166-171 (the repository holding Vision-R1): \"The data "
+    "and checkpoint is licensed for research use only ... The dataset is CC BY NC 4.0 (allowing only "
+    "non-commercial use) and models trained using the dataset should not be used outside of research purposes\"; "
+    "code Apache-2.0 (LICENSE); the Hub card's licence field was not read by this project (UNVERIFIED)",
     revision_note=_NO_PIN, rl_methods=("grpo",),
 ))  # fmt: skip
 
-# Curr-ReFT (ding523/Curr_REFT): 3-stage curriculum GRPO + rejection SFT; stage-3 prompt, R1 system prompt.
+# Curr-ReFT (ding523/Curr_REFT@f123433): 3-stage curriculum GRPO + rejection SFT; stage-3 prompt and no
+# system prompt: the image branch of every stage's trainer comments it out (Stage3_open_math_resize.py:226,
+# Stage1/Stage2 L218/L226), as its evaluation does (eval/muti_process_eval.py:478).
 for size in ("3b", "7b"):
     register(ModelEntry(
         name=f"curr-reft-{size}", aliases=("curr-reft",) if size == "7b" else (), repo_id=f"ZTE-AIM/{size.upper()}-Curr-ReFT",
         architecture="qwen2_5_vl", base_model=f"Qwen/Qwen2.5-VL-{size.upper()}-Instruct", domain="perception",
         task="detection, classification and multimodal math with reasoning", paper="2503.07065", license="unknown",
-        spec=VLMSpec(system=R1_SYSTEM, user=CURR_REFT_USER, coord_frame="none", max_new_tokens=1024,
-                     parser=parse_think_answer),
+        spec=VLMSpec(user=CURR_REFT_USER, coord_frame="none", max_new_tokens=1024, parser=parse_think_answer),
         notes="The repository has no LICENSE file: check the model card before use. The README's 7B link points "
-        "to an omlab model by mistake; the ZTE-AIM page is the one the README's news names.",
+        "to an omlab model by mistake; the ZTE-AIM page is the one the README's news names."
+        + (" " + _QWEN_3B_LICENCE + "." if size == "3b" else ""),
         license_source="unknown: the authors' repository ding523/Curr_REFT has no LICENSE file and the Hub card's "
-        "licence field was not read by this project",
+        "licence field was not read by this project" + ("; " + _QWEN_3B_LICENCE if size == "3b" else ""),
         revision_note=_NO_PIN, rl_methods=("grpo",),
     ))  # fmt: skip
 
@@ -97,4 +120,45 @@ register(ModelEntry(
     license_source="the authors' repository yfzhang114/r1_reward (Apache-2.0); the Hub card's licence field was not "
     "read by this project (UNVERIFIED)",
     revision_note=_NO_PIN, rl_methods=("stable_reinforce",),
+))  # fmt: skip
+
+# Shuffle-R1 (xiaomi-research/shuffle-r1@31d3ff0 README.md:47-48): GRPO with Pairwise Trajectory Sampling
+# and Advantage-based Batch Shuffle (adv_estimator pairwise_purning, examples/qwen2_5_vl_{3b,7b}.sh) on
+# Qwen2.5-VL. Pixels and answer budget of its training and inference: examples/config.yaml:13-14
+# (min 262144, max 4194304), inference/infer_vllm.py:129-131 (2048 new tokens); greedy as infer_vllm's
+# default temperature 0.0 (L133). The README's transformers example passes no pixel limits and 128 new tokens.
+for size in ("3b", "7b"):
+    register(ModelEntry(
+        name=f"shuffle-r1-{size}", aliases=("shuffle-r1",) if size == "7b" else (),
+        repo_id=f"XenoZLH/Shuffle-R1-Qwen-{size.upper()}", architecture="qwen2_5_vl",
+        base_model=f"Qwen/Qwen2.5-VL-{size.upper()}-Instruct", domain="perception",
+        task="multimodal math and chart reasoning (answer in \\boxed{})", paper="2508.05612", license="apache-2.0",
+        spec=VLMSpec(user=SHUFFLE_R1_USER, min_pixels=262144, max_pixels=4194304, coord_frame="none",
+                     max_new_tokens=2048, parser=parse_think_boxed),
+        notes="Prompt: the README's thinking prompt before the question, image first (README.md:68-77). "
+        "Trained on XenoZLH/MMRL30k; the authors evaluate on XenoZLH/MM_Eval (README.md:144, 167)."
+        + (" " + _QWEN_3B_LICENCE + "." if size == "3b" else ""),
+        license_source="the authors' repository xiaomi-research/shuffle-r1@31d3ff0 (LICENSE: Apache-2.0); the Hub "
+        "card's licence field was not read by this project (UNVERIFIED)" + ("; " + _QWEN_3B_LICENCE if size == "3b" else ""),
+        revision_note=_NO_PIN, rl_methods=("grpo", "shuffle-r1"),
+    ))  # fmt: skip
+
+# InternLM-XComposer2.5-Reward (arXiv 2501.12368): a discriminative multimodal reward model. Its weights are
+# public but not in a form the zoo loads, so the entry is the catalogue row and says what a user must do.
+register(ModelEntry(
+    name="ixc-2.5-reward-7b", aliases=("internlm-xcomposer2d5-7b-reward",), repo_id=None, spec=VLMSpec(coord_frame="none"),
+    architecture="internlm2", base_model="internlm/internlm-xcomposer2d5-7b", domain="perception",
+    task="multimodal reward model (chat with images or video -> scalar score)", paper="2501.12368",
+    license="other", released=False,
+    notes="Published at internlm/internlm-xcomposer2d5-7b-reward, but the zoo cannot load it: (1) the weights on "
+    "main (7b3fad4) are pickled PyTorch shards (pytorch_model-0000N-of-00003.bin) and the zoo reads safetensors "
+    "only (a safetensors conversion sits in the unmerged bot pull request refs/pr/1, 317487c); (2) the model is "
+    "the repository's own Python (modeling_internlm_xcomposer2.py, modeling_internlm2.py, build_mlp.py, "
+    "ixc_utils.py) with its own scoring methods, a reward-model interface no zoo pipeline serves, and none of it "
+    "could be run or checked here. To use it: read those files at a commit you pin, load it as the card's "
+    "'Basic Usage' does (AutoModel and AutoTokenizer with trust_remote_code=True at that revision), and wrap its "
+    "score as a reward (rewards.base.SampleReward) to train with it.",
+    license_source="Hub card front matter of internlm/internlm-xcomposer2d5-7b-reward at 65ae685 (`license: "
+    "other`); the repository's LICENSE file is empty (0 bytes)",
+    revision_note="not loadable by the zoo (see notes); a user pins the commit whose code they read",
 ))  # fmt: skip

@@ -3,8 +3,13 @@
 VLM-R1 ``src/eval/test_rec_r1.py``: the box in ``<answer>`` is mapped from the model's input frame
 to the original image, compared with the ground truth by the pixel-convention IoU
 (:func:`~domains.perception.boxes.pixel_iou`), and counted correct when the IoU exceeds 0.5; an
-answer without a box counts as ``[0, 0, 0, 0]`` (wrong). The pipeline already returns boxes in
-original pixels, so the mapping is the pipeline's.
+answer without a box counts as ``[0, 0, 0, 0]`` (wrong). For an entry that answers in VLM-R1's REC
+format (parser :func:`~domains.perception.prompts.parse_rec`) the box is read as VLM-R1 reads it,
+:func:`vlm_r1_eval_box` (integers inside braces, the last such box), so the accuracy is comparable
+with the paper's; other entries are scored on their own parser's box (``metrics["box_reader"]`` says
+which). The frame the model saw comes from the pipeline (``image_grid_thw``), as upstream's.
+Not reproduced: upstream's 2,000-sample subset shuffled with seed 42 and its 256 new tokens
+(test_rec_r1.py:101-109, 162); ``--limit`` and the entry's token budget apply instead.
 
 ``zoo eval NAME --data refcoco|lisa-grounding --path FILE`` (VLM-R1's ``rec_jsons_processed`` files,
 images next to them or in the file's folder) or ``--data synthetic-rec`` (generated, held-out seed)
@@ -22,6 +27,7 @@ ground truth, then COCO AP over the evaluated images.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,12 +35,26 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from domains.perception.boxes import pixel_iou
+from domains.perception.prompts import parse_rec
 from zoo.data import Sample
 from zoo.eval_results import write_results
+from zoo_common.coords import to_original
 
 #: Held-out seed of the synthetic REC set (the smoke recipes train on seeds 0-1).
 SYNTHETIC_SEED = 2024
 BENCHMARKS = ("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval")
+#: om-ai-lab/VLM-R1@90052f4:src/eval/test_rec_r1.py:70-71 (``extract_bbox_answer``).
+_REC_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_REC_BOX = re.compile(r"\{.*\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)]\s*.*\}", re.DOTALL)
+
+
+def vlm_r1_eval_box(text: str) -> list[int] | None:
+    """The box VLM-R1's REC evaluation reads (test_rec_r1.py:68-79), ``None`` where it falls back to
+    ``[0, 0, 0, 0]``: the first ``<answer>``, then four integers in brackets inside braces; with several
+    boxes the greedy pattern takes the last; a bare list or a decimal box is no box."""
+    answer = _REC_ANSWER.search(text)
+    found = _REC_BOX.search(answer.group(1).strip()) if answer else None
+    return [int(v) for v in found.groups()] if found else None
 
 
 def load_eval_data(data: str, path: str | None = None, limit: int | None = None, image_root: str | None = None,
@@ -58,18 +78,29 @@ def load_eval_data(data: str, path: str | None = None, limit: int | None = None,
     raise ValueError(f"unknown perception benchmark {data!r}; choose one of {', '.join(BENCHMARKS)}")
 
 
-def score_rows(samples: Sequence[Sample], predictions: Sequence[Any]) -> list[dict[str, Any]]:
-    """One row per sample: the predicted box (original pixels), its IoU and whether it is correct."""
+def score_rows(samples: Sequence[Sample], predictions: Sequence[Any], vlm_r1_frame: str | None = None,
+               ) -> list[dict[str, Any]]:  # fmt: skip
+    """One row per sample: the predicted box (original pixels), its IoU and whether it is correct.
+
+    ``vlm_r1_frame`` (the entry's coordinate frame) re-reads each box from the text with
+    :func:`vlm_r1_eval_box` and maps it from the frame the model saw; ``None`` takes the pipeline's box.
+    """
     rows = []
     for sample, pred in zip(samples, predictions, strict=True):
-        box = list(pred.bbox) if pred.bbox is not None else [0.0, 0.0, 0.0, 0.0]
+        if vlm_r1_frame is None:
+            found = list(pred.bbox) if pred.bbox is not None else None
+        else:
+            found = vlm_r1_eval_box(pred.text)
+            if found is not None:
+                found = to_original(found, vlm_r1_frame, sample.target["image_size"], pred.extra["model_frame_size"])
+        box = found if found is not None else [0.0, 0.0, 0.0, 0.0]
         truth = sample.target["bbox"]
         try:
             overlap = pixel_iou(box, truth)
         except ZeroDivisionError:  # two empty boxes
             overlap = 0.0
         rows.append({"id": sample.id, "bbox": box, "truth": truth, "iou": overlap, "correct": overlap > 0.5,
-                     "parse_error": pred.parse_error, "text": pred.text})  # fmt: skip
+                     "no_box": found is None, "parse_error": pred.parse_error, "text": pred.text})  # fmt: skip
     return rows
 
 
@@ -80,7 +111,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "n": len(rows),
         "accuracy": 100.0 * sum(r["correct"] for r in rows) / n,
         "mean_iou": sum(r["iou"] for r in rows) / n,
-        "no_box": sum(r["parse_error"] is not None for r in rows) / n,
+        "no_box": sum(r["no_box"] for r in rows) / n,
     }
 
 
@@ -125,7 +156,10 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
                    "unknown_labels": sum(r["unknown_labels"] for r in rows),
                    "parse_errors": sum(r["parse_error"] is not None for r in rows) / n}  # fmt: skip
     else:
-        rows = score_rows(samples, predictions)
-        metrics = {"model": pipe.entry.name, "data": data, **summarise(rows)}
+        spec = pipe.entry.spec
+        strict = spec.parser is parse_rec
+        rows = score_rows(samples, predictions, spec.coord_frame if strict else None)
+        metrics = {"model": pipe.entry.name, "data": data, **summarise(rows),
+                   "box_reader": "vlm-r1 test_rec_r1.py extract_bbox_answer" if strict else "entry parser"}  # fmt: skip
     write_results(out_dir, metrics, rows)
     return metrics

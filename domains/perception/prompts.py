@@ -55,12 +55,42 @@ VISUAL_RFT_LISA_USER = (
 # grounding requests, no think tags; this is the detect-everything one.
 VISION_R1_DETECT_ALL = "Please first output bbox coordinates and names of every item in this image in JSON format."
 
-# Curr-ReFT stage 3 (ding523/Curr_REFT .../open_r1/Stage3_open_math_resize.py, QUESTION_TEMPLATE_NORMAL
-# and QUESTION_TEMPLATE_DETECTION).
+# Curr-ReFT (ding523/Curr_REFT@f123433 train_code/grpo/open-r1-multimodal/src/open_r1/): stage 3
+# (Stage3_open_math_resize.py:206-211, QUESTION_TEMPLATE_NORMAL, _DETECTION and _VQA, the last without a
+# final full stop), stage 1 (Stage1_judge_math_resize.py:207-208) and stage 2 (Stage2_choice_math_resize.py:
+# 207-212: one template for math and detection choices, another for multi-answer classification).
 CURR_REFT_USER = VLM_R1_DEFAULT_USER
 CURR_REFT_DETECTION_USER = (
     "{question} First output the thinking process in <think> </think> tags and then output the final answer in "
     "<answer> </answer> tags. Output the final answer in JSON format in <answer> </answer> tags."
+)
+CURR_REFT_VQA_USER = (
+    "{question} First output the thinking process in <think> </think> tags and then output the final answer in "
+    "<answer> </answer> tags"
+)
+CURR_REFT_JUDGE_USER = (
+    "{question} First output the thinking process in <think> </think> tags and then output the final answer in "
+    "<answer> </answer> tags. Ensure your final answer is exactly 'yes' or 'no'."
+)
+CURR_REFT_CHOICE_USER = (
+    "{question} First output the thinking process in <think> </think> tags and then output the final answer in "
+    "<answer> </answer> tags. Ensure your final answer is exactly one of the provided option letters without any "
+    "additional text."
+)
+CURR_REFT_CLASSIFY_CHOICE_USER = (
+    "{question} First output the thinking process in <think> </think> tags and then output the final answer in "
+    "<answer> </answer> tags. Based on the given options, select all options that accurately describe what is "
+    "shown in the image. Ensure your final answer is exactly one or more of the provided option letters without "
+    "any additional text."
+)
+
+# Shuffle-R1 (xiaomi-research/shuffle-r1@31d3ff0 README.md:68-77): the thinking prompt, with its newlines,
+# prepended to the user's query in the image-first user turn ("\\boxed" in the README's Python source is
+# one backslash).
+SHUFFLE_R1_USER = (
+    "\nYou FIRST think about the reasoning process as an internal monologue and then provide the final answer. "
+    "The reasoning process MUST BE enclosed within <think> </think> tags. The final answer MUST BE put in "
+    "\\boxed{}.\n{question}"
 )
 
 # R1-Reward (yfzhang114/r1_reward README.md, make_conv_rm): the judge prompt over two responses.
@@ -98,6 +128,28 @@ def parse_think_answer(text: str, question: str = "") -> dict[str, Any]:
     """``think`` and ``answer`` from ``<think>..</think><answer>..</answer>`` (math, MCQ, VQA)."""
     out, answer = _think_answer(text)
     return out if answer is None else {**out, "answer": answer}
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}``, braces balanced, or ``None`` (upstream: the string "None"):
+    hiyouga/MathRuler@9ead5a3:mathruler/grader.py ``extract_boxed_content``, which Shuffle-R1 grades with
+    (xiaomi-research/shuffle-r1@31d3ff0:verl/utils/reward_score/math.py:18)."""
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    depth, begin = 0, start + len("\\boxed{")
+    for i in range(begin, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth < 0:
+            return text[begin:i].strip()
+    return None
+
+
+def parse_think_boxed(text: str, question: str = "") -> dict[str, Any]:
+    """``think`` and the last ``\\boxed{}`` as ``answer`` (Shuffle-R1's format)."""
+    out: dict[str, Any] = {"think": extract_tag(text, "think", required=False)}
+    answer = last_boxed(text)
+    return {**out, "parse_error": "no \\boxed{...} answer"} if answer is None else {**out, "answer": answer}
 
 
 def parse_rec(text: str, question: str = "") -> dict[str, Any]:

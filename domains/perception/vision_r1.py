@@ -1,6 +1,6 @@
 """Vision-R1's rewards: dual format, Hungarian precision and recall, with progressive thresholds.
 
-Source: jefferyZhan/Griffon, ``Vision-R1/vision_r1/visionr1_qwen.py`` (``extract``,
+Source: jefferyZhan/Griffon@9866875, ``Vision-R1/vision_r1/visionr1_qwen.py`` (``extract``,
 ``dual_format_reward``, ``BoxPriorMatcher``, ``precision_reward``, ``recall_reward``), trained with
 ``--reward_funcs precision_reward dual_format_reward recall_reward`` (weights 1). The trainer
 passes ``step = state.global_step``; *progressive rule refinement* raises the thresholds at step
@@ -8,10 +8,18 @@ passes ``step = state.global_step``; *progressive rule refinement* raises the th
 without one is scored as upstream scores ``step=None`` (no thresholding).
 
 Target: ``{"objects": [{"bbox": [x1, y1, x2, y2], "label": "cat"}, ...], "image_size": [w, h]}``
-in original pixels, ``"resized_size"`` (the image the model saw, else ``smart_resize`` at the
-paper's ``max_pixels=401408``) and optionally ``"label_ids"`` (label -> class id, the dataset's
+in original pixels, ``"resized_size"`` and optionally ``"label_ids"`` (label -> class id, the dataset's
 ``target_id_map``; by default the sorted ground-truth labels numbered from 1, 0 being
 "background", which any unknown predicted label gets).
+
+Predicted boxes are mapped from ``resized_size``, the frame the model saw, to ``image_size``, as
+upstream maps them from ``image_grid_thw * 14`` (``visionr1_qwen.py`` L280-281,
+``trainer/qwen_trainer.py`` L373-374). The ``vlm-trl`` engine writes ``resized_size`` from the
+policy's processor, whose limits are the recipe's ``model.min_pixels``/``model.max_pixels``
+(Vision-R1 trains at ``--max_pixels 401408``, ``run_qwen_vision_r1.sh`` L24). A target without one
+(a direct call) is smart-resized at ``min_pixels``/``max_pixels`` of the reward, Qwen2.5-VL's
+processor defaults unless given, as every perception box reward does
+(:func:`~domains.perception.boxes.model_input_size`).
 """
 
 from __future__ import annotations
@@ -23,14 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from domains.perception.boxes import hungarian_giou
+from domains.perception.boxes import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, hungarian_giou, model_input_size
 from rewards.base import RewardResult, check_lengths, require, target_of, text_of
-from zoo_common.coords import resized_size_for
 
 #: Step at which the thresholds rise (``step < 1500`` in upstream's reward functions).
 SWITCH_STEP = 1500
-#: ``run_qwen_vision_r1.sh``: ``--max_pixels 401408`` (the processor default min_pixels 3136).
-VISION_R1_MIN_PIXELS, VISION_R1_MAX_PIXELS = 3136, 401408
 _BOX_LABEL = re.compile(r'\{"bbox_2d": \[(\d{1,3}|1000), (\d{1,3}|1000), (\d{1,3}|1000), (\d{1,3}|1000)\], "label": "([^"]+)"\}')
 
 
@@ -91,7 +96,7 @@ class _VisionR1Base:
     name = "vision-r1"
     component_names: tuple[str, ...] = ()
 
-    def __init__(self, min_pixels: int = VISION_R1_MIN_PIXELS, max_pixels: int = VISION_R1_MAX_PIXELS) -> None:
+    def __init__(self, min_pixels: int = QWEN_MIN_PIXELS, max_pixels: int = QWEN_MAX_PIXELS) -> None:
         self.min_pixels, self.max_pixels = min_pixels, max_pixels
 
     def __call__(self, predictions: Sequence[Any], samples: Sequence[Any]) -> list[RewardResult]:
@@ -111,7 +116,7 @@ class _VisionR1Base:
         ids = target.get("label_ids") or {lab: i + 1 for i, lab in enumerate(sorted({str(o["label"]) for o in objects}))}
         ids = {str(k).lower(): int(v) for k, v in ids.items()}
         width, height = (float(v) for v in require(target, "image_size", self.name))
-        in_w, in_h = target.get("resized_size") or resized_size_for((width, height), 28, self.min_pixels, self.max_pixels)
+        in_w, in_h = model_input_size(target, self.name, self.min_pixels, self.max_pixels)
         pred = np.array([[b[0] / in_w * width, b[1] / in_h * height, b[2] / in_w * width, b[3] / in_h * height]
                          for b, _ in detected])  # fmt: skip
         pred_cls = [ids.get(str(label).strip().lower(), 0) if isinstance(label, str) else 0 for _, label in detected]

@@ -13,10 +13,13 @@ DOMAIN = Domain(
         "cad-synthetic": "domains.visual_code.data:synthetic_cad",
         "chartmimic": "domains.visual_code.data:load_chartmimic",
         "plot2code": "domains.visual_code.data:load_plot2code",
+        "vincicoder-rl": "domains.visual_code.data:load_vincicoder_rl",
         "svg-stack": "domains.visual_code.data:load_svg_stack",
         "text2cad": "domains.visual_code.data:load_text2cad",
     },
     answer_formats={"svg-code": "domains.visual_code.prompts:reference_code"},
     evaluate="domains.visual_code.evaluate:run",
     benchmarks=("chartmimic", "plot2code", "chart-synthetic"),
+    # ChartMimic's dataset/ and Plot2Code's test split are benchmark files (`zoo eval --data chartmimic|plot2code`).
+    eval_datasets=("chartmimic", "plot2code"),
 )

@@ -5,6 +5,9 @@
 * Plot2Code (TencentARC/Plot2Code on the Hub, split ``test``, 368 rows): columns ``image``,
   ``url``, ``code``, ``instruction``, read from the parquet export or a jsonl file (an image is
   a datasets ``{"bytes", "path"}`` struct, a base64 string or a path).
+* VinciCoder's released RL set (``DocTron-Hub/VinciCoder-42k-RL``, the MSRL group's training data):
+  columns ``problem``, ``answer``, ``images``, as VinciCoder's EasyR1 trainer reads them
+  (:func:`load_vincicoder_rl`); the rows of one language (chart code is ``python``) are kept.
 * SVG-Stack (``starvector/svg-stack``): columns ``Filename`` and ``Svg``
   (joanrod/star-vector ``starvector/data/stacksvg.py``); parquet or jsonl.
 * Text2CAD: the annotation CSV's ``uid`` and one text level column (``abstract``, ``beginner``,
@@ -21,11 +24,12 @@ reads both).
 from __future__ import annotations
 
 import base64
+import binascii
 import csv
 import io
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +110,11 @@ def synthetic_cad(n: int = 8, seed: int = 0) -> list[Sample]:
 
 
 def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
-    """ChartMimic direct-mimic pairs from a folder of ``<name>.png`` + ``<name>.py``."""
+    """ChartMimic direct-mimic pairs from a folder of ``<name>.png`` + ``<name>.py``.
+
+    These are ChartMimic's evaluation data (ChartMimic/ChartMimic@c9e149c:README.md:140-182: ``ori_500/``
+    is the old version's Direct Mimic set, ``direct_600/``, ``direct_1800/`` the new one's), listed in the
+    domain's ``eval_datasets``: a recipe that trains on them is refused unless it says why."""
     root = Path(path).resolve()  # absolute: targets travel through TRL's dataset to the reward
     if not root.is_dir():
         raise DataFormatError(f"ChartMimic path {root} is not a folder (expected dataset/ori_500 with .png/.py pairs)")
@@ -119,7 +127,9 @@ def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
     return samples[:limit]
 
 
-def _rows(path: str | Path) -> list[Mapping[str, Any]]:
+def _iter_rows(path: str | Path) -> Iterator[Mapping[str, Any]]:
+    """The rows of a parquet or JSON-lines file, read in batches so a large table of images is not
+    decoded whole."""
     file = Path(path)
     if not file.is_file():
         what = "is not a regular file" if file.exists() else "does not exist"
@@ -127,11 +137,17 @@ def _rows(path: str | Path) -> list[Mapping[str, Any]]:
     if file.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_table(file).to_pylist()
-    if file.suffix in (".jsonl", ".json"):
-        lines = file.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-    raise DataFormatError(f"{file}: unsupported suffix {file.suffix!r}; use .parquet or .jsonl")
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=64):
+            yield from batch.to_pylist()
+    elif file.suffix in (".jsonl", ".json"):
+        with file.open(encoding="utf-8") as handle:
+            yield from (json.loads(line) for line in handle if line.strip())
+    else:
+        raise DataFormatError(f"{file}: unsupported suffix {file.suffix!r}; use .parquet or .jsonl")
+
+
+def _rows(path: str | Path) -> list[Mapping[str, Any]]:
+    return list(_iter_rows(path))
 
 
 def _need(row: Mapping[str, Any], keys: Iterable[str], where: str) -> None:
@@ -142,7 +158,7 @@ def _need(row: Mapping[str, Any], keys: Iterable[str], where: str) -> None:
 
 def _image(value: Any, base: Path) -> Any:
     """A datasets image struct, base64 text or a path, as a PIL image or a path string."""
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     if isinstance(value, Mapping):
         if value.get("bytes"):
@@ -151,8 +167,14 @@ def _image(value: Any, base: Path) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return Image.open(io.BytesIO(value))
     if isinstance(value, str) and value:
-        candidate = (base / value).resolve()
-        return str(candidate) if candidate.is_file() else Image.open(io.BytesIO(base64.b64decode(value)))
+        name = Path(value)  # a file is read only under `base`: a table must not point the zoo anywhere else
+        if not name.is_absolute() and ".." not in name.parts and (base / name).is_file():
+            return str((base / name).resolve())
+        try:
+            return Image.open(io.BytesIO(base64.b64decode(value, validate=True)))
+        except (binascii.Error, UnidentifiedImageError):
+            raise DataFormatError(f"image {value[:60]!r} is neither a file under {base} (paths are relative to it) "
+                                  "nor base64 image data") from None
     raise DataFormatError(f"cannot read an image from {type(value).__name__} {str(value)[:60]!r}")
 
 
@@ -161,13 +183,96 @@ def load_plot2code(path: str | Path, limit: int | None = None, with_instruction:
     samples = []
     for i, row in enumerate(_rows(path)[:limit]):
         _need(row, ("image", "code"), f"Plot2Code row {i}")
-        text = prompts.MSRL_PROMPT + (f"\n\n{row['instruction']}" if with_instruction and row.get("instruction") else "")
+        text = prompts.MSRL_PROMPT + (f"\n{row['instruction']}" if with_instruction and row.get("instruction") else "")
         image = _image(row["image"], Path(path).parent)
         samples.append(Sample(f"plot2code-{i}", (image,), messages(text),
                               {"code": row["code"], "language": "matplotlib",
                                "image": image if isinstance(image, str) else data_uri(image)},
                               {"url": row.get("url")}))
     return samples
+
+
+#: VinciCoder's reward takes the code language from the prompt: the first of these words the lower-cased
+#: prompt contains, ``python`` when none (DocTron-hub/VinciCoder@dbe1e94:examples/reward_function/vincicoder.py:130-140),
+#: ``tikz`` read as ``latex`` (L633-635).
+VINCICODER_LANGUAGES = ("svg", "html", "python", "latex", "mermaid", "tikz")
+#: The zoo's render kind per language; HTML, LaTeX and Mermaid have no renderer in the zoo's sandbox.
+VINCICODER_RENDER_KINDS = {"python": "matplotlib", "svg": "svg"}
+
+
+def vincicoder_language(problem: str) -> str:
+    """The language VinciCoder's reward expects an answer in, read from the prompt as its reward reads it."""
+    found = [name for name in VINCICODER_LANGUAGES if name in problem.lower()]
+    language = found[0] if found else "python"
+    return "latex" if language == "tikz" else language
+
+
+def _vincicoder_files(root: Path) -> list[Path]:
+    if root.is_dir():
+        files = sorted(root.rglob("*.parquet")) or sorted([*root.rglob("*.jsonl"), *root.rglob("*.json")])
+        if not files:
+            raise DataFormatError(f"{root} holds no .parquet or .jsonl files (expected VinciCoder-42k-RL's files)")
+        return files
+    return [root]
+
+
+def load_vincicoder_rl(path: str | Path, languages: Iterable[str] = ("python",), image_dir: str | Path | None = None,
+                       limit: int | None = None) -> list[Sample]:
+    """The rows of VinciCoder's released RL set (DocTron-Hub/VinciCoder-42k-RL) in ``languages``, read as
+    VinciCoder's trainer reads them.
+
+    The format is the one the authors' RL run loads (DocTron-hub/VinciCoder@dbe1e94): the columns
+    ``problem``, ``answer`` and ``images`` (``examples/config.yaml:4-6``; the run script
+    ``examples/qwen3vl_8b_vincicder.sh:18-41`` overrides none of them), in parquet or JSON-lines files
+    (``verl/utils/dataset.py:124-138``: a folder is read whole). The prompt is ``problem`` stripped
+    (the run's ``format_prompt`` ``examples/format_prompt/vision.jinja`` is ``{{ content | trim }}``)
+    and cut at each ``<image>``, where an image goes (``verl/utils/dataset.py:152-168``); ``images`` is a
+    list of datasets image structs (``{"bytes", "path"}``), bytes, or paths under ``image_dir``
+    (default: the data file's folder; ``verl/utils/dataset.py:53-62, 225-226``). VinciCoder's reward
+    compares the render with the first image (``vincicoder.py:647``), so ``target["image"]`` is that
+    picture; ``target["code"]`` is ``answer``, which the reward does not read.
+
+    Args:
+        path: a parquet/JSON-lines file or a folder of them (the dataset downloaded with ``hf download
+            DocTron-Hub/VinciCoder-42k-RL --repo-type dataset``). The Hub card was not readable in this
+            project's sources, so the format is taken from the authors' loader above.
+        languages: which rows to keep, by :func:`vincicoder_language`: ``python`` (chart and other
+            plotting code, rendered as ``matplotlib``) and/or ``svg``.
+        image_dir: folder that image paths are relative to.
+        limit: stop after this many kept rows.
+    """
+    wanted = tuple(languages)
+    unknown = [name for name in wanted if name not in VINCICODER_RENDER_KINDS]
+    if unknown:
+        raise ValueError(f"languages {unknown} have no renderer in the zoo; choose from {sorted(VINCICODER_RENDER_KINDS)}")
+    samples: list[Sample] = []
+    for file in _vincicoder_files(Path(path)):
+        base = Path(image_dir) if image_dir is not None else file.parent
+        for i, row in enumerate(_iter_rows(file)):
+            where = f"VinciCoder RL {file.name} row {i}"
+            _need(row, ("problem", "answer", "images"), where)
+            language = vincicoder_language(row["problem"])
+            if language not in wanted:
+                continue
+            samples.append(_vincicoder_sample(row, language, f"{file.stem}-{i}", base, where))
+            if limit is not None and len(samples) >= limit:
+                return samples
+    return samples
+
+
+def _vincicoder_sample(row: Mapping[str, Any], language: str, sample_id: str, base: Path, where: str) -> Sample:
+    parts = row["problem"].strip().split("<image>")
+    images = [_image(value, base) for value in row["images"] or ()]
+    if not images or len(parts) - 1 != len(images):
+        raise DataFormatError(f"{where}: the problem has {len(parts) - 1} <image> marks for {len(images)} images; "
+                              "VinciCoder's loader puts one image at each mark")
+    content: list[dict[str, Any]] = []
+    for i, text in enumerate(parts):
+        content += ([{"type": "image"}] if i else []) + ([{"type": "text", "text": text}] if text else [])
+    reference = images[0] if isinstance(images[0], str) else data_uri(images[0])
+    return Sample(sample_id, tuple(images), [{"role": "user", "content": content}],
+                  {"code": row["answer"], "language": VINCICODER_RENDER_KINDS[language], "image": reference},
+                  {"source": "VinciCoder-42k-RL", "language": language})
 
 
 def load_svg_stack(path: str | Path, limit: int | None = None, size: int = 224, kind: str = "svg") -> list[Sample]:

@@ -23,16 +23,21 @@ from zoo.card_kinds import CardKind, load_line, register_card_kind
 from zoo.kinds import VLMSpec
 from zoo.registry import ModelEntry, register
 
-# MSRL README: user turn [image, MSRL_PROMPT], max_new_tokens=4096, top_p=1, temperature=0.1.
-# ``pipe(image, "")`` sends the authors' prompt exactly; any question text is appended after it.
+# DocTron-hub/MSRL@203465d:README.md:244-268: user turn [image, MSRL_PROMPT] (newlines included),
+# max_new_tokens=4096, top_p=1, temperature=0.1. ``pipe(image, "")`` sends the authors' prompt exactly; any
+# question text is appended after it. zoo: VLMSpec has no field for sampling settings yet, so the README's
+# top_p/temperature live in the note and the pipeline decodes greedily unless the caller passes them.
 _MSRL_SPEC = VLMSpec(
     user=MSRL_PROMPT + "{question}", min_pixels=MSRL_MIN_PIXELS, max_pixels=MSRL_MAX_PIXELS, coord_frame="none",
     max_new_tokens=4096, parser=parse_python_block,
+    generation={"do_sample": True, "temperature": 0.1, "top_p": 1.0},  # DocTron-hub/MSRL@203465d:README.md:268
 )
 _NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this project's sources (the Hub's commit "
            "list could not be read here); pass zoo.load(name, revision=SHA)")
-_MSRL_NOTE = ("Authors' sampling: temperature 0.1, top_p 1. Render the code with rewards.render('matplotlib', ...) "
-              "(a sandboxed worker): it is model-written Python.")
+_MSRL_NOTE = ("Samples as the README's generate(max_new_tokens=4096, top_p=1, temperature=0.1) does (DocTron-hub/MSRL"
+              "@203465d:README.md:268), so pass seed= for a reproducible answer (the README's call also inherits the "
+              "checkpoint's generation_config.json, not read by this project). Render the code with "
+              "rewards.render('matplotlib', ...) (a sandboxed worker): it is model-written Python.")
 for name, repo, base, task in (
     ("msrl", "DocTron/MSRL", "MSRL-SFT (Qwen2.5-VL-7B-Instruct, SFT on 2.8M chart-code pairs), then two-stage RL",
      "chart image to matplotlib code (RL-tuned)"),
@@ -99,6 +104,19 @@ for size, base in (("1b", "StarCoder-based 1B code LLM + image encoder and adapt
     ))
 
 # --- systems without public weights: the zoo's recipes, rewards, data and evaluation ----------
+_VISUAL_PROGRAMMABILITY_NOTE = (
+    "Code: github.com/Aphelios-Tang/Code-as-Thought (the paper's footnote, arXiv:2509.09286 p.1; no snapshot of it "
+    "was readable by this project, so its files, licence and any weights are unread). The paper (§4.2, §4.3.2, §5.1, "
+    "App. C) trains Qwen2.5-VL-7B with GRPO (beta 0, EasyR1) to emit <CODE> or <DIRECT>, then code that builds a "
+    "DataFrame or a text chain of thought, and a \\boxed{} answer, rewarded by R = 0.8 accuracy + 0.3 decision + "
+    "0.15 data + 0.05 format: decision is full for the annotated strategy with a right answer, partial (value "
+    "unpublished) with a wrong one, 0 for the other strategy; data rebuilds the DataFrame chart_data the code constructs "
+    "(AST-extracted) and scores 0.2 column match + 0.1 row count + 0.7 values (rel. tol. 1e-2) against a ground-truth "
+    "CSV (App. C, Algorithm 1). Training charts are ChartMimic's with Gemini-2.5-Flash questions and annotators' "
+    "strategy labels (§5.1, App. D); the master prompt is in App. E. The zoo has only a reward of its own in that spirit ('visual-programmability': "
+    "<mode>code|direct</mode> and <answer> tags, answer + 0.5 decision + 0.5 data, the data term the share of "
+    "target numbers written in the code block, no format term); no weights, data, recipe or evaluation."
+)
 _UNRELEASED = (
     ("cad-rl", "2508.10118", "text/image to CadQuery code",
      ("CAD-RL publishes no code, weights or data (ExeCAD). The zoo's 'cad-geometry' reward is its own: the code "
@@ -109,15 +127,15 @@ _UNRELEASED = (
      ("RLRF weights and training code are unreleased. The zoo's 'rlrf-svg' reward follows the paper's terms "
       "(normalised L2, Canny-edge L2, perceptual, length); weights are the zoo's own where the paper gives none. "
       "Recipe: domains/visual_code/recipes/rlrf-svg-grpo.yaml."), parse_svg),
-    ("visual-programmability", None, "chart QA choosing code-as-thought or direct answer",
-     ("No code or weights found. The zoo's 'visual-programmability' reward is its own reading of the abstract: "
-      "answer accuracy, a decision reward and a data-accuracy reward; every formula is the zoo's (UNVERIFIED)."),
-     parse_python_block),
+    ("visual-programmability", "2509.09286", "chart QA choosing code-as-thought or direct answer",
+     _VISUAL_PROGRAMMABILITY_NOTE, parse_python_block),
 )
+_BASES = {"visual-programmability": "Qwen2.5-VL-7B (arXiv:2509.09286 §4.2); weights not found"}
 for name, paper, task, note, parser in _UNRELEASED:
     register(ModelEntry(
         name=name, repo_id=None, spec=VLMSpec(coord_frame="none", parser=parser), architecture="unknown",
-        base_model="unknown (UNVERIFIED)", domain="visual_code", task=task, paper=paper, released=False, notes=note,
+        base_model=_BASES.get(name, "unknown (UNVERIFIED)"), domain="visual_code", task=task, paper=paper,
+        released=False, notes=note,
         license_source="no weights are published, so there is no weights licence to read",
         revision_note="no public weights to pin",
     ))

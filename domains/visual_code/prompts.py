@@ -1,11 +1,14 @@
 """The authors' prompts and output parsers for chart, SVG and CAD code models.
 
-* MSRL (DocTron-hub/MSRL ``README.md``): one user turn
-  ``[image, text]`` with the prompt below; the answer is one fenced ```` ```python ```` block of
-  matplotlib code.
-* VinciCoder, the MSRL group's released reward code (DocTron-hub/VinciCoder
-  ``examples/reward_function/vincicoder.py``, §A1b), reads the **last** fenced block of the
-  requested language; :func:`parse_python_block` does the same.
+* MSRL (DocTron-hub/MSRL@203465d ``README.md:244-268``): one user turn ``[image, text]`` with the
+  prompt below, leading and trailing newline included; the answer is one fenced ```` ```python ````
+  block of matplotlib code. The README samples with ``generate(max_new_tokens=4096, top_p=1,
+  temperature=0.1)`` (L268).
+* VinciCoder, the MSRL group's released reward code (DocTron-hub/VinciCoder@dbe1e94
+  ``examples/reward_function/vincicoder.py:142-148,646``), reads the **last** fenced block of the
+  requested language; :func:`parse_python_block` does the same (zoo: it also takes ``py``/``python3``
+  labels and, without a labelled block, an unlabelled one, where VinciCoder's regex takes only
+  ```` ```python ````).
 * StarVector im2svg (joanrod/star-vector ``README.md``, §A3) emits raw ``<svg ...>...</svg>``
   with no fence and no text prompt.
 * CadQuery (CAD-RL style, §A2): the authors publish no prompt; the zoo's own asks for one
@@ -19,14 +22,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+#: DocTron-hub/MSRL@203465d:README.md:245-248, byte for byte: the README writes it as a triple-quoted string
+#: that opens and closes on its own line, so the text starts and ends with a newline.
 MSRL_PROMPT = (
+    "\n"
     "You are an expert Python developer who specializes in writing matplotlib code based on a given picture. "
     "I found a very nice picture in a STEM paper, but there is no corresponding source code available. "
     "I need your help to generate the Python code that can reproduce the picture based on the picture I provide.\n"
     'Now, please give me the matplotlib code that reproduces the picture below, starting with "```python" '
-    'and ending with "```".'
+    'and ending with "```".\n'
 )
-#: MSRL README: ``AutoProcessor.from_pretrained(..., min_pixels=1280*28*28, max_pixels=16384*28*28)``.
+#: DocTron-hub/MSRL@203465d:README.md:250 ``AutoProcessor.from_pretrained(..., min_pixels=1280*28*28, max_pixels=16384*28*28)``.
 MSRL_MIN_PIXELS = 1280 * 28 * 28
 MSRL_MAX_PIXELS = 16384 * 28 * 28
 

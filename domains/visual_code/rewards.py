@@ -5,7 +5,7 @@
 ``svg-dino``          the same on SVG (skia renderer, 336 px as VinciCoder renders SVG)
 ``rlrf-svg``          RLRF-style: z-normalised L2 + Canny-edge L2 + perceptual + length; failure -1
 ``cad-geometry``      CAD-RL style (zoo's weights): 0.1 executes + 0.9 volume IoU; Chamfer logged
-``visual-programmability`` answer + 0.5 decision + 0.5 data accuracy (the zoo's reading of the paper)
+``visual-programmability`` answer + 0.5 decision + 0.5 data accuracy (the zoo's own, not the paper's Eq. 3)
 ``svg-shape-iou``     zoo's own: IoU of the drawn pixels (colours agreeing) of the SVG's render and the picture
 ===================== ==========================================================================
 
@@ -38,7 +38,13 @@ register("svg-shape-iou", RenderedImageSimilarity("svg-skia", "foreground-iou", 
 
 
 class VisualProgrammability(SampleReward):
-    """Visual Programmability's dual reward as the zoo reads the abstract (no formula is published).
+    """A reward in the spirit of Visual Programmability (arXiv 2509.09286), of the zoo's own design.
+
+    The paper's reward (Eq. 3, §5.1, App. C) is ``0.8 acc + 0.3 decision + 0.15 data + 0.05 format``
+    over answers that open with ``<CODE>`` or ``<DIRECT>`` and end in ``\\boxed{}``, its data term
+    scoring the ``chart_data`` DataFrame the code builds against a ground-truth CSV; the partial
+    decision value is unpublished and the code (github.com/Aphelios-Tang/Code-as-Thought) was not
+    readable here. This reward keeps the three ideas with the zoo's tags and weights:
 
     The answer names its pathway in ``<mode>code</mode>`` or ``<mode>direct</mode>``, puts the
     extracted data in a ```` ```python ```` block when it chose code, and ends with

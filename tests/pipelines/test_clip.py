@@ -142,3 +142,54 @@ def test_template_set_is_averaged_per_label(patho_clip) -> None:
     expected = pipe.logits(pipe.embed_images(_images()[0]), classes).softmax(-1)[0]
     assert list(got.values()) == pytest.approx(expected.tolist(), abs=1e-6)
     assert pipe(_images()[0], ["tumor", "stroma"]) == pytest.approx(pipe(_images()[0], ["tumor", "stroma"], "{}"))
+
+
+def authors_zeroshot_weights(model, tokenizer, class_texts, templates, device):
+    """Wenchuan-Zhang/Patho-R1@3494816:clip/val/zero_shot_evaluation.py:77-99 (``build_zeroshot_weights``),
+    ported verbatim but for the logging: ``[D, C]``, one column per class."""
+    zeroshot_weights = []
+    with torch.no_grad():
+        for names in class_texts:
+            embeds = []
+            for nm in names:
+                texts = [t.replace("CLASSNAME", nm) for t in templates]
+                tokens = tokenizer(texts).to(device)
+                text_feats = model.encode_text(tokens)
+                text_feats /= text_feats.norm(dim=-1, keepdim=True)
+                embeds.append(text_feats)
+            embeds = torch.cat(embeds, dim=0)
+            cls_feat = embeds.mean(dim=0)
+            cls_feat /= cls_feat.norm()
+            zeroshot_weights.append(cls_feat)
+    return torch.stack(zeroshot_weights, dim=1).to(device)
+
+
+#: A prompt entry as the authors write them: several names per class, CLASSNAME in the templates.
+SYNONYMS = {"tumor": ["tumor", "carcinoma", "malignant cells"], "stroma": ["stroma"], "fat": ["adipose", "fat cells"]}
+CLASSNAME_TEMPLATES = ["an H&E image of CLASSNAME.", "CLASSNAME", "a histopathology slide showing CLASSNAME tissue"]
+
+
+def test_classname_templates_and_synonyms_build_the_authors_class_weights(patho_clip) -> None:
+    _, pipe = patho_clip
+    expected = authors_zeroshot_weights(pipe.model, pipe.tokenizer, list(SYNONYMS.values()), CLASSNAME_TEMPLATES, "cpu")
+    got = pipe.class_embeddings(list(SYNONYMS.values()), CLASSNAME_TEMPLATES)
+    assert torch.allclose(got, expected.T, atol=1e-6)
+    # one name per class: the same as the zoo's {} templates
+    assert torch.allclose(pipe.class_embeddings([["a"], ["b"]], ["x CLASSNAME"]),
+                          pipe.class_embeddings([["a"], ["b"]], ["x {}"]))  # fmt: skip
+
+
+def test_synonym_labels_give_the_authors_logits(patho_clip) -> None:
+    """``pipe(image, {class: names}, templates)``: softmax of logit_scale x image @ the authors' weights
+    (zero_shot_evaluation.py:112-118); its argmax is their prediction."""
+    _, pipe = patho_clip
+    images = _images()
+    got = pipe(images, SYNONYMS, template=CLASSNAME_TEMPLATES)
+    weights = authors_zeroshot_weights(pipe.model, pipe.tokenizer, list(SYNONYMS.values()), CLASSNAME_TEMPLATES, "cpu")
+    with torch.no_grad():
+        feats = pipe.model.encode_image(torch.stack([pipe.preprocess(im) for im in images]))
+        feats /= feats.norm(dim=-1, keepdim=True)
+        logits = pipe.model.logit_scale.exp().item() * feats @ weights
+    for row, expected in zip(got, logits.softmax(dim=-1)):
+        assert list(row) == list(SYNONYMS) and list(row.values()) == pytest.approx(expected.tolist(), abs=1e-6)
+    assert [max(row, key=row.get) for row in got] == [list(SYNONYMS)[k] for k in logits.argmax(dim=1).tolist()]

@@ -30,8 +30,8 @@ def test_tile_grid_matches_the_aspect_ratio():
     assert tile_grid(448, 448) == (1, 1)
     assert tile_grid(896, 448) == (2, 1)
     assert tile_grid(448, 1344) == (1, 3)
-    wide = tiles(Image.new("RGB", (100, 50)), tile=28)
-    assert len(wide) == 3 and all(t.size == (28, 28) for t in wide)  # 2 tiles + thumbnail
+    wide = tiles(Image.new("RGB", (100, 50)), tile=28)  # 2:1 ties 2x1 and 4x2; 5000 px > half of 4x2's 6272
+    assert len(wide) == 9 and all(t.size == (28, 28) for t in wide)  # 8 tiles + thumbnail
 
 
 def test_tiny_dino_is_built_from_a_config_and_scores_identical_images_one():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import random
+from pathlib import Path
 
 import pytest
 import torch
 
 from rewards.base import RewardResult
+from tests.engines.run_dirs import assert_same_tensors, metric_rows
 from zoo.engines.vlm.multiturn_policy import VLMPolicy, model_frame_size, turn_logps
 from zoo.engines.vlm.semi_online_engine import SemiOnlineLearner
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
@@ -26,17 +29,22 @@ def setup():
     return recipe, samples, model, processor
 
 
-def test_one_update_changes_the_policy_when_rewards_differ(setup):
-    recipe, samples, model, processor = setup
-    episodes = group_episodes(samples)[:2]
+def _alternating_records(samples, model, processor):
+    """A real rollout of two episodes x two copies whose stub reward alternates match / miss (advantages != 0)."""
     policy = VLMPolicy(model, processor, max_new_tokens=8)
     calls = iter(range(10_000))
 
-    def score(texts, batch):  # a stub reward alternating match / miss, so advantages are not all zero
+    def score(texts, batch):
         return [RewardResult(float(i % 2), {"extract_match": float(i % 2)}) for i in (next(calls) for _ in texts)]
 
-    records = semi_online_rollout([[policy.in_model_frame(s) for s in e] for e in episodes], policy, score,
-                                  lambda s: "<action>{}</action>", rollout_n=2, patch_threshold=2)  # fmt: skip
+    episodes = group_episodes(samples)[:2]
+    return semi_online_rollout([[policy.in_model_frame(s) for s in e] for e in episodes], policy, score,
+                               lambda s: "<action>{}</action>", rollout_n=2, patch_threshold=2)  # fmt: skip
+
+
+def test_one_update_changes_the_policy_when_rewards_differ(setup):
+    recipe, samples, model, processor = setup
+    records = _alternating_records(samples, model, processor)
     assert records and all(r.generation.token_ids for r in records)
     learner = SemiOnlineLearner(recipe, model, processor)
     kept, keep = learner.select(records)
@@ -80,7 +88,8 @@ def test_logps_are_those_of_the_sampling_temperature(setup):
     finally:
         hook.remove()
     width = mask.shape[1]
-    ids = torch.tensor([list(r.generation.token_ids) + [0] * (width - len(r.generation.token_ids)) for r in records])
+    ids = torch.tensor([list(r.generation.token_ids) + [0] * (width - len(r.generation.token_ids)) for r in records],
+                       device=mask.device)  # the learner tests move the shared model to CUDA when there is one
     expected = torch.log_softmax(seen[-1][:, -width - 1 : -1].float() / 0.5, dim=-1).gather(-1, ids.unsqueeze(-1))
     assert torch.allclose(logps * mask, expected.squeeze(-1) * mask, atol=1e-5)
     raw, _ = turn_logps(model, processor, records)
@@ -162,3 +171,64 @@ def test_sampling_never_emits_vision_placeholders(setup):
     _, _, model, processor = setup
     suppressed = VLMPolicy(model, processor).generation["suppress_tokens"]
     assert processor.tokenizer.convert_tokens_to_ids(processor.image_token) in suppressed
+
+
+def test_mini_batches_cut_the_rows_in_order():
+    from zoo.engines.vlm.semi_online_engine import mini_batches
+
+    assert mini_batches(list(range(10)), 4) == [[0, 1], [2, 3, 4], [5, 6], [7, 8, 9]]
+    assert mini_batches([4, 7], 4) == [[4], [7]] and mini_batches([], 4) == []
+    assert mini_batches(list(range(5)), 1) == [list(range(5))]
+    with pytest.raises(RecipeError, match="multi_turn.mini_batches=0"):
+        load_recipe(RECIPE, ["multi_turn.mini_batches=0"])
+
+
+def test_four_mini_batches_step_against_the_rollout_logps_and_clip(setup, monkeypatch):
+    """UI-S1's 4 optimiser steps per batch (train_example.sh fixed_num_mini_batches=4): the first mini-batch
+    sees ratio 1, the later ones the policy moved by the earlier steps, scored against the log-probabilities
+    taken before the first step; with a tiny clip range the clipped term is taken on some tokens."""
+    from zoo.engines.vlm import semi_online_engine
+
+    _, samples, model, processor = setup
+    recipe = load_recipe(RECIPE, ["multi_turn.mini_batches=4", "training.lr=0.01", "training.batch_size=64",
+                                  "algorithm.clip_low=0.0001", "algorithm.clip_high=0.0001"])  # fmt: skip
+    records = _alternating_records(samples, model, processor)
+    assert len(records) >= 4
+    learner = SemiOnlineLearner(recipe, copy.deepcopy(model), processor)
+    seen = []  # per micro-batch (one per mini-batch here): max |ratio - 1| over its answer tokens
+    add = semi_online_engine._PolicyStats.add
+
+    def spy(self, logps, old, mask, loss_stats):
+        seen.append(float(((logps - old).exp() - 1).abs()[mask.bool()].max()))
+        add(self, logps, old, mask, loss_stats)
+
+    monkeypatch.setattr(semi_online_engine._PolicyStats, "add", spy)
+    metrics = learner.update(records)
+    assert len(seen) == 4 and metrics["optimizer_steps"] == 4.0
+    assert seen[0] < 1e-5 and min(seen[1:]) > 1e-3, seen
+    assert metrics["clip_frac"] > 0 and metrics["ratio_max"] > 1 and metrics["ratio_mean"] != 1.0
+    assert all(state["step"] == 4 for state in learner.optimizer.state.values())
+
+    one = SemiOnlineLearner(load_recipe(RECIPE, ["training.batch_size=64"]), copy.deepcopy(model), processor)
+    single = one.update(records)  # the default: one on-policy step, the ratio exactly 1
+    assert single["optimizer_steps"] == 1.0 and single["clip_frac"] == 0.0 and single["ratio_max"] == 1.0
+
+
+def straight_and_resumed(tmp_path: Path, overrides: list[str], steps: int) -> tuple[Path, Path]:
+    """The smoke recipe run ``steps`` steps straight, and run one step then ``--resume``-d to ``steps``."""
+    from zoo.train import run
+
+    straight = run(RECIPE, [*overrides, f"training.steps={steps}"], output_dir=str(tmp_path / "straight"))
+    run(RECIPE, [*overrides, "training.steps=1"], output_dir=str(tmp_path / "resumed"))
+    resumed = run(RECIPE, [*overrides, f"training.steps={steps}"], output_dir=str(tmp_path / "resumed"), resume=True)
+    return straight, resumed
+
+
+def test_resume_with_mini_batches_is_exact(tmp_path):
+    """Two steps of 2 mini-batches straight, and one step then ``--resume`` to two: same metrics, same weights."""
+    small = ["data.kwargs.n=2", "multi_turn.episodes_per_step=1", "algorithm.max_completion_length=4",
+             "training.save_steps=1", "multi_turn.mini_batches=2"]  # fmt: skip
+    straight, resumed = straight_and_resumed(tmp_path, small, steps=2)
+    assert [r["optimizer_steps"] for r in metric_rows(straight)] == ["2.0", "2.0"]
+    assert metric_rows(resumed) == metric_rows(straight)
+    assert_same_tensors(straight / "final" / "model.safetensors", resumed / "final" / "model.safetensors")

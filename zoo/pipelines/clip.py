@@ -7,7 +7,11 @@ retrieval (cosine similarity = dot product).
 
 Zero-shot labels go through caption templates: one (``template="An H&E image of {}."``) or a set,
 whose text embeddings are averaged per label (CLIP's prompt ensembling); the default is the
-entry's :attr:`~zoo.kinds.ClipSpec.templates`.
+entry's :attr:`~zoo.kinds.ClipSpec.templates`. A template marks the class name with ``{}``,
+``{label}`` or ``CLASSNAME`` (the Patho-CLIP authors' placeholder), and a class may have several
+names (synonyms): ``labels={"tumor": ["tumor", "carcinoma"], ...}`` embeds every name with every
+template and averages them all, as the authors' zero-shot evaluation builds its class weights
+(Wenchuan-Zhang/Patho-R1@3494816:clip/val/zero_shot_evaluation.py:77-99).
 
 Two file layouts are accepted in the resolved directory (the zoo never unpickles weights freely):
 
@@ -24,7 +28,7 @@ Two file layouts are accepted in the resolved directory (the zoo never unpickles
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 OPEN_CLIP_WEIGHTS = "open_clip_model.safetensors"
+#: Where a template puts the class name: the zoo's ``{}`` / ``{label}``, or ``CLASSNAME`` as in the
+#: Patho-CLIP authors' prompt files (Wenchuan-Zhang/Patho-R1@3494816:clip/val/zero_shot_evaluation.py:86).
+PLACEHOLDERS = ("{label}", "{}", "CLASSNAME")
 
 _CONVERT_HINT = (
     "convert a pickled state dict (tensors only, nothing executed) with:\n"
@@ -105,38 +112,61 @@ class ClipPipeline:
         """``[N, M]`` image-text logits: the model's learned temperature times cosine similarity."""
         return self.model.logit_scale.exp().float() * image_embeds @ text_embeds.T
 
-    def label_embeddings(self, labels: Sequence[str], templates: Sequence[str]) -> torch.Tensor:
-        """``[M, D]`` unit-norm class embeddings: each label's captions (one per template) embedded,
-        averaged and re-normalised, as CLIP's zero-shot classifier builds its weights."""
+    def class_embeddings(self, classes: Sequence[Sequence[str]], templates: Sequence[str]) -> torch.Tensor:
+        """``[C, D]`` unit-norm class embeddings, one per class of names (synonyms).
+
+        Per class, every name in every template is embedded and normalised, the lot is averaged and
+        re-normalised: the authors' ``build_zeroshot_weights``
+        (Wenchuan-Zhang/Patho-R1@3494816:clip/val/zero_shot_evaluation.py:83-95). With one name per
+        class this is CLIP's prompt ensembling over the templates.
+        """
         for template in templates:
-            if "{}" not in template and "{label}" not in template:
-                raise ValueError(f"template must contain '{{}}' or '{{label}}' where the label goes, got {template!r}")
-        captions = [t.replace("{label}", label).replace("{}", label) for label in labels for t in templates]
-        per_caption = self.embed_texts(captions).view(len(labels), len(templates), -1)
-        return torch.nn.functional.normalize(per_caption.mean(dim=1), dim=-1)
+            if not any(mark in template for mark in PLACEHOLDERS):
+                raise ValueError(f"template {template!r} has no place for the class name: write {{}}, {{label}} "
+                                 "or CLASSNAME")  # fmt: skip
+        groups = [list(names) for names in classes]
+        if any(not names for names in groups):
+            raise ValueError("every class needs at least one name")
+        captions = [fill_template(t, name) for names in groups for name in names for t in templates]
+        per_caption = self.embed_texts(captions)
+        sizes = [len(names) * len(templates) for names in groups]
+        means = torch.stack([chunk.mean(dim=0) for chunk in per_caption.split(sizes)])
+        return torch.nn.functional.normalize(means, dim=-1)
 
     def __call__(
         self,
         image: ImageInput | Sequence[ImageInput],
-        labels: Sequence[str],
+        labels: Sequence[str] | Mapping[str, Sequence[str]],
         template: str | Sequence[str] | None = None,
     ) -> dict[str, float] | list[dict[str, float]]:
         """Zero-shot class probabilities of ``labels`` for one or more images.
 
-        ``template`` is one caption template or a set of them (``"{}"`` or ``"{label}"`` marks the
-        label; a set is averaged per label); ``None`` uses the entry's ``ClipSpec.templates``.
+        ``labels`` is a list of class names, or a mapping class -> its names (synonyms, averaged
+        as :meth:`class_embeddings` does). ``template`` is one caption template or a set of them
+        (``{}``, ``{label}`` or ``CLASSNAME`` marks the name); ``None`` uses the entry's
+        ``ClipSpec.templates``. The probabilities are the softmax of ``logit_scale`` x cosine
+        similarity; their argmax is the authors' zero-shot prediction
+        (Wenchuan-Zhang/Patho-R1@3494816:clip/val/zero_shot_evaluation.py:116-118).
         """
-        labels = list(labels)
-        if len(labels) < 2 or len(set(labels)) != len(labels):
+        names = list(labels)
+        if len(names) < 2 or len(set(names)) != len(names):
             raise ValueError(f"zero-shot classification needs at least two distinct labels, got {labels!r}")
+        groups = [list(labels[k]) for k in names] if isinstance(labels, Mapping) else [[k] for k in names]
         templates = [template] if isinstance(template, str) else list(template or self.entry.spec.templates)
         if not templates:
             raise ValueError("give at least one caption template")
         batched = isinstance(image, (list, tuple))
-        text_embeds = self.label_embeddings(labels, templates)
+        text_embeds = self.class_embeddings(groups, templates)
         probs = self.logits(self.embed_images(image), text_embeds).softmax(dim=-1)
-        results = [dict(zip(labels, row.tolist())) for row in probs]
+        results = [dict(zip(names, row.tolist())) for row in probs]
         return results if batched else results[0]
+
+
+def fill_template(template: str, name: str) -> str:
+    """``template`` with the class name in place of each placeholder (:data:`PLACEHOLDERS`)."""
+    for mark in PLACEHOLDERS:
+        template = template.replace(mark, name)
+    return template
 
 
 def _precision(dtype: torch.dtype) -> str:

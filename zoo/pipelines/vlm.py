@@ -67,16 +67,33 @@ class VLMPipeline:
 
     def prepare(self, image: ImageInput) -> tuple[Image.Image, Image.Image]:
         """``(original, resized)``: ``image`` read as RGB, and smart-resized with qwen-vl-utils within
-        the entry's pixel limits (the original's size maps coordinates back)."""
+        the entry's pixel limits and the processor's (the original's size maps coordinates back).
+
+        Within both, the processor keeps the frame instead of resizing a second time: the model sees one
+        smart resize of the original, as in training. A checkpoint saved by a run with
+        ``model.min_pixels``/``model.max_pixels`` carries them in its processor, so it is evaluated at
+        the resolution it was trained at. When the two ranges do not meet, the processor's wins (it
+        would resize to it anyway).
+        """
         from qwen_vl_utils import fetch_image
 
-        spec = self.entry.spec
+        min_pixels, max_pixels = self.pixel_limits
         original = load_image(image)
         resized = fetch_image(
-            {"image": original, "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels},
-            image_patch_size=self.patch_size,
+            {"image": original, "min_pixels": min_pixels, "max_pixels": max_pixels}, image_patch_size=self.patch_size
         )
         return original, resized
+
+    @property
+    def pixel_limits(self) -> tuple[int, int]:
+        """``(min_pixels, max_pixels)`` :meth:`prepare` resizes within (see there)."""
+        spec = self.entry.spec
+        size = getattr(getattr(self.processor, "image_processor", None), "size", None) or {}
+        low, high = size.get("shortest_edge"), size.get("longest_edge")
+        if low is None or high is None:
+            return spec.min_pixels, spec.max_pixels
+        both = max(spec.min_pixels, low), min(spec.max_pixels, high)
+        return both if both[0] <= both[1] else (low, high)
 
     @torch.inference_mode()
     def __call__(
@@ -96,7 +113,8 @@ class VLMPipeline:
             system: a named prompt variant of the entry (``"cod"``) or a system prompt of your own.
             seed: seeds torch before generating, so sampled answers are reproducible.
             **generation: passed to ``model.generate`` (``max_new_tokens``, ``do_sample``, ``temperature``...).
-                Default: greedy decoding with the authors' ``max_new_tokens``.
+                Default: the entry's ``generation`` (the authors' sampling), else greedy decoding, with the
+                authors' ``max_new_tokens``.
         """
         batched = isinstance(image, (list, tuple))
         images = list(image) if batched else [image]
@@ -119,7 +137,8 @@ class VLMPipeline:
         inputs = self.processor(
             text=texts, images=[resized for _, resized in prepared], padding=True, return_tensors="pt"
         ).to(self.device)
-        kwargs = {"max_new_tokens": self.entry.spec.max_new_tokens, "do_sample": False, **generation}
+        spec = self.entry.spec  # the authors' sampling when they publish one, else greedy; the caller's wins
+        kwargs = {"max_new_tokens": spec.max_new_tokens, **(spec.generation or {"do_sample": False}), **generation}
         self._check_context(inputs["input_ids"].shape[1], kwargs["max_new_tokens"])
         if seed is not None:
             torch.manual_seed(seed)

@@ -279,10 +279,11 @@ def lcm_step_with_logprob(
 
         x_prev ~ N(sqrt(a_prev) f, (1 - a_prev) I)
 
-    so the policy's std is fixed by the schedule (no eta). Written from the paper; the mean and
-    noise scale are those of diffusers' ``LCMScheduler.step`` (the tests check a draw against it).
-    The final step of a sampler (``t_prev`` past the end) is deterministic and returns ``f``
-    itself; it carries no log-probability and is not a policy step.
+    so the policy's std is fixed by the schedule (no eta). The mean and noise scale are those of diffusers'
+    ``LCMScheduler.step`` (the tests check a draw against it) and of RLCM's patched one, whose log-prob this is
+    (Owen-Oertell/rlcm@b8330ed:lcm_rl_pytorch/diffusers_patch/lcm_scheduler.py:475-501). RLCM's last step
+    re-noises too, to its own timestep (``prev_timestep = timestep``, L438-441), and is trained; the sampler
+    passes that timestep (:meth:`zoo.engines.diffusion.sampling.Sampler.step`).
 
     Args:
         timestep, prev_timestep: (B,) or 0-d integer timesteps of this step and the next.

@@ -23,14 +23,13 @@ def _click(point, truth, episode=0):
             "image_size": [112, 112], "resized_size": [112, 112]}  # fmt: skip
 
 
-def test_summary_counts_steps_episodes_and_progress():
+def test_zoo_summary_counts_steps_and_episodes():
     rows = [_row(0, 0, True, True), _row(0, 1, True, False), _row(0, 2, True, True, "terminate"),
             _row(1, 0, True, True), _row(1, 1, True, True, "type"),
             _row(2, 0, False, False, "type")]  # fmt: skip
     out = summarise_agent(rows)
     assert out["steps"] == {"type_match": 5 / 6, "exact_match": 4 / 6, "n": 6}
-    assert out["episodes"]["n"] == 3 and out["episodes"]["episode_success"] == 1 / 3
-    assert out["episodes"]["progress"] == pytest.approx((1 / 3 + 1 + 0) / 3)
+    assert out["episodes"] == {"n": 3, "episode_success": 1 / 3}  # the authors' progress is SOP's (test_sop.py)
     assert out["by_action_type"]["type"] == {"type_match": 0.5, "exact_match": 0.5, "n": 2}
     with pytest.raises(ValueError, match="no evaluated steps"):
         summarise_agent([])
@@ -73,7 +72,10 @@ def test_zoo_eval_writes_metrics_predictions_and_strip(tmp_path):
     pipe = SimpleNamespace(model=model, processor=processor, entry=SimpleNamespace(name="tiny", spec=spec))
     metrics = run(pipe, "synthetic-episodes", None, tmp_path, limit=2)
     written = json.loads((tmp_path / "metrics.json").read_text())
-    assert written == metrics and written["episodes"]["n"] == 2
+    assert written == metrics and written["episodes"]["n"] == 2 and written["SOP"]["episodes"] == 2
+    assert {"Success Rate", "Average Progress"} <= set(written["SOP"]) and "SOP" in written["zoo_metrics"]
+    sop = [json.loads(line) for line in (tmp_path / "sop_episodes.jsonl").read_text().splitlines()]
+    assert len(sop) == 2 and {"num_steps", "task_success", "final_step_id"} <= set(sop[0])
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == written["steps"]["n"] and {"type_match", "exact_match", "text"} <= set(rows[0])
     assert (tmp_path / "predictions.png").stat().st_size > 0

@@ -6,7 +6,6 @@ import random
 from types import SimpleNamespace
 
 import pytest
-import torch
 
 from domains.gui.curriculum import CraftGuiReward, CurriculumSampler, DifficultyTracker, PipelineJudge
 from domains.gui.episodes import episode_samples
@@ -111,25 +110,13 @@ def test_interrupted_curriculum_run_resumes_to_identical_metrics(tmp_path):
     The curriculum advances every update here (window 1, advance_at 0), so a resume that restarted it
     (stage 0, no per-episode success, fresh RNG) would draw other episodes and log another stage.
     """
-    import csv
+    from tests.engines.run_dirs import assert_same_tensors, metric_rows
+    from tests.rl.test_semi_online_engine import straight_and_resumed
 
-    from safetensors.torch import load_file
-
-    from zoo.train import run
-
-    recipe = "domains/gui/recipes/ui-s1-smoke.yaml"
     small = ["data.kwargs.n=4", "multi_turn.episodes_per_step=1", "algorithm.max_completion_length=4",
              "training.save_steps=1", "multi_turn.sampler=domains.gui.curriculum:CurriculumSampler",
              "multi_turn.sampler_kwargs.window=1", "multi_turn.sampler_kwargs.advance_at=0.0"]  # fmt: skip
-    straight = run(recipe, [*small, "training.steps=3"], output_dir=str(tmp_path / "straight"))
-    run(recipe, [*small, "training.steps=1"], output_dir=str(tmp_path / "resumed"))
-    resumed = run(recipe, [*small, "training.steps=3"], output_dir=str(tmp_path / "resumed"), resume=True)
-
-    def rows(out):
-        with (out / "metrics.csv").open() as f:
-            return [{k: v for k, v in row.items() if k != "cpu_minutes"} for row in csv.DictReader(f)]
-
-    assert [r["curriculum/stage"] for r in rows(straight)] == ["1.0", "2.0", "2.0"]
-    assert rows(resumed) == rows(straight)
-    a, b = load_file(straight / "final" / "model.safetensors"), load_file(resumed / "final" / "model.safetensors")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    straight, resumed = straight_and_resumed(tmp_path, small, steps=3)
+    assert [r["curriculum/stage"] for r in metric_rows(straight)] == ["1.0", "2.0", "2.0"]
+    assert metric_rows(resumed) == metric_rows(straight)
+    assert_same_tensors(straight / "final" / "model.safetensors", resumed / "final" / "model.safetensors")

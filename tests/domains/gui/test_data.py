@@ -92,7 +92,7 @@ def test_screenspot_pro_reads_xyxy_boxes_and_img_size(tmp_path):
 
 
 def test_gui_g1_json_record_and_prompt_template(tmp_path):
-    # The one record of Yuqi-Zhou/GUI-G1 data/GUI-R1-3K.json.
+    # The one record of Yuqi-Zhou/GUI-G1@e581fe98 data/GUI-R1-3K.json (its keys: image, problem, solution, rate).
     record = {
         "image": "GUI-R1-3K-Train/1033.jpg",
         "problem": "click the UI element Enhance Client Relationships and Boost Sales",
@@ -106,44 +106,67 @@ def test_gui_g1_json_record_and_prompt_template(tmp_path):
     assert sample.meta["rate"] == 1.0 and sample.question == record["problem"]
     [templated] = data.load_gui_g1_json(tmp_path / "GUI-R1-3K.json", gui_g1_prompt=True)
     assert templated.question == GUI_G1_USER.replace("{question}", record["problem"])
+    # grpo_rec.py:147-151 reads a .jsonl json_path line by line, the same records
+    (tmp_path / "GUI-R1-3K.jsonl").write_text(json.dumps(record) + "\n")
+    [line] = data.load_gui_g1_json(tmp_path / "GUI-R1-3K.jsonl", image_root=tmp_path)
+    assert line.target == sample.target and line.question == sample.question and line.meta["rate"] == 1.0
 
 
+# X-PLUG/MobileAgent@11cea575 UI-S1/datasets/android_control_train_example.jsonl, its first line (keys goal,
+# is_successful, steps[].action_content / screenshot; the click's box inside action_content; a terminate step).
 TRAIN_LINE = {
     "goal": "Open the Zoho Meet app , view the scheduled meetings .",
     "is_successful": True,
     "steps": [
         {"action_content": {"action": "open", "text": "Zoho Meeting"}, "screenshot": "/datasets/AndroidControl/images/0_0.png"},
+        {"action_content": {"action": "wait", "time": 2}, "screenshot": "/datasets/AndroidControl/images/0_1.png"},
         {"action_content": {"action": "click", "coordinate": [540.0, 389.8351648351648], "bbox": [360, 327, 695, 466]},
          "screenshot": "/datasets/AndroidControl/images/0_2.png"},
+        {"action_content": {"action": "terminate", "status": "success"}, "screenshot": "/datasets/AndroidControl/images/0_3.png"},
     ],
 }  # fmt: skip
+# ... and android_control_evaluation_std.jsonl's layout (episode_id; steps with step_instruction and check_options
+# holding candidate-box lists, swipes as a direction).
 EVAL_LINE = {
     "goal": "I'd like to add this item to my cart.",
     "is_successful": True,
+    "episode_id": 8197,
     "steps": [
         {"action_content": {"action": "click", "coordinate": [542, 2226]}, "screenshot": "/datasets/AndroidControl/images/8197_0.png",
          "step_instruction": "click on the Add to cart button",
          "check_options": {"action": "click", "candidate_bbox": [[0, 262, 1084, 2339]], "coordinate": [542, 2226]}},
+        {"action_content": {"action": "swipe", "coordinate": [540, 1800], "coordinate2": [540, 600]},
+         "screenshot": "/datasets/AndroidControl/images/8197_1.png", "step_instruction": "scroll up",
+         "check_options": {"action": "swipe", "direction": "up"}},
     ],
-    "episode_id": 8197,
 }  # fmt: skip
 
 
 def test_ui_s1_jsonl_builds_check_options_like_the_rl_dataset(tmp_path):
     path = tmp_path / "android_control.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in (TRAIN_LINE, EVAL_LINE)) + "\n")
-    for name in ("0_0.png", "0_2.png", "8197_0.png"):
+    for name in ("0_0.png", "0_1.png", "0_2.png", "0_3.png", "8197_0.png", "8197_1.png"):
         _png(tmp_path / "images" / name, (1080, 2400))
     samples = load_dataset("ui-s1-android-control", path=path, image_root=tmp_path / "images")
-    assert [s.id for s in samples] == ["0-0", "0-1", "8197-0"]
-    click = samples[1]
+    assert [s.id for s in samples] == ["0-0", "0-1", "0-2", "0-3", "8197-0", "8197-1"]
+    click, terminate, evaluated, swipe = samples[2:]
     # rl_dataset.py fix_line: candidate_bbox = action_content['bbox'] (a flat box), annotation GOOD.
     assert click.target["check_options"]["candidate_bbox"] == [360, 327, 695, 466]
     assert click.target["check_options"]["annotation"] == "GOOD"
-    assert click.target["num_steps"] == 2 and click.target["image_size"] == [1080, 2400]
-    assert click.meta["history"] == [TRAIN_LINE["steps"][0]["action_content"]]
-    assert samples[2].target["check_options"]["candidate_bbox"] == [[0, 262, 1084, 2339]]
-    assert samples[2].meta["step_instruction"] == "click on the Add to cart button"
+    assert click.target["num_steps"] == 4 and click.target["image_size"] == [1080, 2400]
+    assert click.meta["history"] == [step["action_content"] for step in TRAIN_LINE["steps"][:2]]
+    assert terminate.target["action"] == {"action": "terminate", "status": "success"}
+    assert terminate.target["check_options"] == {"action": "terminate", "status": "success", "annotation": "GOOD",
+                                                 "candidate_bbox": []}  # fmt: skip
+    assert evaluated.target["check_options"]["candidate_bbox"] == [[0, 262, 1084, 2339]]
+    assert evaluated.meta["step_instruction"] == "click on the Add to cart button"
+    assert evaluated.meta["episode_id"] == 8197 and evaluated.target["num_steps"] == 2
+    assert swipe.target["check_options"] == {"action": "swipe", "direction": "up"}
+    # SOP's check_options (eval_qwenvl.py fix_line): the action with the step-level bbox (none in either file),
+    # so the evaluation file's candidate boxes and swipe direction are replaced too
+    assert click.target["sop_check_options"] == {**TRAIN_LINE["steps"][2]["action_content"], "candidate_bbox": []}
+    assert evaluated.target["sop_check_options"] == {"action": "click", "coordinate": [542, 2226], "candidate_bbox": []}
+    assert swipe.target["sop_check_options"] == {**EVAL_LINE["steps"][1]["action_content"], "candidate_bbox": []}
     # The reward accepts the loader's targets: the ground-truth click, rescaled to the resized frame.
     response = '<think>\nopen it\n</think>\n<action>\n{"action": "click", "coordinate": [546, 391]}\n</action>'
     [result] = UiS1Reward()([response], [click])
@@ -204,3 +227,17 @@ def test_screenspot_and_gui_g1_refuse_paths_outside_the_data_folder(tmp_path):
     _json(tmp_path / "g1.json", [{"image": "images/a.png", "problem": "p", "solution": [1, 1, 2, 2], "rate": "NaN"}])
     with pytest.raises(ValueError, match="rate must hold finite numbers"):
         data.load_gui_g1_json(tmp_path / "g1.json")
+
+
+def test_benchmark_files_are_refused_as_training_data():
+    """ScreenSpot's three releases are test data only (the domain's eval_datasets); the trajectory loader is not
+    listed, since it reads UI-S1's training file too, and the shipped recipes train on neither benchmark."""
+    from domains.gui import DOMAIN
+    from zoo.recipe import RecipeError, load_recipe, read_yaml
+
+    assert set(DOMAIN.eval_datasets) == {"screenspot", "screenspot-v2", "screenspot-pro"}
+    recipes = sorted((Path(data.__file__).parent / "recipes").glob("*.yaml"))
+    assert recipes and not [p.name for p in recipes if read_yaml(p)["data"]["name"] in DOMAIN.eval_datasets]
+    for name in DOMAIN.eval_datasets:
+        with pytest.raises(RecipeError, match=f"dataset '{name}' is evaluation data"):
+            load_recipe("domains/gui/recipes/gui-g1-tiny-cpu.yaml", [f"data.name={name}"])

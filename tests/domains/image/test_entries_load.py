@@ -64,7 +64,8 @@ def test_dancegrpo_transformer_replaces_the_flux_base_one(hf_cache, install, tmp
     install(tmp_path / "dance", "xzyhku/flux_hpsv2.1_dancegrpo", hf_cache)
     pipe = zoo.load("dancegrpo-flux-hps", device="cpu", dtype=torch.float32)
     assert isinstance(pipe.pipe, FluxPipeline)
-    assert pipe.settings()["num_inference_steps"] == 16 and pipe.settings()["guidance_scale"] == 3.5
+    # XueZeyue/DanceGRPO@15cc71d:scripts/visualization/vis_flux.py:59-66, not the 16-step 720 px training sampler
+    assert pipe.settings() == {"num_inference_steps": 50, "guidance_scale": 3.5, "height": 1024, "width": 1024}
     expected = tiny_flux_transformer(7).state_dict()
     assert all(torch.equal(expected[k], v) for k, v in pipe.pipe.transformer.state_dict().items())
     assert pipe("a red square", seed=0, **SMALL).images[0].size == (16, 16)
@@ -95,6 +96,8 @@ def test_omnigen2_says_diffusers_cannot_run_it_and_what_can(hf_cache, install, t
         zoo.load("omnigen2-editscore7b", device="cpu")
     message = str(err.value)
     assert "no OmniGen2Pipeline" in message and "VectorSpaceLab/OmniGen2" in message and "gedit-bench" in message
+    # their GEdit-Bench scripts (EditScore@6e0f1b9 .../GEdit-Bench/omnigen2.sh:55-83), not inference.py's defaults
+    assert "image guidance 1.5, time_shift_base_res 168 and negative prompt ''" in message
 
 
 def test_card_of_every_image_entry_renders():
@@ -110,6 +113,21 @@ def test_entries_name_what_they_sample_with():
     assert zoo.info("adv-grpo-sd35m-pickscore").spec.subfolder == "PickScore"
     assert zoo.info("flux-1-dev").gated and zoo.info("stable-diffusion-3.5-medium").gated
     assert Path(zoo.info("editscore-7b").spec.base_repo_id).name == "Qwen2.5-VL-7B-Instruct"
+    dance = zoo.info("dancegrpo-flux-hps")
+    assert dance.license == "other" and "FLUX.1 [dev] Non-Commercial License" in dance.license_source
+    for name in ("omnigen2-editscore7b", "omnigen2-editscore7b-v1.1"):
+        og2 = zoo.info(name).spec
+        assert (og2.guidance_scale, og2.image_guidance_scale, og2.time_shift_base_res, og2.negative_prompt) == (5.0, 1.5, 168, "")
+    judges = {name: zoo.info(name) for name in ("editscore-32b", "editscore-72b", "editscore-qwen3-vl-4b",
+                                                 "editscore-qwen3-vl-8b", "editscore-qwen3-vl-32b")}  # fmt: skip
+    assert {n: (e.repo_id, e.spec.base_repo_id, e.spec.chat_layout) for n, e in judges.items()} == {
+        "editscore-32b": ("EditScore/EditScore-32B", "Qwen/Qwen2.5-VL-32B-Instruct", "editscore"),
+        "editscore-72b": ("EditScore/EditScore-72B", "Qwen/Qwen2.5-VL-72B-Instruct", "editscore"),
+        "editscore-qwen3-vl-4b": ("EditScore/EditScore-Qwen3-VL-4B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "processor"),
+        "editscore-qwen3-vl-8b": ("EditScore/EditScore-Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "processor"),
+        "editscore-qwen3-vl-32b": ("EditScore/EditScore-Qwen3-VL-32B-Instruct", "Qwen/Qwen3-VL-32B-Instruct", "processor"),
+    }
+    assert "does not train their discriminator" in zoo.info("adv-grpo-sd35m-pickscore").notes
 
 
 def test_a_pipeline_base_fetches_its_component_folders_not_the_root_checkpoint(hf_cache, monkeypatch):

@@ -68,13 +68,61 @@ def test_gedit_loader_names_missing_columns(tmp_path):
         gedit.load_gedit(tmp_path / "bad.parquet")
 
 
-def test_gedit_summary_means_per_task_and_overall():
-    rows = [{"task_type": "a", "sc": 8.0, "pq": 6.0, "overall": 6.0}, {"task_type": "a", "sc": 4.0, "pq": 6.0, "overall": 4.0},
-            {"task_type": "b", "sc": 10.0, "pq": 10.0, "overall": 10.0}, {"task_type": "b", "overall": None}]  # fmt: skip
-    summary = gedit.summarise(rows)
-    assert summary["n"] == 4 and summary["scored"] == 3
-    assert summary["overall"] == pytest.approx(20 / 3) and summary["by_task"]["a"]["sc"] == 6.0
-    assert summary["task_mean"] == pytest.approx((5.0 + 10.0) / 2)
+def _their_analyze_scores(frames: dict, language: str = "en") -> tuple[dict, dict, dict]:
+    """GEdit-Bench's ``analyze_scores``, ported from the Bytedance ``calculate_statistics.py`` (Step1X-Edit/BAGEL
+    GEdit-Bench scripts; file index id 66415700816) with one in-memory DataFrame per group in place of its CSVs.
+    VectorSpaceLab/EditScore@6e0f1b9:examples/OmniGen2-RL/evaluation/GEdit-Bench/calculate_statistics.py:45-153
+    computes the same with one sample per key."""
+    import math
+
+    import numpy as np
+
+    groups = ["background_change", "color_alter", "material_alter", "motion_change", "ps_human", "style_change",
+              "subject-add", "subject-remove", "subject-replace", "text_change", "tone_transfer"]  # fmt: skip
+    semantics, quality, overall = {}, {}, {}
+    for group_name in groups:
+        df = frames[group_name]
+        s_scores, q_scores, o_scores = [], [], []
+        for _, row in df.iterrows():
+            if row["instruction_language"] != language:
+                continue
+            overall_score = math.sqrt(row["sementics_score"] * row["quality_score"])
+            s_scores.append(row["sementics_score"])
+            q_scores.append(row["quality_score"])
+            o_scores.append(overall_score)
+        semantics[group_name] = np.mean(s_scores)
+        quality[group_name] = np.mean(q_scores)
+        overall[group_name] = np.mean(o_scores)
+    semantics["avg_semantics"] = np.mean([semantics[g] for g in groups])
+    quality["avg_quality"] = np.mean([quality[g] for g in groups])
+    overall["avg_overall"] = np.mean([overall[g] for g in groups])
+    return semantics, quality, overall
+
+
+def test_gedit_headline_is_gedit_benchs_mean_of_group_means():
+    """Groups of unequal size, so the mean of group means differs from the mean over samples (kept beside it)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows, frames = [], {}
+    for i, task in enumerate(gedit.TASK_TYPES):
+        sc, pq = rng.integers(0, 11, 2 + 3 * i).astype(float), rng.integers(0, 11, 2 + 3 * i).astype(float)
+        frames[task] = pd.DataFrame({"sementics_score": sc, "quality_score": pq, "instruction_language": "en"})
+        rows += [{"task_type": task, "sc": a, "pq": b, "overall": (a * b) ** 0.5} for a, b in zip(sc, pq)]
+    semantics, quality, overall = _their_analyze_scores(frames)
+    summary = gedit.summarise([*rows, {"task_type": "ps_human", "overall": None}])
+    assert summary["n"] == len(rows) + 1 and summary["scored"] == len(rows) and summary["groups"] == 11
+    assert summary["sc"] == pytest.approx(semantics["avg_semantics"])
+    assert summary["pq"] == pytest.approx(quality["avg_quality"])
+    assert summary["overall"] == pytest.approx(overall["avg_overall"])
+    assert summary["by_task"]["tone_transfer"]["overall"] == pytest.approx(overall["tone_transfer"])
+    per_sample = np.mean([r["overall"] for r in rows])
+    assert summary["sample_mean"]["overall"] == pytest.approx(per_sample)
+    assert abs(summary["overall"] - per_sample) > 0.01
+    # O comes from the row's SC and PQ, as GEdit-Bench recomputes it (a multi-pass judge's mean O can differ)
+    off = gedit.summarise([{"task_type": "a", "sc": 4.0, "pq": 9.0, "overall": 5.0}])
+    assert off["overall"] == off["sample_mean"]["overall"] == 6.0 and off["groups"] == 1
 
 
 class FixedJudge:

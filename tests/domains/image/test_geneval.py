@@ -4,6 +4,7 @@ exclude clauses; and the metadata rows in the published ``evaluation_metadata.js
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -184,3 +185,161 @@ def test_mask2former_detector_gives_geneval_names_boxes_from_masks_and_feeds_the
     kept = geneval.keep_objects(detections, "single_object")
     assert results[0].score == float("cup" in kept)  # the same rule on the same detections
     assert all(r.score in (0.0, 1.0) and set(r.components) == {"correct"} for r in results)
+
+
+# --- Flow-GRPO's training reward: the reward server's partial credit ---------------------------------------------
+# Ported from yifan123/reward-server@92ac29f:reward_server/gen_eval.py (L119-136 relative_position, L201-264
+# evaluate_reward), with ``color_classification`` passed in: the reference the zoo's partial_credit must equal.
+def _their_relative_position(obj_a, obj_b, position_threshold=0.1):
+    boxes = np.array([obj_a[0], obj_b[0]])[:, :4].reshape(2, 2, 2)
+    center_a, center_b = boxes.mean(axis=-2)
+    dim_a, dim_b = np.abs(np.diff(boxes, axis=-2))[..., 0, :]
+    offset = center_a - center_b
+    revised_offset = np.maximum(np.abs(offset) - position_threshold * (dim_a + dim_b), 0) * np.sign(offset)
+    if np.all(np.abs(revised_offset) < 1e-3):
+        return set()
+    dx, dy = revised_offset / np.linalg.norm(offset)
+    relations = set()
+    if dx < -0.5: relations.add("left of")
+    if dx > 0.5: relations.add("right of")
+    if dy < -0.5: relations.add("above")
+    if dy > 0.5: relations.add("below")
+    return relations
+
+
+def _their_evaluate_reward(image, objects, metadata, color_classification):
+    correct = True
+    rewards = []
+    matched_groups = []
+    for req in metadata.get("include", []):
+        classname = req["class"]
+        matched = True
+        found_objects = objects.get(classname, [])
+        rewards.append(1 - abs(req["count"] - len(found_objects)) / req["count"])
+        if len(found_objects) != req["count"]:
+            correct = matched = False
+            if "color" in req or "position" in req:
+                rewards.append(0.0)
+        else:
+            if "color" in req:
+                colors = color_classification(image, found_objects, classname)
+                rewards.append(1 - abs(req["count"] - colors.count(req["color"])) / req["count"])
+                if colors.count(req["color"]) != req["count"]:
+                    correct = matched = False
+            if "position" in req and matched:
+                expected_rel, target_group = req["position"]
+                if matched_groups[target_group] is None:
+                    correct = matched = False
+                    rewards.append(0.0)
+                else:
+                    for obj in found_objects:
+                        for target_obj in matched_groups[target_group]:
+                            true_rels = _their_relative_position(obj, target_obj)
+                            if expected_rel not in true_rels:
+                                correct = matched = False
+                                rewards.append(0.0)
+                                break
+                        if not matched:
+                            break
+                    rewards.append(1.0)
+        if matched:
+            matched_groups.append(found_objects)
+        else:
+            matched_groups.append(None)
+    reward = sum(rewards) / len(rewards) if rewards else 0
+    return correct, reward
+
+
+def _colour_of(box) -> str:
+    """A stand-in colour classifier: a detection's colour is fixed by its box (deterministic, shared by both)."""
+    return geneval.COLORS[int(box[0]) % 3]  # red, orange or yellow
+
+
+def _both(objects: dict, row: dict) -> tuple[tuple, tuple]:
+    """(theirs, ours) on the same detections: theirs as (bbox with score, mask) pairs, ours as Detections."""
+    theirs_objects = {k: [(np.array([*d.box, d.score]), None) for d in v] for k, v in objects.items()}
+    theirs = _their_evaluate_reward(None, theirs_objects, row, lambda image, objs, name: [_colour_of(b) for b, _ in objs])
+    strict, score, _ = geneval.partial_credit(None, objects, row, lambda image, dets, name: [_colour_of(d.box) for d in dets])
+    return theirs, (strict, score)
+
+
+LAPTOP = {"class": "laptop", "count": 1}
+COW_RIGHT = {"class": "cow", "count": 1, "position": ["right of", 0]}
+PARTIAL_CASES = {  # name: (objects by class as box lists, metadata row, their score)
+    "exact count": ({"dog": [(0, 0, 8, 8)]}, {"include": [{"class": "dog", "count": 1}]}, 1.0),
+    "too few": ({"dog": [(0, 0, 8, 8)]}, {"include": [{"class": "dog", "count": 2}]}, 0.5),
+    "three times too many (below 0)": ({"dog": [(0, 0, 1, 1), (3, 0, 4, 1), (6, 0, 7, 1)]},
+                                       {"include": [{"class": "dog", "count": 1}]}, -1.0),
+    "count off with a colour": ({"car": [(0, 0, 1, 1), (3, 0, 4, 1)]},
+                                {"include": [{"class": "car", "count": 1, "color": "red"}]}, 0.0),
+    "half the colour": ({"car": [(0, 0, 1, 1), (1, 0, 2, 1)]},
+                        {"include": [{"class": "car", "count": 2, "color": "red"}]}, 0.75),
+    "the colour": ({"car": [(3, 0, 4, 1)]}, {"include": [{"class": "car", "count": 1, "color": "red"}]}, 1.0),
+    "colour fails, position not read": ({"laptop": [(0, 0, 10, 10)], "cow": [(41, 0, 50, 10)]},
+                                        {"include": [LAPTOP, {**COW_RIGHT, "color": "red"}]}, 2 / 3),
+    "no target": ({"cow": [(40, 0, 50, 10)]}, {"include": [LAPTOP, COW_RIGHT]}, 1 / 3),
+    "misplaced: a 0 and a 1": ({"laptop": [(40, 0, 50, 10)], "cow": [(0, 0, 10, 10)]},
+                               {"include": [LAPTOP, COW_RIGHT]}, 0.75),
+    "placed": ({"laptop": [(0, 0, 10, 10)], "cow": [(40, 0, 50, 10)]}, {"include": [LAPTOP, COW_RIGHT]}, 1.0),
+    "two targets, one misplaced": ({"laptop": [(0, 0, 10, 10), (60, 0, 70, 10)], "cow": [(40, 0, 50, 10)]},
+                                   {"include": [{"class": "laptop", "count": 2}, COW_RIGHT]}, 0.75),
+    "exclude not read": ({"clock": [(0, 0, 5, 5), (10, 0, 15, 5)]},
+                         {"include": [{"class": "clock", "count": 2}], "exclude": [{"class": "clock", "count": 3}]}, 1.0),
+    "no include clause": ({}, {"include": []}, 0.0),
+}
+
+
+@pytest.mark.parametrize("name", PARTIAL_CASES)
+def test_partial_credit_is_the_reward_servers_score(name):
+    boxes, row, expected = PARTIAL_CASES[name]
+    objects = {k: [_det(k, b) for b in v] for k, v in boxes.items()}
+    theirs, ours = _both(objects, row)
+    assert theirs[1] == pytest.approx(expected) and ours == (theirs[0], pytest.approx(theirs[1]))
+    if name == "exclude not read":
+        assert judge(None, {"clock": objects["clock"] + [_det("clock", (20, 0, 25, 5))]}, row)[0] is False
+
+
+def test_partial_credit_equals_theirs_on_random_rows_and_detections():
+    rng = np.random.default_rng(0)
+    classes, relations = ("dog", "cat", "car"), geneval.RELATIONS
+    for _ in range(300):
+        names = rng.choice(classes, size=rng.integers(1, 3), replace=False)
+        include = []
+        for i, name in enumerate(names):
+            req = {"class": str(name), "count": int(rng.integers(1, 4))}
+            if rng.random() < 0.4:
+                req["color"] = str(rng.choice(geneval.COLORS[:3]))
+            if i and rng.random() < 0.6:
+                req["position"] = [str(rng.choice(relations)), 0]
+            include.append(req)
+        objects = {str(c): [_det(str(c), tuple(float(v) for v in (x, y, x + w, y + h)))
+                            for x, y, w, h in rng.integers(0, 60, (rng.integers(0, 5), 4))]
+                   for c in classes if rng.random() < 0.8}  # fmt: skip
+        theirs, ours = _both({k: v for k, v in objects.items() if v}, {"include": include})
+        assert ours == (theirs[0], pytest.approx(theirs[1])), include
+
+
+def test_geneval_score_reward_trains_on_partial_credit_of_the_jpeg_it_would_send():
+    from PIL import Image
+
+    from domains.image.geneval_models import GenEvalScore
+
+    seen = []
+
+    def detector(image):
+        seen.append(image)
+        return [_det("dog", (0, 0, 8, 8), 0.8), _det("dog", (10, 0, 18, 8), 0.6)]
+
+    row = {"tag": "counting", "include": [{"class": "dog", "count": 3}], "prompt": "a photo of three dogs"}
+    image = np.random.default_rng(1).random((16, 16, 3))
+    results = GenEvalScore(detector, colours=lambda *a: [])([image, image], [{**row, "tag": "two_object"}, row])
+    assert results[0].score == pytest.approx(1 - 1 / 3) and results[0].components == {"score": results[0].score,
+                                                                                       "strict_correct": 0.0}  # fmt: skip
+    assert results[1].score == 0.0 and results[1].error == "expected dog==3, found 0"  # counting keeps > 0.9 only
+    # what yifan123/flow_grpo@ac4c86e:flow_grpo/rewards.py:179-197 sends: uint8 by rounding, PIL's default JPEG
+    buffer = io.BytesIO()
+    Image.fromarray((image * 255).round().clip(0, 255).astype(np.uint8)).save(buffer, format="JPEG")
+    theirs = np.asarray(Image.open(io.BytesIO(buffer.getvalue())))
+    assert seen[0].format == "JPEG" and np.array_equal(np.asarray(seen[0]), theirs)
+    assert not np.array_equal(theirs, (image * 255).round())  # the JPEG's loss is in what gets scored
+    assert GenEvalScore(detector, colours=lambda *a: [], jpeg=False)([image], [row]) and seen[-1] is image

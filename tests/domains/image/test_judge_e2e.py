@@ -79,3 +79,31 @@ def test_editscore_reward_loads_the_judge_by_name_and_reads_its_answers(judge_ca
     for result in results:  # a random tiny model writes no JSON: the authors' neutral score, with the reason
         assert result.components["parse_failed"] == 1.0 and result.score == pytest.approx(0.5)
         assert "neutral" in result.error
+
+
+def test_a_qwen3_vl_judge_asks_in_its_processors_chat_template(tmp_path, hf_cache, install):
+    """VectorSpaceLab/EditScore@6e0f1b9:editscore/mllm_tools/qwen3vl.py:51-70 asks the Qwen3-VL judges through the
+    processor's own chat template (no system turn, no ``<imgN>:`` labels), not Qwen2.5-VL's hand-written layout."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    model, processor = build_tiny_vlm("qwen3_vl", seed=0)
+    model.save_pretrained(tmp_path / "base", safe_serialization=True)
+    processor.save_pretrained(tmp_path / "base")
+    install(tmp_path / "base", "Qwen/Qwen3-VL-4B-Instruct", hf_cache)
+    lora = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights="gaussian"))
+    lora.save_pretrained(tmp_path / "lora")
+    install(tmp_path / "lora", "EditScore/EditScore-Qwen3-VL-4B-Instruct", hf_cache)
+    base, _ = build_tiny_vlm("qwen3_vl", seed=0)
+    reference = PeftModel.from_pretrained(base, tmp_path / "lora").merge_and_unload().eval()
+
+    pipe = zoo.load("editscore-qwen3-vl-4b", device="cpu", dtype=torch.float32)
+    source, edited = _images()
+    question = sc_prompt("make the sky purple")
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "image"}, {"type": "text", "text": question}]}]
+    theirs = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert pipe.chat(question, 2) == theirs and "<img1>" not in theirs and "system" not in theirs
+    inputs = processor(text=[theirs], images=[pipe.prepare(source)[1], pipe.prepare(edited)[1]], return_tensors="pt")
+    with torch.no_grad():
+        out = reference.generate(**inputs, do_sample=False, max_new_tokens=6)
+    expected = processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)[0].strip()
+    assert pipe.ask([[source, edited]], [question], do_sample=False, max_new_tokens=6) == [expected]

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-import io
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 import domains.medical.rewards  # noqa: F401  (registers the rewards)
 from domains.medical import data as mdata
@@ -17,7 +14,6 @@ from domains.medical.prompts import MCQ_SEPARATOR
 from domains.medical.synthetic import ultrasound_case
 from rewards.base import REWARDS
 from tests.domains.medical import u2_cases
-from zoo.images import load_image
 
 
 def test_synthetic_pathology_mcq_is_seeded_and_in_patho_r1_layout() -> None:
@@ -58,33 +54,23 @@ def test_synthetic_ultrasound_targets_score_full_reward(task: str) -> None:
         assert all(s.target["position"] == box_position_label(s.target["bbox"], (96, 80)) for s in samples)
 
 
-def _png_b64(colour: str) -> str:
-    buf = io.BytesIO()
-    Image.new("RGB", (80, 60), colour).save(buf, format="PNG")
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-def test_u2bench_tsv_loader_reads_images_targets_and_prompts(tmp_path: Path) -> None:
-    columns = {**u2_cases.SEG, "image": [_png_b64("gray")] * 7, "anatomy_location": ["breast"] * 7}
-    path = u2_cases.write_tsv(columns, tmp_path / "04.tsv", drop=("response",))
-    samples = mdata.load_u2bench_tsv(path, "seg", limit=3)
-    assert len(samples) == 3 and isinstance(samples[0].images[0], bytes), "decoded when used, not at load"
-    assert load_image(samples[0].images[0]).size == (80, 60)
-    assert [s.target["position"] for s in samples] == ["upper left", "center", "not visible"]
-    assert "about breast" in samples[0].question and samples[0].meta["dataset"] == "04"
-
-
-def test_u2bench_measurement_loader_and_prompt_file(tmp_path: Path) -> None:
-    columns = {**u2_cases.MEASURE_18, "img_path": ["a.png"] * 6}
-    path = u2_cases.write_tsv(columns, tmp_path / "18.tsv", drop=("response",))
+def test_u2bench_prompts_per_dataset_file_row_and_fallback(tmp_path: Path) -> None:
+    """The evalkit's per-dataset prompt file when passed, else the row's own ``prompt``, else the file found
+    next to the table (``mea_prompt.json``), else an error for a task whose prompts are per dataset."""
+    cells = {**u2_cases.MEASURE_18, "dataset_name": ["18.Heart"] * 6}
+    path = u2_cases.write_release_tsv(cells, tmp_path / "heart.tsv")
     with pytest.raises(ValueError, match="prompt_file"):
-        mdata.load_u2bench_tsv(path, "measurement")
-    prompts = tmp_path / "mea_prompt.json"
-    prompts.write_text('{"18": "Estimate the EF."}')
-    samples = mdata.load_u2bench_tsv(path, "measurement", prompt_file=prompts)
+        mdata.load_u2bench_tsv(path, "clinical_value_estimation")
+    chosen = tmp_path / "mine.json"
+    chosen.write_text('{"18": "Estimate the EF."}')
+    samples = mdata.load_u2bench_tsv(path, "clinical_value_estimation", prompt_file=chosen)
     assert [s.target["value"] for s in samples] == [55.0, 30.0, 62.5, None, 70.0, 12.0]
-    assert samples[0].question == "Estimate the EF." and samples[0].images[0] == str(tmp_path / "a.png")
-    assert mdata.load_u2bench_tsv(path, "measurement")[0].question == "Estimate the EF."  # found next to the table
+    assert samples[0].question == "Estimate the EF."
+    (tmp_path / "mea_prompt.json").write_text('{"18": "The evalkit\'s EF prompt."}')
+    assert mdata.load_u2bench_tsv(path, "measurement")[0].question == "The evalkit's EF prompt."
+    with_cell = u2_cases.write_release_tsv({**cells, "prompt": ["Row prompt."] * 6}, tmp_path / "cells.tsv")
+    assert mdata.load_u2bench_tsv(with_cell, "measurement")[0].question == "Row prompt."
+    assert mdata.load_u2bench_tsv(with_cell, "measurement", prompt_file=chosen)[0].question == "Estimate the EF."
 
 
 def test_bad_inputs_name_the_problem(tmp_path: Path) -> None:

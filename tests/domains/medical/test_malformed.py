@@ -59,33 +59,28 @@ def test_pathmmu_with_every_image_missing_is_an_error(tmp_path):
         mdata.load_pathmmu(folder)
 
 
-@pytest.mark.parametrize("task", mdata.U2_TASKS)
+@pytest.mark.parametrize("task", sorted(mdata.U2_TASKS))
 def test_u2bench_table_without_the_task_column(tmp_path, task):
-    path = u2_cases.write_tsv({"response": ["a", "b"], "img_path": ["a.png", "b.png"]}, tmp_path / "04.tsv")
-    names = " or ".join(repr(c) for c in mdata.TRUTH_COLUMNS[task])
-    with pytest.raises(ValueError, match=f"needs a {names} column; this one has"):
+    path = tmp_path / "04.tsv"
+    path.write_text(f"img_data\tresponse\n{u2_cases.PNG_8X6}\ta\n")
+    column = mdata.U2_TASKS[task].column
+    with pytest.raises(ValueError, match=f"reads the column '{column}', which is missing; this table has"):
         evaluate(None, f"u2bench-{task}", path=str(path))
-    with pytest.raises(ValueError, match=f"needs a {names} column"):
-        mdata.load_u2bench_tsv(path, task, prompt_file=_prompts(tmp_path))
-
-
-def _prompts(tmp_path: Path) -> Path:
-    file = tmp_path / "prompts.json"
-    file.write_text('{"04": "Which?"}')
-    return file
+    with pytest.raises(ValueError, match=f"reads the column '{column}'"):
+        mdata.load_u2bench_tsv(path, task)
 
 
 def test_u2bench_bad_images_are_named(tmp_path):
-    outside = u2_cases.write_tsv({"gt_bbox": ["[0.5, 0.5]"], "img_path": ["/etc/hostname"]}, tmp_path / "04.tsv")
-    with pytest.raises(ValueError, match=r"04\.tsv row 0 .*points outside the data folder"):
-        mdata.load_u2bench_tsv(outside, "seg")
-    garbage = u2_cases.write_tsv({"gt_bbox": ["[0.5, 0.5]"], "image": ["!" * 100]}, tmp_path / "05.tsv")
+    cells = {"gt_bbox": ["[0.5, 0.5]"]}
+    empty = u2_cases.write_release_tsv(cells, tmp_path / "03.tsv", img_data="")
+    with pytest.raises(ValueError, match=r"03\.tsv row 0 has no 'img_data'"):
+        mdata.load_u2bench_tsv(empty, "seg")
+    garbage = u2_cases.write_release_tsv(cells, tmp_path / "05.tsv", img_data="!" * 100)
     with pytest.raises(ValueError, match="not base64"):
         mdata.load_u2bench_tsv(garbage, "seg")
     big = io.BytesIO()
     Image.new("1", (9000, 8000)).save(big, format="PNG")  # 72 MP, a few kB on disk
-    bomb = u2_cases.write_tsv({"gt_bbox": ["[0.5, 0.5]"], "image": [base64.b64encode(big.getvalue()).decode()]},
-                              tmp_path / "06.tsv")  # fmt: skip
+    bomb = u2_cases.write_release_tsv(cells, tmp_path / "06.tsv", img_data=base64.b64encode(big.getvalue()).decode())
     with pytest.raises(ValueError, match="9000x8000 pixels exceeds the limit"):
         mdata.load_u2bench_tsv(bomb, "seg")
 
@@ -94,7 +89,8 @@ def test_non_finite_ground_truth_is_unreadable_and_all_unreadable_is_an_error(tm
     assert mdata.u2bench_position("[inf, 0.5]") == mdata.u2bench_position("[NaN, 0.5]") == "not visible"
     cells = ["{'ef': Infinity}", "{'ef': NaN}", None]
     assert [mdata.u2bench_measurement(c, "18") for c in cells] == [None, None, None]
-    path = u2_cases.write_tsv({"measurement": cells, "response": ["1", "2", "3"]}, tmp_path / "18.tsv")
+    columns = {"measurement": cells, "dataset_name": ["18.Heart"] * 3, "response": ["1", "2", "3"]}
+    path = u2_cases.write_release_tsv(columns, tmp_path / "heart.tsv", ("response",))
     with pytest.raises(ValueError, match=r"no case could be scored out of 3 \(no ground truth\)"):
         evaluate(None, "u2bench-measurement", path=str(path))
 

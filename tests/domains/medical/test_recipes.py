@@ -61,11 +61,20 @@ def test_smoke_recipe_trains_on_cpu(stem: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("stem", ["patho-r1-grpo", "patho-r1-dapo"])
-def test_patho_recipes_train_on_a_split_evaluation_never_sees(stem: str) -> None:
-    recipe = Recipe.from_yaml(next(p for p in RECIPES if p.stem == stem))  # evaluation data would be refused
+def test_patho_recipes_say_why_they_train_on_pathmmu_files(stem: str) -> None:
+    """PathMMU's files are benchmark data (the domain's eval_datasets): its validation split is trained on only
+    with a reason, and the test split evaluation uses is another one."""
+    from domains.medical import DOMAIN
+    from zoo.recipe import RecipeError
+
+    path = next(p for p in RECIPES if p.stem == stem)
+    recipe = Recipe.from_yaml(path)
     train, held_out = recipe.data.kwargs["category"], recipe.data.eval_kwargs["category"]
     assert "test" not in train.lower() and train != held_out and held_out == "PubMed_test"
-    assert not recipe.data.allow_eval_data
+    assert set(DOMAIN.eval_datasets) == {"pathmmu", "u2bench"} and recipe.data.name in DOMAIN.eval_datasets
+    assert recipe.data.allow_eval_data and "disjoint PubMed_test" in recipe.data.eval_data_reason
+    with pytest.raises(RecipeError, match="dataset 'pathmmu'.* is evaluation data"):
+        Recipe.from_yaml(path, ["data.allow_eval_data=false"])
 
 
 def test_training_on_a_test_split_is_refused_unless_the_recipe_says_why() -> None:
@@ -75,7 +84,7 @@ def test_training_on_a_test_split_is_refused_unless_the_recipe_says_why() -> Non
         DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"})
     with pytest.raises(RecipeError, match="split='test'"):
         Recipe.from_yaml(next(p for p in RECIPES if p.stem == "patho-r1-grpo"),
-                         ["data.kwargs={split: test}"])  # fmt: skip
+                         ["data.kwargs={split: test}", "data.allow_eval_data=false"])  # fmt: skip
     with pytest.raises(RecipeError, match="eval_data_reason"):
         DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"}, allow_eval_data=True)
     allowed = DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"}, allow_eval_data=True,

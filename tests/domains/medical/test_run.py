@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 import zoo
 from domains.medical import data as mdata
@@ -34,19 +33,8 @@ def test_run_scores_what_the_pipeline_answers(tiny_patho_pipe, tmp_path: Path) -
     assert [row["response"] for row in record["samples"]] == expected
 
 
-def test_run_with_a_clip_model_answers_multiple_choice(tmp_path: Path) -> None:
-    import open_clip
-
-    from zoo.pipelines.clip import ClipPipeline
-
-    torch.manual_seed(0)
-    vision = {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16}
-    text = {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}
-    model = open_clip.CLIP(16, vision, text).eval()
-    preprocess = open_clip.image_transform(32, is_train=False)
-    pipe = ClipPipeline(model, preprocess, open_clip.get_tokenizer("ViT-B-16", context_length=16),
-                        zoo.info("patho-clip-b"), ResolvedModel(tmp_path, "local", "local"))
-    got = run(pipe, "synthetic-pathology-mcq", limit=4)
+def test_run_with_a_clip_model_answers_multiple_choice(tiny_clip_pipe) -> None:
+    got = run(tiny_clip_pipe, "synthetic-pathology-mcq", limit=4)
     assert got["n"] == 4 and 0.0 <= got["acc"] <= 1.0
 
 

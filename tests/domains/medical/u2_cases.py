@@ -4,7 +4,9 @@ Golden numbers come from running dolphin-sound/u2-bench-evalkit's own functions 
 ``vlmeval/eval_func/cla_eval.py::model_eval``, ``seg_eval_v1.1.py::new_seg_eval``,
 ``measure_eval_v1.2.py::meaeval``, ``report_eval.py::report_eval``) on these rows in a scratch
 venv (Python 3.11, numpy 2.4.6, pandas 3.1.1, scikit-learn 1.9.1, pycocoevalcap 1.2).
-Plain Python only: the golden script imports this file outside the project's venv.
+Plain Python only: the golden script imports this file outside the project's venv. The rows keep the
+column names the golden script fed those functions (``class``, ``gt_bbox``, ``measurement``,
+``caption``); the tests write them into the release's columns with :func:`write_release_tsv`.
 """
 
 from __future__ import annotations
@@ -57,13 +59,31 @@ REPORT = {
 }
 
 
-def write_tsv(columns: dict[str, list], path: Path, drop: tuple[str, ...] = ()) -> Path:
-    """Write ``columns`` as a tab-separated table with an ``index`` column, as VLMEvalKit TSVs have."""
-    names = ["index", *[c for c in columns if c not in drop]]
+#: The columns of the U2-Bench release, in the order its dataset viewer shows them
+#: (https://huggingface.co/datasets/DolphinAI/u2-bench; the column file at commit 6b74ff0 lists the same
+#: fields with ``split`` for ``prompt``). Every released TSV carries them, empty where a task has no use.
+RELEASE_COLUMNS = (
+    "dataset_name", "img_data", "patient_id", "prompt", "anatomy_location", "demographic", "classification_task",
+    "class_label", "options", "seg_data", "seg_channel_name", "gt_bbox", "keypoints", "measurement", "caption",
+    "report", "notes",
+)
+
+
+#: An 8x6 grey PNG, base64: the ``img_data`` of the test tables.
+PNG_8X6 = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAGCAIAAABxZ0isAAAAFElEQVR4nGNsaGhgwAaYsIrSSQIA4hoBjJwAPGsAAAAASUVORK5CYII="
+
+
+def write_release_tsv(
+    columns: dict[str, list], path: Path, extra: tuple[str, ...] = (), img_data: str = PNG_8X6
+) -> Path:
+    """A TSV in the release's layout: :data:`RELEASE_COLUMNS` (given ``columns`` filled in, the rest empty,
+    ``img_data`` in every row unless given), then the ``extra`` columns an evaluation adds (``response``)."""
     n = len(next(iter(columns.values())))
+    names = [*RELEASE_COLUMNS, *extra]
+    filled = {"img_data": [img_data] * n, **columns}
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, delimiter="\t")
         writer.writerow(names)
         for i in range(n):
-            writer.writerow([i, *[columns[c][i] for c in names[1:]]])
+            writer.writerow([filled[c][i] if c in filled else "" for c in names])
     return path

@@ -120,3 +120,91 @@ def test_one_shape_compact_scenes_render_and_refuse_bad_options():
     assert len({s.target["code"] for s in samples}) == 6
     with pytest.raises(ValueError, match="kinds from"):
         random_svg(np.random.default_rng(0), kinds=("star",))
+
+
+# --- VinciCoder's released RL set (DocTron-Hub/VinciCoder-42k-RL) -------------------------------------------
+# The format is the one VinciCoder's EasyR1 trainer reads (DocTron-hub/VinciCoder@dbe1e94): columns problem,
+# answer, images (examples/config.yaml:4-6), images as datasets Image structs, one <image> mark per image.
+
+CHART_PROBLEM = "<image>\nYou are an expert Python developer. Write the matplotlib code that draws this chart.\n"
+VINCI_ROWS = [
+    {"problem": CHART_PROBLEM, "answer": "```python\n" + CHART + "```", "colour": (255, 0, 0)},
+    {"problem": "<image>Convert this icon into SVG code.", "answer": SVG, "colour": (0, 255, 0)},
+    {"problem": "<image>Write the HTML of this web page.", "answer": "<html></html>", "colour": (0, 0, 255)},
+    {"problem": "Write TikZ code for <image> please.", "answer": "\\draw (0,0);", "colour": (9, 9, 9)},
+]
+
+
+def _vincicoder_parquet(path: Path) -> Path:
+    """The released layout, written by the datasets library as the Hub's parquet export is."""
+    import datasets
+
+    features = datasets.Features({"problem": datasets.Value("string"), "answer": datasets.Value("string"),
+                                  "images": datasets.List(datasets.Image())})
+    table = {"problem": [r["problem"] for r in VINCI_ROWS], "answer": [r["answer"] for r in VINCI_ROWS],
+             "images": [[Image.new("RGB", (12, 8), r["colour"])] for r in VINCI_ROWS]}
+    datasets.Dataset.from_dict(table, features=features).to_parquet(str(path))
+    return path
+
+
+def easyr1_messages(example: dict, format_prompt: str = "{{ content | trim }}") -> list[dict]:
+    """VinciCoder@dbe1e94 verl/utils/dataset.py:152-168 (image branch), with the run's format prompt
+    examples/format_prompt/vision.jinja (set by examples/qwen3vl_8b_vincicder.sh:23)."""
+    from jinja2 import Template
+
+    prompt_str = Template(format_prompt.strip()).render(content=example["problem"])
+    content_list = []
+    for i, content in enumerate(prompt_str.split("<image>")):
+        if i != 0:
+            content_list.append({"type": "image"})
+        if content:
+            content_list.append({"type": "text", "text": content})
+    return [{"role": "user", "content": content_list}]
+
+
+def test_vincicoder_rl_rows_read_as_the_authors_trainer_reads_them(tmp_path):
+    import datasets
+
+    file = _vincicoder_parquet(tmp_path / "train.parquet")
+    reference = datasets.load_dataset("parquet", data_files=str(file), split="train")  # dataset.py:133-135
+    samples = data.load_vincicoder_rl(file, languages=("python", "svg"))
+    assert [s.id for s in samples] == ["train-0", "train-1"]  # html and tikz (latex) rows have no renderer here
+    for sample, row in zip(samples, reference, strict=False):
+        assert sample.prompt == easyr1_messages(row)
+        assert sample.target["code"] == row["answer"]
+        assert np.array_equal(np.asarray(reference_image(sample.target["image"])), np.asarray(row["images"][0]))
+    assert [s.target["language"] for s in samples] == ["matplotlib", "svg"]
+    assert [s.meta["language"] for s in samples] == ["python", "svg"]
+    (chart,) = data.load_vincicoder_rl(tmp_path)  # a folder is read whole, python rows by default
+    assert chart.question == "\nYou are an expert Python developer. Write the matplotlib code that draws this chart."
+    assert [data.vincicoder_language(r["problem"]) for r in VINCI_ROWS] == ["python", "svg", "html", "latex"]
+    with pytest.raises(ValueError, match="no renderer"):
+        data.load_vincicoder_rl(file, languages=("html",))
+
+
+def test_vincicoder_rl_jsonl_with_image_paths_and_its_format_errors(tmp_path):
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "0.png").write_bytes(_png_bytes((0, 0, 255)))
+    row = {"problem": CHART_PROBLEM, "answer": "a", "images": ["img/0.png"]}
+    (tmp_path / "rl.jsonl").write_text(json.dumps(row) + "\n")
+    (sample,) = data.load_vincicoder_rl(tmp_path / "rl.jsonl")
+    assert sample.target["image"] == str((tmp_path / "img" / "0.png").resolve())
+    bad = {
+        "no-answer.jsonl": ({"problem": CHART_PROBLEM, "images": ["img/0.png"]}, "answer"),
+        "no-mark.jsonl": ({**row, "problem": "Draw it in Python."}, "<image> marks"),
+        "outside.jsonl": ({**row, "images": ["../secret.png"]}, "neither a file under"),
+    }
+    for name, (content, message) in bad.items():
+        (tmp_path / name).write_text(json.dumps(content) + "\n")
+        with pytest.raises(data.DataFormatError, match=message):
+            data.load_vincicoder_rl(tmp_path / name)
+
+
+def test_benchmark_files_are_refused_as_training_data_and_the_msrl_recipe_trains_on_vincicoder_s():
+    from zoo.recipe import DataConfig, RecipeError, load_recipe
+
+    for name in ("chartmimic", "plot2code"):
+        with pytest.raises(RecipeError, match="evaluation data"):
+            DataConfig(name=name, kwargs={"path": "x"})
+    recipe = load_recipe(Path(data.__file__).parent / "recipes" / "msrl-chart-grpo.yaml")
+    assert recipe.data.name == "vincicoder-rl" and not recipe.data.allow_eval_data

@@ -39,11 +39,24 @@ def test_entries_carry_the_authors_settings():
     assert msrl.repo_id == "DocTron/MSRL" and msrl.spec.min_pixels == 1280 * 28 * 28
     assert msrl.spec.max_pixels == 16384 * 28 * 28 and msrl.spec.max_new_tokens == 4096
     assert msrl.spec.user.replace("{question}", "") == MSRL_PROMPT  # pipe(image, "") sends the prompt exactly
-    assert MSRL_PROMPT.endswith('starting with "```python" and ending with "```".')
     assert zoo.info("msrl-sft").repo_id == "DocTron/MSRL-SFT"
     for name in ("starvector-1b-im2svg", "starvector-8b-im2svg"):
         assert zoo.info(name).trust_remote_code
     assert not zoo.info("rlrf").released and not zoo.info("cad-rl").released
+
+
+# DocTron-hub/MSRL@203465d:README.md:245-248, copied byte for byte: the string opens and closes on its own line.
+README_INSTRUCTION = """
+You are an expert Python developer who specializes in writing matplotlib code based on a given picture. I found a very nice picture in a STEM paper, but there is no corresponding source code available. I need your help to generate the Python code that can reproduce the picture based on the picture I provide.
+Now, please give me the matplotlib code that reproduces the picture below, starting with "```python" and ending with "```".
+"""
+
+
+def test_msrl_prompt_is_the_readme_instruction_byte_for_byte():
+    assert MSRL_PROMPT.encode("utf-8") == README_INSTRUCTION.encode("utf-8")
+    assert MSRL_PROMPT[0] == "\n" and MSRL_PROMPT[-1] == "\n"  # the newlines the review found missing
+    text = zoo.info("msrl").spec.user.replace("{question}", "")
+    assert text.encode("utf-8") == README_INSTRUCTION.encode("utf-8")
 
 
 def test_starvector_load_needs_the_opt_in_by_name():

@@ -11,7 +11,7 @@ flow_grpo      flow    flow_sde_step     0.7    1e-4  5       0.99      first T'
 dance_grpo     flow    dance_sde_step    0.3    1e-4  5       0.6       random T'   per group (unbiased)   1    keep
 ddpo           ddim    ddim_step (eta)   1.0    1e-4  5       1.0       random      per prompt, buffer 16  5.0  keep
 rlcm           lcm     lcm_step          -      1e-4  10      1.0       random      per prompt, buffer 32  1    keep
-tree_grpo      flow    flow_sde_step     0.7    1e-4  5       1.0       branch      tree node values       4.5  keep
+tree_grpo      flow    flow_sde_step     0.7    1e-4  5       1.0       branch      node values (zoo's)    4.5  keep
 adv_grpo       flow    flow_cps_step     0.8    1e-5  5       0.99      first T'    per prompt, batch std  4.5  drop
 =============  ======  ================  =====  ====  ======  ========  ==========  =====================  ===  ======
 
@@ -21,15 +21,16 @@ guidance, Flow-GRPO's ``compute_log_prob`` detaches the null-prompt branch (flow
 ``scripts/train.py``); DanceGRPO trains FLUX, whose guidance is distilled (no CFG: the transformer takes
 the value as an input, ``model.embedded_guidance``, 3.5), and samples and trains on the authors' own
 shifted schedule (:func:`~zoo.engines.diffusion.sampling.dance_schedule`), not the base scheduler's; RLCM's LCM
-likewise has no CFG. TreeGRPO (no code) and Adv-GRPO (a Flow-GRPO derivative) take Flow-GRPO's 4.5: the zoo's
-choice. "A = 0: drop" is Flow-GRPO's filter of images whose advantage is exactly zero
+likewise has no CFG; RLCM feeds its LCM the distilled guidance (``model.embedded_guidance``, 8) instead.
+TreeGRPO (its code not read here) and Adv-GRPO (a Flow-GRPO derivative) take Flow-GRPO's 4.5: the zoo's choice. "A = 0: drop" is Flow-GRPO's filter of images whose advantage is exactly zero
 (``filter_zero_advantage``; :func:`zoo.rl.diffusion_loss.nonzero_advantage_mask`).
 
 Sources: flow_grpo ``config/grpo.py`` and ``config/base.py``; DanceGRPO
 ``scripts/finetune/finetune_flux_grpo_8gpus.sh``; ddpo-pytorch ``config/base.py``; RLCM
 (Owen-Oertell/rlcm ``lcm_rl_pytorch/conf/config.yaml``); Adv-GRPO ``config/grpo.py`` (its
-``dino_cotrain_sd3_patch_fast`` preset, without the fast SDE window). TreeGRPO (arXiv 2512.08153) has no
-public code; :mod:`zoo.engines.diffusion.tree` documents the advantage used.
+``dino_cotrain_sd3_patch_fast`` preset, without the fast SDE window). TreeGRPO (arXiv 2512.08153): its code
+(github.com/zh-ding/TreeGRPO) could not be read here; the tree advantage of :mod:`zoo.engines.diffusion.tree` is
+the zoo's own construction, and its sliding tree window is not implemented.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ from typing import Any
 import torch
 
 TINY_CONFIG = "zoo_tiny_diffusion.json"
-_TRANSFORMER_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
+# Flow-GRPO's (yifan123/flow_grpo@ac4c86e:scripts/train_sd3.py:417-428): the `attn.` prefix keeps SD3.5's second
+# (dual-attention) `attn2` projections out, which the bare names would also match.
+_TRANSFORMER_LORA_TARGETS = ("attn.add_k_proj", "attn.add_q_proj", "attn.add_v_proj", "attn.to_add_out", "attn.to_k",
+                             "attn.to_out.0", "attn.to_q", "attn.to_v")  # fmt: skip
 _UNET_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
 
 
@@ -60,8 +63,9 @@ class DiffusionModel:
         kind: ``flow`` (velocity prediction), ``flux`` (velocity on packed tokens) or ``eps`` (noise prediction).
         latent_shape: (C, H, W) of one latent.
         config: what rebuilds it (:func:`save_tiny` / :func:`load_model`).
-        embedded_guidance: the guidance value a guidance-distilled FLUX transformer takes as an input
-            (DanceGRPO feeds FLUX.1-dev 3.5); ``None`` for denoisers without a guidance embedding.
+        embedded_guidance: the guidance value a guidance-distilled denoiser takes as an input: FLUX.1-dev's
+            guidance embedding (DanceGRPO feeds 3.5), or a latent consistency model's ``timestep_cond``, the
+            embedding of ``w = guidance - 1`` (RLCM: 8, so w = 7); ``None`` for denoisers without one.
     """
 
     denoiser: torch.nn.Module
@@ -87,7 +91,13 @@ class DiffusionModel:
         if self.kind == "flow":
             return self.denoiser(hidden_states=latents, timestep=timesteps, encoder_hidden_states=embeds,
                                  pooled_projections=pooled, return_dict=False)[0]  # fmt: skip
-        return self.denoiser(latents, timesteps, encoder_hidden_states=embeds, return_dict=False)[0]
+        timestep_cond = None
+        if self.embedded_guidance is not None:  # an LCM UNet (time_cond_proj_dim): its distilled guidance
+            w = torch.full((latents.shape[0],), self.embedded_guidance - 1)
+            unet = getattr(self.denoiser, "module", self.denoiser)  # under DistributedDataParallel in multi-GPU runs
+            timestep_cond = guidance_embedding(w, unet.config.time_cond_proj_dim).to(latents)
+        return self.denoiser(latents, timesteps, timestep_cond=timestep_cond, encoder_hidden_states=embeds,
+                             return_dict=False)[0]  # fmt: skip
 
     def _flux_velocity(self, latents: torch.Tensor, timesteps: torch.Tensor, embeds: torch.Tensor,
                        pooled: torch.Tensor) -> torch.Tensor:  # fmt: skip
@@ -120,8 +130,35 @@ class DiffusionModel:
         return _UNET_LORA_TARGETS if self.kind == "eps" else _TRANSFORMER_LORA_TARGETS
 
 
-def build_tiny(name: str, *, seed: int = 0, sample_size: int = 16) -> DiffusionModel:
-    """A tiny random model from configs: ``tiny:sd3`` (flow), ``tiny:unet`` (DDIM) or ``tiny:lcm`` (LCM)."""
+def guidance_embedding(w: torch.Tensor, dim: int) -> torch.Tensor:
+    """(B, dim) sinusoidal embedding of (B,) guidance weights ``w``, an LCM UNet's ``timestep_cond``: RLCM feeds
+    ``w = guidance_scale - 1`` to every sampling and training call (Owen-Oertell/rlcm@b8330ed:
+    lcm_rl_pytorch/diffusers_patch/pipeline.py:422-448 ``get_guidance_scale_embedding``, L695-697 and L713-719;
+    core/ppo_training_loop.py:172-177, util/model.py:11-16), as diffusers' LCM pipeline does."""
+    w = w.float() * 1000.0
+    half = dim // 2
+    frequencies = torch.exp(torch.arange(half, dtype=torch.float32) * -(torch.log(torch.tensor(10000.0)) / (half - 1)))
+    angles = w[:, None] * frequencies[None, :]
+    embedding = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    return torch.nn.functional.pad(embedding, (0, 1)) if dim % 2 else embedding
+
+
+def default_guidance(denoiser: torch.nn.Module, value: float | None) -> float | None:
+    """The guidance a guidance-distilled denoiser takes as an input (``value`` when given): FLUX.1-dev with a
+    guidance embedding 3.5 (XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:239-243), an LCM UNet
+    (``time_cond_proj_dim``) 8.0 (Owen-Oertell/rlcm@b8330ed:lcm_rl_pytorch/conf/config.yaml:13); ``None`` for
+    a denoiser without such an input."""
+    config = denoiser.config
+    if config.get("guidance_embeds"):
+        return 3.5 if value is None else value
+    if config.get("time_cond_proj_dim") is not None:
+        return 8.0 if value is None else value
+    return None
+
+
+def build_tiny(name: str, *, seed: int = 0, sample_size: int = 16, embedded_guidance: float | None = None) -> DiffusionModel:
+    """A tiny random model from configs: ``tiny:sd3`` (flow), ``tiny:unet`` (DDIM) or ``tiny:lcm`` (LCM, with a
+    guidance input: ``embedded_guidance``, default RLCM's 8)."""
     from diffusers import (
         AutoencoderKL,
         DDIMScheduler,
@@ -146,10 +183,12 @@ def build_tiny(name: str, *, seed: int = 0, sample_size: int = 16) -> DiffusionM
                                          pos_embed_max_size=sample_size)  # fmt: skip
         scheduler = FlowMatchEulerDiscreteScheduler(shift=3.0)
     else:
+        # an LCM's UNet takes its distilled guidance as timestep_cond (LCM_Dreamshaper_v7: time_cond_proj_dim 256)
         denoiser = UNet2DConditionModel(sample_size=sample_size, in_channels=4, out_channels=4, layers_per_block=1,
                                         block_out_channels=(32, 64), down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
                                         up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32,
-                                        attention_head_dim=8, norm_num_groups=8)  # fmt: skip
+                                        attention_head_dim=8, norm_num_groups=8,
+                                        time_cond_proj_dim=32 if name == "tiny:lcm" else None)  # fmt: skip
         common = {"num_train_timesteps": 1000, "beta_schedule": "scaled_linear", "beta_start": 0.00085, "beta_end": 0.012,
                       "set_alpha_to_one": False}  # fmt: skip
         # steps_offset=1 as in SD's scheduler: with 0 the last DDIM step has zero variance (log-prob not finite)
@@ -157,7 +196,7 @@ def build_tiny(name: str, *, seed: int = 0, sample_size: int = 16) -> DiffusionM
                      else LCMScheduler(**common, original_inference_steps=50))  # fmt: skip
     config = {"name": name, "seed": seed, "sample_size": sample_size}
     return DiffusionModel(denoiser, vae, scheduler, HashedPromptEncoder(32, 32), kinds[name],
-                          (4, sample_size, sample_size), config)  # fmt: skip
+                          (4, sample_size, sample_size), config, default_guidance(denoiser, embedded_guidance))  # fmt: skip
 
 
 def save_tiny(model: DiffusionModel, directory: str | Path) -> Path:
@@ -181,22 +220,25 @@ class PipelinePromptEncoder:
 
     SD3-style pipelines return ``(embeds, pooled)``, FLUX's ``(T5 embeds, pooled CLIP, text ids)`` (the
     ids are zeros, rebuilt at the forward); UNet pipelines have no pooled embedding, so the token mean
-    stands in (the UNet never reads it).
+    stands in (the UNet never reads it). ``max_sequence_length`` caps the T5 tokens of SD3 and FLUX
+    (``None``: the pipeline's default, SD3 256 and FLUX 512; Flow-GRPO encodes with 128).
     """
 
-    def __init__(self, pipe: Any) -> None:
+    def __init__(self, pipe: Any, max_sequence_length: int | None = None) -> None:
         self.pipe = pipe
+        self.t5 = {} if max_sequence_length is None else {"max_sequence_length": max_sequence_length}
 
     @torch.no_grad()
     def __call__(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         device = self.pipe._execution_device
         if "prompt_3" in self.pipe.encode_prompt.__code__.co_varnames:
             embeds, _, pooled, _ = self.pipe.encode_prompt(
-                prompts, None, None, device=device, do_classifier_free_guidance=False
+                prompts, None, None, device=device, do_classifier_free_guidance=False, **self.t5
             )
             return embeds, pooled
         if "max_sequence_length" in self.pipe.encode_prompt.__code__.co_varnames:
-            embeds, pooled, _ = self.pipe.encode_prompt(prompts, None, device=device, num_images_per_prompt=1)
+            embeds, pooled, _ = self.pipe.encode_prompt(prompts, None, device=device, num_images_per_prompt=1,
+                                                         **self.t5)  # fmt: skip
             return embeds, pooled
         embeds, _ = self.pipe.encode_prompt(prompts, device, 1, False)
         return embeds, embeds.mean(1)
@@ -206,13 +248,15 @@ def load_pipeline(
     directory: str | Path,
     resolution: int | None = None,
     dtype: torch.dtype = torch.float32,
-    embedded_guidance: float = 3.5,
+    embedded_guidance: float | None = None,
+    max_sequence_length: int | None = None,
 ) -> DiffusionModel:
     """A diffusers text-to-image pipeline directory (``model_index.json``; SD3-style or FLUX transformer, or UNet).
 
     The text encoders and VAE are frozen and kept in ``dtype``; ``resolution`` (pixels) sets the
     latent size, by default the denoiser's ``sample_size`` (FLUX: the pipeline's default, 1024 px).
-    ``embedded_guidance`` is fed to a FLUX transformer that has a guidance embedding (FLUX.1-dev).
+    ``embedded_guidance`` is fed to a denoiser with a guidance input (:func:`default_guidance`);
+    ``max_sequence_length`` caps the T5 prompt tokens (``None``: the pipeline's default).
     """
     from diffusers import DiffusionPipeline, FluxTransformer2DModel
 
@@ -235,28 +279,31 @@ def load_pipeline(
         if size % 2:
             raise ValueError(f"resolution {resolution} gives a {size}-wide latent; FLUX packs 2x2 latent patches, "
                              f"so the resolution must be a multiple of {2 * pipe.vae_scale_factor}")  # fmt: skip
-        guidance = embedded_guidance if denoiser.config.guidance_embeds else None
-        return DiffusionModel(denoiser, pipe.vae, pipe.scheduler, PipelinePromptEncoder(pipe), "flux",
-                              (denoiser.config.in_channels // 4, size, size), config, guidance)  # fmt: skip
+        return DiffusionModel(denoiser, pipe.vae, pipe.scheduler, PipelinePromptEncoder(pipe, max_sequence_length),
+                              "flux", (denoiser.config.in_channels // 4, size, size), config,
+                              default_guidance(denoiser, embedded_guidance))  # fmt: skip
     size = resolution // pipe.vae_scale_factor if resolution else denoiser.config.sample_size
     kind = "flow" if getattr(pipe, "transformer", None) is not None else "eps"
-    return DiffusionModel(denoiser, pipe.vae, pipe.scheduler, PipelinePromptEncoder(pipe), kind,
-                          (denoiser.config.in_channels, size, size), config)  # fmt: skip
+    return DiffusionModel(denoiser, pipe.vae, pipe.scheduler, PipelinePromptEncoder(pipe, max_sequence_length), kind,
+                          (denoiser.config.in_channels, size, size), config,
+                          default_guidance(denoiser, embedded_guidance))  # fmt: skip
 
 
 def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | None = None,
-               embedded_guidance: float = 3.5, revision: str | None = None) -> DiffusionModel:  # fmt: skip
+               embedded_guidance: float | None = None, revision: str | None = None,
+               max_sequence_length: int | None = None) -> DiffusionModel:  # fmt: skip
     """``tiny:*`` -> :func:`build_tiny`; a :func:`save_tiny` directory -> that model; a diffusers pipeline
     directory, zoo name (``flux-1-dev``) or Hub id (at ``revision``) -> :func:`load_pipeline`."""
     from safetensors.torch import load_file
 
     if name.startswith("tiny:"):
-        return build_tiny(name, **(tiny or {}))
+        return build_tiny(name, **(tiny or {}), embedded_guidance=embedded_guidance)
     from zoo.hub import lookup
 
     directory = lookup(name).files(revision).path
     if (directory / "model_index.json").is_file():
-        return load_pipeline(directory, resolution, embedded_guidance=embedded_guidance)
+        return load_pipeline(directory, resolution, embedded_guidance=embedded_guidance,
+                             max_sequence_length=max_sequence_length)
     if not (directory / TINY_CONFIG).is_file():
         raise FileNotFoundError(
             f"model.name={name!r} is not tiny:sd3 / tiny:unet / tiny:lcm, a diffusers pipeline (model_index.json: a "
@@ -265,7 +312,7 @@ def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | 
         )
     config = json.loads((directory / TINY_CONFIG).read_text())
     scaling = config.pop("vae_scaling_factor", 1.0)
-    model = build_tiny(**config)
+    model = build_tiny(**config, embedded_guidance=embedded_guidance)
     model.vae.register_to_config(scaling_factor=scaling)
     model.denoiser.load_state_dict(load_file(str(directory / "denoiser.safetensors")))
     model.vae.load_state_dict(load_file(str(directory / "vae.safetensors")))

@@ -34,10 +34,14 @@ class DiffusionModelConfig:
     """Hub revision (branch, tag or commit) of a zoo name or Hub id (``null``: the entry's pin, or ``main``)."""
     resolution: int | None = None
     """Image size in pixels for a pipeline directory (``null``: the denoiser's ``sample_size``; FLUX 1024)."""
-    embedded_guidance: float = 3.5
-    """The guidance value a guidance-distilled FLUX transformer (FLUX.1-dev) takes as an input, in sampling
-    and training (DanceGRPO 3.5); unused by other denoisers. It is not classifier-free guidance
+    embedded_guidance: float | None = None
+    """The guidance value a guidance-distilled denoiser takes as an input, in sampling and training: FLUX.1-dev's
+    guidance embedding (``null``: DanceGRPO's 3.5) or a latent consistency model's ``timestep_cond`` of
+    ``w = guidance - 1`` (``null``: RLCM's 8); unused by other denoisers. It is not classifier-free guidance
     (``algorithm.guidance_scale``), which would add a second, null-prompt forward."""
+    max_sequence_length: int | None = None
+    """T5 tokens of the prompt encoding for SD3 and FLUX pipelines (``null``: the pipeline's default, SD3 256 and
+    FLUX 512; Flow-GRPO encodes with 128)."""
     tiny: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the tiny builder (``sample_size``, ``seed``, ...)."""
     dtype: str = "float32"
@@ -152,6 +156,11 @@ class DiffusionTrainingConfig(TrainingBase):
     """AdamW weight decay."""
     ema_decay: float | None = None
     """EMA of the trained weights, used for evaluation (Flow-GRPO on); ``null`` disables it."""
+    ema_warmup: bool = True
+    """Warm the EMA decay up as ``min((1 + s) / (10 + s), ema_decay)`` over optimiser steps ``s`` (diffusers'
+    ``EMAModel``; Flow-GRPO's ``EMAModuleWrapper``, yifan123/flow_grpo@ac4c86e:flow_grpo/ema.py:33-37);
+    ``false`` decays by ``ema_decay`` from the first step (DanceGRPO's ``FSDP_EMA``,
+    XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:64-85)."""
     eval_every: int = 10
     """Evaluate held-out prompts (deterministic sampler, fixed noise) every N rounds and at the end."""
     eval_seed: int = 1234
@@ -221,8 +230,10 @@ def _check_window(alg: DiffusionAlgorithmConfig, method: Any) -> None:
     """The SDE window must fit the policy steps of a flat rollout."""
     if alg.sde_window_size == 0:
         return
+    from zoo.engines.diffusion.sampling import policy_steps as stochastic_steps
+
     lo, hi = sde_window_range(alg)
-    policy_steps = alg.num_steps - (1 if method.family == "lcm" else 0)
+    policy_steps = stochastic_steps(method.step, alg.num_steps)
     if alg.sde_window_size < 0 or method.rollout != "flat":
         raise RecipeError(f"algorithm.sde_window_size={alg.sde_window_size}: needs >= 0 and a flat-rollout method "
                           f"({alg.method} rolls out {method.rollout})")  # fmt: skip

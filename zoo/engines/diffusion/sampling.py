@@ -40,6 +40,32 @@ def dance_schedule(num_steps: int, shift: float = DANCE_SHIFT) -> tuple[torch.Te
     return (sigmas[:-1] * 1000).long().float(), sigmas
 
 
+def rlcm_timesteps(num_steps: int, original_steps: int = 50, num_train_timesteps: int = 1000) -> torch.Tensor:
+    """RLCM's LCM schedule, not diffusers': every ``len // N``-th of the ``original_steps`` training timesteps
+    ``c k - 1`` from the last (Owen-Oertell/rlcm@b8330ed:lcm_rl_pytorch/diffusers_patch/lcm_scheduler.py:377-382,
+    the scheduler scripts/main.py:65 installs). For 8 of 50: 999, 879, ..., 159 (diffusers 0.42 spaces its indices
+    by ``linspace`` and gives 999, 879, 759, 639, 499, ...)."""
+    if num_steps > original_steps:
+        raise ValueError(f"an LCM samples at most original_inference_steps={original_steps} steps, got {num_steps}")
+    c = num_train_timesteps // original_steps
+    origin = torch.arange(1, original_steps + 1) * c - 1
+    skipping = len(origin) // num_steps
+    return origin.flip(0)[::skipping][:num_steps]
+
+
+def policy_steps(step: str, num_steps: int) -> int:
+    """How many of a rollout's ``num_steps`` are stochastic policy steps (trained and logged with a log-prob).
+
+    All of them, except DanceGRPO's last: its image is the last step's x0-prediction, so that step's draw never
+    reaches the image and the authors train the others only (XueZeyue/DanceGRPO@15cc71d:
+    fastvideo/train_grpo_flux.py:250-254 return ``pred_original`` as the image, L511-519 drop the last step).
+    RLCM re-noises and trains its last step too, though its image is that step's denoised output
+    (Owen-Oertell/rlcm@b8330ed:lcm_rl_pytorch/diffusers_patch/lcm_scheduler.py:437-441 and 482-487,
+    pipeline.py:746-748, core/ppo_training_loop.py:134 and 188).
+    """
+    return num_steps - 1 if step == "dance" else num_steps
+
+
 def _flux_sigmas(scheduler: Any, num_steps: int, model: DiffusionModel) -> dict[str, Any]:
     """``set_timesteps`` arguments reproducing FluxPipeline's schedule when the scheduler shifts by image size
     (``use_dynamic_shifting``: ``mu`` from the packed sequence length; the pipeline's ``linspace(1, 1/N, N)``)."""
@@ -56,11 +82,12 @@ def _flux_sigmas(scheduler: Any, num_steps: int, model: DiffusionModel) -> dict[
 
 class Sampler:
     """The method's policy step on ``num_steps`` of a schedule: the model scheduler's (as its pipeline
-    sets it), or, for DanceGRPO, the authors' own :func:`dance_schedule`.
+    sets it), or the authors' own for DanceGRPO (:func:`dance_schedule`) and RLCM (:func:`rlcm_timesteps`).
 
-    ``policy_steps`` is the number of stochastic steps: all of them, except LCM's last, which
-    returns the consistency function's output without noise. With ``guidance_scale > 1`` every
-    denoiser call is classifier-free guided against ``null_cond`` (the encoded empty prompt).
+    ``policy_steps`` is the number of stochastic steps (:func:`policy_steps`). The image is the final latent,
+    except for DanceGRPO and RLCM, whose image is the last step's clean prediction (:meth:`clean_prediction`).
+    With ``guidance_scale > 1`` every denoiser call is classifier-free guided against ``null_cond`` (the
+    encoded empty prompt).
     """
 
     def __init__(self, model: DiffusionModel, step: str, num_steps: int, *, guidance_scale: float = 1.0,
@@ -74,14 +101,15 @@ class Sampler:
         scheduler = model.scheduler
         if step == "dance":
             self.timesteps, self.sigmas = dance_schedule(num_steps)
+        elif step == "lcm":
+            config = scheduler.config
+            self.timesteps = rlcm_timesteps(num_steps, config.original_inference_steps, config.num_train_timesteps)
+            self.sigmas = None
         else:
-            if step == "lcm":
-                scheduler.set_timesteps(num_steps, original_inference_steps=scheduler.config.original_inference_steps)
-            else:
-                scheduler.set_timesteps(num_steps, **_flux_sigmas(scheduler, num_steps, model))
+            scheduler.set_timesteps(num_steps, **_flux_sigmas(scheduler, num_steps, model))
             self.timesteps = scheduler.timesteps.clone()
             self.sigmas = scheduler.sigmas.clone().float() if hasattr(scheduler, "sigmas") else None
-        self.policy_steps = num_steps - 1 if step == "lcm" else num_steps
+        self.policy_steps = policy_steps(step, num_steps)
 
     def model_timesteps(self, index: torch.Tensor) -> torch.Tensor:
         """(B,) denoiser timestep inputs for (B,) step indices."""
@@ -122,33 +150,38 @@ class Sampler:
             return ddim_step_with_logprob(
                 scheduler, model_output, self.timesteps[index], latents, eta=noise_level, **kwargs
             )
-        return lcm_step_with_logprob(
-            scheduler, model_output, self.timesteps[index], latents, self.timesteps[index + 1], **kwargs
-        )
+        # the last step re-noises to its own timestep (rlcm lcm_scheduler.py:438-441: prev_timestep = timestep)
+        following = self.timesteps[(index + 1).clamp(max=len(self.timesteps) - 1)]
+        return lcm_step_with_logprob(scheduler, model_output, self.timesteps[index], latents, following, **kwargs)
 
     @torch.no_grad()
     def run(self, latents: torch.Tensor, cond: tuple[torch.Tensor, torch.Tensor], noise_level: float,
             generator: torch.Generator | None, sde_steps: set[int] | None = None) -> tuple[torch.Tensor, list[StepOutput]]:  # fmt: skip
-        """Sample from ``latents`` through every step; returns final latents and each policy step's output.
+        """Sample from ``latents`` through every step; returns the image's latents and each policy step's output.
 
         ``sde_steps`` limits noise to those step indices (deterministic steps elsewhere, the
         evaluation sampler when empty); ``None`` makes every policy step stochastic.
         """
-        outputs = []
+        outputs, image = [], None
         for i in range(self.num_steps):
             index = torch.full((latents.shape[0],), i, dtype=torch.long)
             model_output = self.predict(latents, index, cond).float()
+            if i == self.num_steps - 1 and self.step_name in ("dance", "lcm"):
+                image = self.clean_prediction(latents, model_output, i)
             if i >= self.policy_steps:
-                latents = self.consistency_output(latents, model_output, i)
-                continue
+                break
             level = noise_level if sde_steps is None or i in sde_steps else 0.0
             out = self.step(index, latents, model_output, level, generator=generator)  # level 0: the exact mean
             outputs.append(out)
             latents = out.prev_sample
-        return latents, outputs
+        return (latents if image is None else image), outputs
 
-    def consistency_output(self, latents: torch.Tensor, model_output: torch.Tensor, i: int) -> torch.Tensor:
-        """``f = c_skip x + c_out x0_hat`` at step ``i`` (LCM's final, noise-free output)."""
+    def clean_prediction(self, latents: torch.Tensor, model_output: torch.Tensor, i: int) -> torch.Tensor:
+        """The image-space estimate at step ``i``: DanceGRPO's ``x - sigma v`` (``pred_original_sample``,
+        XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:145), LCM's ``f = c_skip x + c_out x0_hat``
+        (``denoised``, Owen-Oertell/rlcm@b8330ed:lcm_rl_pytorch/diffusers_patch/lcm_scheduler.py:451-475)."""
+        if self.step_name == "dance":
+            return latents - self.sigmas[i] * model_output
         scheduler = self.model.scheduler
         t = self.timesteps[i]
         a_t = scheduler.alphas_cumprod[t].float()

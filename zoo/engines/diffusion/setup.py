@@ -269,7 +269,8 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     prompts, eval_prompts, targets = _prompts(recipe)
     torch.manual_seed(tr.seed)
     model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny}, recipe.model.resolution,
-                       embedded_guidance=recipe.model.embedded_guidance, revision=recipe.model.revision)  # fmt: skip
+                       embedded_guidance=recipe.model.embedded_guidance, revision=recipe.model.revision,
+                       max_sequence_length=recipe.model.max_sequence_length)  # fmt: skip
     _check_family(method, model)
     if getattr(model.encoder, "pipe", None) is not None:  # a pipeline's text encoders run on the device
         model.encoder.pipe.to(accelerator.device)
@@ -291,7 +292,8 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     if tr.ema_decay is not None:
         from diffusers.training_utils import EMAModel
 
-        ema = EMAModel(trainable, decay=tr.ema_decay)
+        constant = {} if tr.ema_warmup else {"min_decay": tr.ema_decay, "update_after_step": -1}  # from step 1
+        ema = EMAModel(trainable, decay=tr.ema_decay, **constant)
     generator = torch.Generator().manual_seed(rank_seed(tr.seed, accelerator.process_index))
     settings = method.settings(alg)
     null_cond = _encode(model, [""]) if settings["guidance_scale"] != 1.0 else None  # the authors' null prompt

@@ -1,6 +1,6 @@
 """TreeGRPO rollouts: a group is a tree that shares prefixes and branches at chosen steps.
 
-TreeGRPO (Ding and Ye, arXiv 2512.08153) recasts a group of G images as a search tree: all leaves
+TreeGRPO (Ding and Ye, arXiv 2512.08153, ICLR 2026) recasts a group of G images as a search tree: all leaves
 start from one noise, steps outside ``branch_steps`` are deterministic (the ODE step, one
 denoiser call per node), and at each branch step every node splits into ``branch_factor``
 children with distinct SDE noise. A group of ``G = b^|K|`` leaves then costs
@@ -8,11 +8,13 @@ children with distinct SDE noise. A group of ``G = b^|K|`` leaves then costs
 Only the branching transitions are stochastic, so only they are trained; one forward of the
 parent scores all its children (they share its mean).
 
-Step-wise advantages by reward backpropagation: a node's value is the mean reward of the leaves
-below it; a transition parent -> child gets ``(V(child) - V(parent)) / (std of the group's leaf
-rewards + 1e-4)``. The paper has no public code and its exact estimator is not reproduced here;
-this is the estimator the abstract describes (step-specific advantages from leaf rewards backed up
-the tree), with GRPO's group-std scaling.
+Step-wise advantages, the zoo's own construction: a node's value is the mean reward of the leaves below
+it; a transition parent -> child gets ``(V(child) - V(parent)) / (std of the group's leaf rewards + 1e-4)``.
+This is not the authors' estimator. Their code is public (github.com/zh-ding/TreeGRPO, ``train.py``; its
+README, read on a stored page, describes a tree window ``tree.w`` slid by ``tree.s`` steps every ``tree.tou``
+epochs and ``tree.k`` branches per split, on SD3.5-M with HPS-v2.1), but no snapshot of it could be read here,
+so neither their advantage (the paper speaks of leaf advantages backed up the tree and averaged with weights
+from the action probabilities) nor their sliding window is reproduced: ``branch_steps`` stay fixed.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def node_values(rewards: torch.Tensor, nodes_per_tree: int, n_prompts: int) -> t
 
 
 def tree_advantages(rewards: torch.Tensor, records: list[dict[str, Any]], n_prompts: int, b: int) -> list[torch.Tensor]:
-    """(P * m, b) advantages of each record's transitions: ``(V(child) - V(parent)) / (group std + 1e-4)``."""
+    """(P * m, b) advantages of each record's transitions: ``(V(child) - V(parent)) / (group std + 1e-4)``, the zoo's
+    construction (module docstring: the authors' could not be read)."""
     leaves = rewards.view(n_prompts, -1)
     valid = ~torch.isnan(leaves)
     centred = torch.where(valid, leaves - torch.nanmean(leaves, dim=1, keepdim=True), torch.zeros_like(leaves))

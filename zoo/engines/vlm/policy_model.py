@@ -44,6 +44,7 @@ def load_policy(
         if arch not in ("qwen2_5_vl", "qwen3_vl"):
             raise RecipeError(f"model.name={name!r}: tiny models are tiny:qwen2_5_vl or tiny:qwen3_vl")
         model, processor = build_tiny_vlm(arch, **kwargs)
+        set_pixel_limits(processor, *pixel_limits(recipe))
         # Held in the recipe's dtype like a loaded checkpoint: bf16 mixed precision over fp32 weights
         # breaks the static KV cache (allocated in the weights' dtype, filled under autocast).
         return (model if dtype[recipe.model.dtype] == "auto" else model.to(dtype[recipe.model.dtype])), processor
@@ -55,12 +56,44 @@ def load_policy(
         use_safetensors=True, trust_remote_code=trust,
     )  # fmt: skip
     processor = AutoProcessor.from_pretrained(source, revision=revision, trust_remote_code=trust)
+    set_pixel_limits(processor, *pixel_limits(recipe))
     missing = [t for t in added_tokens(recipe.model.added_tokens) if t not in processor.tokenizer.get_vocab()]
     if missing:
         processor.tokenizer.add_tokens(missing)
         # new rows start at the mean embedding (transformers' default), not at random vectors
         model.resize_token_embeddings(len(processor.tokenizer), mean_resizing=True)
     return model, processor
+
+
+def pixel_limits(recipe: VLMRecipe | SFTRecipe) -> tuple[int | None, int | None]:
+    """``(min_pixels, max_pixels)`` for the policy's processor: ``model.min_pixels``/``model.max_pixels``
+    when set, else the zoo entry's :class:`~zoo.kinds.VLMSpec` limits when ``model.name`` is one (its
+    authors' resolution), else ``None`` (the processor keeps its own)."""
+    from zoo.hub import lookup
+    from zoo.kinds import VLMSpec
+
+    model = recipe.model
+    entry = None if model.name.startswith("tiny:") else lookup(model.name).entry
+    spec = entry.spec if entry is not None and isinstance(entry.spec, VLMSpec) else None
+    return (model.min_pixels if model.min_pixels is not None else getattr(spec, "min_pixels", None),
+            model.max_pixels if model.max_pixels is not None else getattr(spec, "max_pixels", None))
+
+
+def set_pixel_limits(processor: Any, min_pixels: int | None, max_pixels: int | None) -> None:
+    """Resize images within ``[min_pixels, max_pixels]`` (``None`` keeps the processor's bound).
+
+    Set on the image processor's ``size``, which ``save_pretrained`` writes, so a checkpoint the run saves
+    is read back (``zoo eval``, ``zoo.load``) at the resolution it was trained at.
+    """
+    if min_pixels is None and max_pixels is None:
+        return
+    size = processor.image_processor.size
+    low = size["shortest_edge"] if min_pixels is None else min_pixels
+    high = size["longest_edge"] if max_pixels is None else max_pixels
+    if low > high:
+        raise RecipeError(f"model.min_pixels={low} is above model.max_pixels={high} (a bound left unset is the "
+                          "processor's own); set both")
+    processor.image_processor.size = {"shortest_edge": low, "longest_edge": high}
 
 
 def added_tokens(target: str | None) -> list[str]:

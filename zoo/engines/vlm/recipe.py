@@ -36,6 +36,21 @@ class ModelConfig:
     trust_remote_code: bool = False
     """Allow Python code shipped with the model (a config's ``auto_map``); as for ``zoo.load``, a model
     that has some is refused without it. Read the code first."""
+    min_pixels: int | None = None
+    """Smallest image area the processor resizes to (Qwen-VL smart resize). ``None``: the entry's
+    :attr:`~zoo.kinds.VLMSpec.min_pixels` when ``name`` is a zoo entry, else the processor's own. The
+    processor carries it into training, into saved checkpoints (so ``zoo eval`` sees the same frame) and
+    into each sample's ``target["resized_size"]``, the frame box rewards map predictions from."""
+    max_pixels: int | None = None
+    """Largest image area the processor resizes to (Vision-R1 trains at 401408); ``None`` as ``min_pixels``."""
+
+    def __post_init__(self) -> None:
+        for key in ("min_pixels", "max_pixels"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise RecipeError(f"model.{key}={value!r}: a pixel count must be a positive integer (or null)")
+        if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
+            raise RecipeError(f"model.min_pixels={self.min_pixels} is above model.max_pixels={self.max_pixels}")
 
 
 @dataclass(frozen=True)
@@ -154,11 +169,11 @@ class MultiTurnConfig:
     """Semi-online multi-turn rollout settings (UI-S1), read when ``algorithm.adv_estimator`` is ``ui-s1``.
 
     Defaults are the authors' (X-PLUG/MobileAgent@11cea575 ``UI-S1/scripts/train_example.sh``,
-    ``universal_multiround.py``).
+    ``universal_multiround.py``), except ``mini_batches`` (1, one on-policy step; theirs is 4).
     """
 
     episodes_per_step: int = 8
-    """Episodes (prompt groups) rolled out per optimiser step (``data.train_batch_size`` 8 per node upstream)."""
+    """Episodes (prompt groups) kept per training step (``data.train_batch_size`` 8 per node upstream)."""
     patch_threshold: int = 2
     """Wrong steps per copy that the expert's answer patches before the copy stops; -1 = always, 0 = never."""
     image_limit: int = 2
@@ -175,8 +190,14 @@ class MultiTurnConfig:
     """Keep episodes whose step-0 future returns have a std above this (DAPO-style filter); ``None`` keeps all.
     Filtered-out episodes are replaced by further rollouts until ``episodes_per_step`` are kept, as upstream."""
     max_gen_batches: int = 10
-    """Rollout batches one optimiser step may draw to refill the filtered batch before it fails (verl's
+    """Rollout batches one training step may draw to refill the filtered batch before it fails (verl's
     ``filter_groups.max_num_gen_batches``); 0 = no limit."""
+    mini_batches: int = 1
+    """Optimiser steps per training step: the kept turns are split, in batch order, into this many
+    mini-batches, each one AdamW step against the log-probabilities computed once before the first
+    (so the PPO clip and dual clip act from the second on). 1 (the default, unlike the authors) is one
+    on-policy step whose ratio is 1; UI-S1's script takes 4 (X-PLUG/MobileAgent@11cea575
+    ``UI-S1/scripts/train_example.sh:69-70``, ``verl/workers/actor/dp_actor.py:346-353``)."""
     expert_format: str = "ui-s1-action"
     """Registered answer format (``zoo.data.ANSWER_FORMATS``) writing the expert's turn that patches a wrong one."""
     match_component: str = "extract_match"
@@ -286,6 +307,18 @@ class VLMRecipe(Recipe):
                               "use lr_scheduler: constant_with_warmup (or linear, cosine)")  # fmt: skip
         self._validate_tables()
         self._validate_rollout()
+        self._validate_pixels()
+
+    def _validate_pixels(self) -> None:
+        """``model.min_pixels``/``max_pixels`` reach the processor of the engines that build it here (``vlm-trl``;
+        any engine for a ``tiny:`` model, saved with it); verl loads a Hub model's processor itself."""
+        from zoo.engines import ENGINES
+
+        m = self.model
+        set_limits = m.min_pixels is not None or m.max_pixels is not None
+        if set_limits and not m.name.startswith("tiny:") and ENGINES.get(self.engine).name != "vlm-trl":
+            raise RecipeError(f"model.min_pixels/max_pixels apply to engine vlm-trl; engine {self.engine!r} loads the "
+                              "processor itself: pass its own pixel settings through verl.overrides instead")  # fmt: skip
 
     def _validate_rollout(self) -> None:
         from zoo.engines import ENGINES
@@ -367,3 +400,5 @@ class VLMRecipe(Recipe):
             raise RecipeError(f"multi_turn.mode={mt.mode!r}; choose mean_std_norm or mean_norm")
         if isinstance(mt.max_gen_batches, bool) or not isinstance(mt.max_gen_batches, int) or mt.max_gen_batches < 0:
             raise RecipeError(f"multi_turn.max_gen_batches={mt.max_gen_batches!r}: an int >= 0 (0 = no limit)")
+        if isinstance(mt.mini_batches, bool) or not isinstance(mt.mini_batches, int) or mt.mini_batches < 1:
+            raise RecipeError(f"multi_turn.mini_batches={mt.mini_batches!r}: an int >= 1 (optimiser steps per batch)")

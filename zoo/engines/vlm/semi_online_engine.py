@@ -14,14 +14,13 @@ so this is a plain torch loop, reading top to bottom in training order:
    batch up (:class:`zoo.rl.batching.GroupTopUp`);
 4. UI-S1's advantage (:func:`zoo.rl.semi_online.ui_s1`: episode term on step rewards + step term
    on discounted future returns) over the kept episodes;
-5. the recipe's surrogate loss from the loss table over every generated turn (micro-batches of
-   ``training.batch_size`` turns, gradients accumulated), KL to the initial policy when ``beta > 0``;
-6. metrics (reward, step success, type match, patch rate) and atomic ``checkpoint-N/`` folders
-   holding the weights, the optimiser, both RNGs and the episode sampler's state (a curriculum's
-   buckets and statistics), so ``--resume`` continues the run exactly.
-
-One optimisation pass per rollout (``num_iterations: 1``, UI-S1's on-policy setting with fixed
-mini-batches folded into one step), so the old log-probabilities are the current ones detached.
+5. the recipe's surrogate loss from the loss table over every generated turn, KL to the initial
+   policy when ``beta > 0``: one pass (``num_iterations: 1``) in ``multi_turn.mini_batches``
+   optimiser steps against the log-probabilities taken before the first (UI-S1's script: 4), each
+   in micro-batches of ``training.batch_size`` turns with gradients accumulated;
+6. metrics (reward, step success, type match, patch rate, clip fraction and importance ratio) and
+   atomic ``checkpoint-N/`` folders holding the weights, the optimiser, both RNGs and the episode
+   sampler's state (a curriculum's buckets and statistics), so ``--resume`` continues the run exactly.
 """
 
 from __future__ import annotations
@@ -123,7 +122,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
 def collect(
     roll: Callable[[Sequence[Sequence[Any]]], list[StepRecord]], sampler: Any, learner: SemiOnlineLearner
 ) -> tuple[list[StepRecord], list[StepRecord], int]:
-    """``(batch, generated, rollout batches)`` of one optimiser step: UI-S1's filtered, topped-up batch.
+    """``(batch, generated, rollout batches)`` of one training step: UI-S1's filtered, topped-up batch.
 
     Each rollout batch draws ``episodes_per_step`` episodes; the sampler learns from every
     rollout; :meth:`SemiOnlineLearner.select` drops unscorable trajectories and applies the
@@ -195,7 +194,7 @@ def _score(recipe: VLMRecipe) -> tuple[Any, str]:
 
 
 class SemiOnlineLearner:
-    """Batch selection, advantages and one optimiser step over a rollout's turns; owns the optimiser."""
+    """Batch selection, advantages and the mini-batch optimiser steps over a rollout's turns; owns the optimiser."""
 
     def __init__(self, recipe: VLMRecipe, model: torch.nn.Module, processor: Any) -> None:
         from zoo.engines.vlm.sft import freeze_vision_tower
@@ -249,44 +248,90 @@ class SemiOnlineLearner:
                      mode=mt.mode, episode_weight=mt.episode_weight, step_weight=mt.step_weight)  # fmt: skip
 
     def update(self, records: list[StepRecord], generated: list[StepRecord] | None = None) -> dict[str, float]:
-        """One optimiser step on the selected ``records``; metrics over everything ``generated`` (default: them)."""
-        from zoo.rl import losses
+        """UI-S1's actor update on the selected ``records``; metrics over everything ``generated`` (default: them).
+
+        The turns are split in batch order into ``multi_turn.mini_batches`` mini-batches and each takes one
+        AdamW step, as verl's ``update_policy`` does with ``use_fixed_num_mini_batches``
+        (X-PLUG/MobileAgent@f7702e46 ``UI-S1/verl/workers/actor/dp_actor.py:346-353``, ``:373-450``). Every
+        mini-batch is scored against the old log-probabilities, computed once before the first step (the
+        trainer's ``compute_log_prob`` after the rollout, ``verl/trainer/ppo/dapo_ray_trainer.py:405-420``),
+        so from the second mini-batch on the ratio moves off 1 and the clip and dual clip act. With one
+        mini-batch the old log-probabilities are the current ones detached (the ratio is 1 either way; the
+        extra forward pass is skipped). The clip fraction and the ratio's mean and max are logged.
+        """
         from zoo.rl.losses import POLICY_LOSSES
 
-        alg, tr = self.recipe.algorithm, self.recipe.training
+        alg, mt = self.recipe.algorithm, self.recipe.multi_turn
         generated = records if generated is None else generated
         metrics = _rollout_metrics(generated)
         adv = self.advantages(records)
         rows = [i for i in range(len(records)) if records[i].generation.token_ids]
         metrics["frac_trained"] = len(rows) / max(1, len(generated))
+        old = self._old_logps(records, rows) if mt.mini_batches > 1 else None
         self.model.train()
         clip_low, clip_high = alg.clips()
         loss_fn = POLICY_LOSSES.get(alg.loss.loss)
         options = {"dual_clip": alg.dual_clip} if "dual_clip" in inspect.signature(loss_fn).parameters else {}
+        options.update(clip_low=clip_low, clip_high=clip_high, agg=alg.loss.aggregation,
+                       loss_scale_factor=alg.loss.scale(alg.max_completion_length))  # fmt: skip
+        stats = _PolicyStats()
+        minis = mini_batches(rows, mt.mini_batches)
+        losses = [self._mini_batch_step(records, mini, adv, old, loss_fn, options, stats) for mini in minis]
+        self.step += 1
+        metrics["loss"] = sum(losses) / len(losses) if losses else 0.0
+        metrics["optimizer_steps"] = float(len(minis))
+        return {**metrics, **stats.summary()}
+
+    def _old_logps(self, records: list[StepRecord], rows: list[int]) -> dict[int, torch.Tensor]:
+        """Each trained row's answer log-probabilities under the policy before this update (no gradient),
+        in micro-batches of ``training.batch_size``; eval mode, as verl's ``compute_log_prob``."""
+        size, temperature = self.recipe.training.batch_size, self.recipe.algorithm.temperature
+        self.model.eval()
+        old: dict[int, torch.Tensor] = {}
+        with torch.no_grad():
+            for start in range(0, len(rows), size):
+                chunk = rows[start : start + size]
+                logps, _ = turn_logps(self.model, self.processor, [records[i] for i in chunk], temperature)
+                for k, i in enumerate(chunk):
+                    old[i] = logps[k, : len(records[i].generation.token_ids)]
+        return old
+
+    def _mini_batch_step(
+        self,
+        records: list[StepRecord],
+        mini: list[int],
+        adv: torch.Tensor,
+        old: dict[int, torch.Tensor] | None,
+        loss_fn: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]],
+        options: dict[str, Any],
+        stats: _PolicyStats,
+    ) -> float:
+        """One optimiser step on the rows ``mini`` (micro-batches of ``training.batch_size`` turns, gradients
+        accumulated, each weighted by its share of the mini-batch's turns); returns the mini-batch's loss."""
+        from zoo.rl import losses
+
+        alg, tr = self.recipe.algorithm, self.recipe.training
         total = 0.0
-        for start in range(0, len(rows), tr.batch_size):
-            chunk = rows[start : start + tr.batch_size]
+        for start in range(0, len(mini), tr.batch_size):
+            chunk = mini[start : start + tr.batch_size]
             logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk], alg.temperature)
-            loss, _ = loss_fn(logps, logps.detach(), adv[chunk].to(logps.device), mask, clip_low=clip_low,
-                              clip_high=clip_high, agg=alg.loss.aggregation,
-                              loss_scale_factor=alg.loss.scale(alg.max_completion_length), **options)  # fmt: skip
+            before = logps.detach() if old is None else _padded([old[i] for i in chunk], logps.shape[1])
+            loss, loss_stats = loss_fn(logps, before, adv[chunk].to(logps.device), mask, **options)
+            stats.add(logps.detach(), before, mask, loss_stats)
             if self.reference is not None:
                 with torch.no_grad():
                     ref, _ = turn_logps(self.reference, self.processor, [records[i] for i in chunk], alg.temperature)
                 kl = losses.kl_penalty(logps, ref, alg.kl_estimator)
                 loss = loss + alg.beta * losses.aggregate(kl, mask, alg.loss.aggregation)
             # chunks are weighted by their share of turns: exact for the seq-mean aggregations,
-            # a per-chunk token mean (not one over the whole batch) for token-mean losses
-            weighted = loss * len(chunk) / len(rows)
+            # a per-chunk token mean (not one over the whole mini-batch) for token-mean losses
+            weighted = loss * len(chunk) / len(mini)
             weighted.backward()
             total += float(weighted.detach())
-        if rows:
-            torch.nn.utils.clip_grad_norm_(self.params, tr.max_grad_norm)
-            self.optimizer.step()
+        torch.nn.utils.clip_grad_norm_(self.params, tr.max_grad_norm)
+        self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.step += 1
-        metrics["loss"] = total
-        return metrics
+        return total
 
     def state_dict(self) -> dict[str, Any]:
         """Step, optimiser and the torch RNG (it drives sampling); the engine adds the episode sampler's."""
@@ -323,3 +368,59 @@ def _rollout_metrics(records: list[StepRecord]) -> dict[str, float]:
         **{f"step_success_{name}": sum(hits) / len(hits) for name, hits in sorted(by_type.items())},
     }
 
+
+def mini_batches(rows: Sequence[int], count: int) -> list[list[int]]:
+    """``rows`` cut, in order, into ``count`` contiguous mini-batches whose sizes differ by at most one;
+    empty ones (fewer rows than ``count``) are left out.
+
+    verl's ``DataProto.chunk(count)`` needs equal chunks, so its trainer first pads the batch by repeating
+    rows (X-PLUG/MobileAgent@f7702e46 ``UI-S1/verl/trainer/ppo/dapo_ray_trainer.py:500``); here no row is
+    trained twice."""
+    n = len(rows)
+    cuts = [list(rows[k * n // count : (k + 1) * n // count]) for k in range(count)]
+    return [cut for cut in cuts if cut]
+
+
+def _padded(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
+    """(B, width) stack of 1-D log-probability rows, zero past each row's end (masked out by the loss)."""
+    out = torch.zeros(len(rows), width, dtype=rows[0].dtype, device=rows[0].device)
+    for k, row in enumerate(rows):
+        out[k, : row.shape[0]] = row
+    return out
+
+
+class _PolicyStats:
+    """Token-weighted means of the loss's clip fractions and the ratio's mean and max over one update."""
+
+    def __init__(self) -> None:
+        self.tokens = 0.0
+        self.sums: dict[str, float] = {}
+        self.ratio_max = float("-inf")
+
+    def add(
+        self, logps: torch.Tensor, old: torch.Tensor, mask: torch.Tensor, loss_stats: dict[str, torch.Tensor]
+    ) -> None:
+        """One micro-batch: ``logps``, ``old`` and ``mask`` (B, T); ``loss_stats`` the loss's masked means."""
+        tokens = float(mask.sum())
+        if not tokens:
+            return
+        # the ratio the loss sees (log-ratio clamped to [-20, 20], as verl and zoo.rl.losses do)
+        ratio = torch.exp(torch.clamp(logps - old, -20.0, 20.0))[mask.bool()]
+        values = {"ratio_mean": float(ratio.mean())}
+        values.update({name: float(loss_stats[key]) for key, name in _LOSS_STATS.items() if key in loss_stats})
+        for name, value in values.items():
+            self.sums[name] = self.sums.get(name, 0.0) + value * tokens
+        self.tokens += tokens
+        self.ratio_max = max(self.ratio_max, float(ratio.max()))
+
+    def summary(self) -> dict[str, float]:
+        """``clip_frac`` (tokens where the clipped term is taken), ``clip_frac_dual`` (tokens the dual clip
+        caps), ``ratio_mean`` and ``ratio_max``; NaN when no token was trained."""
+        names = ("clip_frac", "clip_frac_dual", "ratio_mean")
+        out = {name: self.sums[name] / self.tokens if self.tokens and name in self.sums else float("nan")
+               for name in names}  # fmt: skip
+        return {**out, "ratio_max": self.ratio_max if self.tokens else float("nan")}
+
+
+#: The loss's stats (``zoo.rl.losses.clipped_surrogate``) logged by :class:`_PolicyStats`, by their metric name.
+_LOSS_STATS = {"clipfrac": "clip_frac", "clipfrac_lower": "clip_frac_dual"}

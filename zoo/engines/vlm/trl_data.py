@@ -12,6 +12,12 @@ see keys its sample never had.
 Images are placed before the text of the user turn. A ``Sample`` whose prompt interleaves
 several images with text loses that interleaving here (TRL's conversion does the same); the
 text order is kept.
+
+Given the policy's processor, a one-image sample's ``target["resized_size"]`` becomes ``[w, h]`` of
+the frame that processor resizes the image to (its smart resize within its pixel limits,
+``model.min_pixels``/``model.max_pixels``): the frame the policy sees and writes box coordinates in,
+which box rewards (VLM-R1, Vision-R1) map back to ``image_size``. Upstream reads the same frame from
+``image_grid_thw`` (jefferyZhan/Griffon@9866875:Vision-R1/vision_r1/trainer/qwen_trainer.py:373-374).
 """
 
 from __future__ import annotations
@@ -54,22 +60,30 @@ def _flatten(content: Any) -> str:
     return "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
 
 
-def sample_to_row(sample: Sample, system_prompt: str | None = None) -> dict[str, Any]:
-    """One TRL dataset row: ``prompt``, ``images`` and the columns rewards need back."""
+def sample_to_row(sample: Sample, system_prompt: str | None = None, processor: Any = None) -> dict[str, Any]:
+    """One TRL dataset row: ``prompt``, ``images`` and the columns rewards need back (with the
+    processor's ``resized_size`` for a one-image sample, see the module docstring)."""
+    images = [_open(image) for image in sample.images]
+    target = sample.target
+    if processor is not None and len(images) == 1:
+        from zoo.engines.vlm.multiturn_policy import model_frame_size
+
+        target = {**target, "resized_size": list(model_frame_size(processor, images[0].size))}
     return {
         "prompt": prompt_messages(sample, system_prompt),
-        "images": [_open(image) for image in sample.images],
+        "images": images,
         ID_COLUMN: sample.id,
-        TARGET_COLUMN: json.dumps(sample.target, sort_keys=True),
+        TARGET_COLUMN: json.dumps(target, sort_keys=True),
         META_COLUMN: json.dumps(sample.meta, sort_keys=True, default=str),
     }
 
 
-def to_trl_dataset(samples: Iterable[Sample], system_prompt: str | None = None) -> Dataset:
-    """A ``datasets.Dataset`` for ``GRPOTrainer``; raises when ``samples`` is empty."""
+def to_trl_dataset(samples: Iterable[Sample], system_prompt: str | None = None, processor: Any = None) -> Dataset:
+    """A ``datasets.Dataset`` for ``GRPOTrainer``; raises when ``samples`` is empty. Pass the policy's
+    ``processor`` so box rewards map from the frame it resizes each image to."""
     from datasets import Dataset
 
-    rows = [sample_to_row(s, system_prompt) for s in samples]
+    rows = [sample_to_row(s, system_prompt, processor) for s in samples]
     if not rows:
         raise ValueError("the dataset yielded no samples; check data.name / data.kwargs in the recipe")
     if any(not row["images"] for row in rows) and any(row["images"] for row in rows):

@@ -78,7 +78,7 @@ def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | No
         model=model,
         reward_funcs=[to_trl(spec.build(), name=spec.name) for spec in recipe.rewards],
         args=grpo_config(recipe, output_dir),
-        train_dataset=to_trl_dataset(samples, recipe.data.system_prompt),
+        train_dataset=to_trl_dataset(samples, recipe.data.system_prompt, processor=processor),
         processing_class=processor,
         peft_config=peft_config(recipe),
         callbacks=[MetricsCallback(output_dir), *(callbacks or [])],
