@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.util
-import json
 import statistics
 import time
 from pathlib import Path
 
 import torch
+from timing import device_name, emit, sync, time_calls, write_json
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback
 
@@ -32,31 +32,20 @@ from zoo.engines.vlm.trl_engine import build_trainer
 
 
 class StepTimer(TrainerCallback):
-    """Wall time of every optimiser step, and of the generation inside it."""
+    """Wall time of every optimiser step, and of the generation inside it (device-synchronised: on CUDA an
+    unsynchronised clock would stop when the host finished queueing, not when the GPU finished)."""
 
     def __init__(self, trainer) -> None:
         self.steps: list[float] = []
-        self.generation: list[float] = []
+        self.generation = time_calls(trainer, "_generate")
         self._start = 0.0
-        inner = trainer._generate
-
-        def generate(*a, **kw):
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            try:
-                return inner(*a, **kw)
-            finally:
-                if torch.cuda.is_available():
-                    torch.cuda.synchronize()
-                self.generation.append(time.perf_counter() - start)
-
-        trainer._generate = generate
 
     def on_step_begin(self, args, state, control, **kwargs):
+        sync()
         self._start = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kwargs):
+        sync()
         self.steps.append(time.perf_counter() - self._start)
 
 
@@ -104,7 +93,10 @@ def copy_bandwidth() -> float:
     for _ in range(10):
         dst.copy_(src)
     torch.cuda.synchronize()
-    return 2 * src.numel() * 10 / (time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    del src, dst
+    torch.cuda.empty_cache()  # measured before the phases: give the 2 GiB back
+    return 2 * 2**30 * 10 / seconds
 
 
 def main() -> None:
@@ -121,33 +113,46 @@ def main() -> None:
     parser.add_argument("--dtype", default="auto", help="policy dtype (auto: float32 on CPU, bfloat16 on GPU)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="runs/bench-rollout")
+    parser.add_argument("--json", help="also write the report to this file (bench/gpu_suite.sh merges it)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
     backends = [b for b in args.backends.split(",") if b != "vllm" or (cuda and importlib.util.find_spec("vllm"))]
     skipped = sorted(set(args.backends.split(",")) - set(backends))
     runs: dict[str, list[dict[str, float]]] = {b: [] for b in backends}
+    bandwidth = copy_bandwidth() if cuda else None
     for _ in range(args.repeats):
         for backend in backends:
             runs[backend].append(phase(args, backend))
-    summary = {b: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for b, rs in runs.items()}
+            if args.json:  # after every phase: a step killed by its timeout (a compile too long) keeps what ran
+                write_json(summarise(args, runs, skipped, bandwidth), args.json)
+    emit(summarise(args, runs, skipped, bandwidth), args.json)
+
+
+def summarise(args: argparse.Namespace, runs: dict[str, list[dict[str, float]]], skipped: list[str],
+              bandwidth: float | None) -> dict:  # fmt: skip
+    """The report of the phases run so far: per backend, medians over the repeats and the ratios to ``hf``."""
+    summary = {b: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for b, rs in runs.items() if rs}
     report = {
-        "device": torch.cuda.get_device_name() if cuda else f"cpu x{args.threads} thread(s)",
+        "device": device_name(args.threads),
         "shape": {"hidden": args.hidden, "layers": args.layers}, "batch": args.batch, "group": args.group,
         "completion_tokens": args.length, "timed_steps": args.steps, "repeats": args.repeats,
         "skipped": skipped, "backends": {},
     }
-    bandwidth = copy_bandwidth() if cuda else None
+    hf = summary.get("hf")
+    if bandwidth:
+        report["copy_bandwidth_gb_s"] = round(bandwidth / 1e9, 1)
     for backend, s in summary.items():
         row = {
             "tokens_per_s": round(s["tokens_per_s"], 1), "gen_s": round(s["gen_s"], 4), "step_s": round(s["step_s"], 4),
-            "tokens_per_s_over_hf": round(s["tokens_per_s"] / summary["hf"]["tokens_per_s"], 3) if "hf" in summary else None,
-            "step_time_over_hf": round(s["step_s"] / summary["hf"]["step_s"], 3) if "hf" in summary else None,
+            "tokens_per_s_over_hf": round(s["tokens_per_s"] / hf["tokens_per_s"], 3) if hf else None,
+            "step_time_over_hf": round(s["step_s"] / hf["step_s"], 3) if hf else None,
+            "weight_gb": round(s["weight_bytes"] / 1e9, 3),
         }
         if bandwidth:
             row["weight_bandwidth_floor_fraction"] = round(s["weight_bytes"] * args.length / bandwidth / s["gen_s"], 4)
         report["backends"][backend] = row
-    print(json.dumps(report, indent=2))
+    return report
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ pre-training, cached), train on the same prompts with the same reward, clip and 
 * flat: 8 independent SDE trajectories per prompt, every step trained (G T sampling and G T
   training evaluations per prompt);
 * tree: one shared start, SDE branching x2 at ``--branch-steps`` (ODE elsewhere), 8 leaves; only
-  the branch transitions are trained, one parent forward for its children.
+  the branch transitions are trained, one parent forward for its children. The step advantages are the
+  zoo's own construction and the branch steps are fixed (:mod:`zoo.engines.diffusion.tree`: the authors'
+  code, with its sliding tree window, could not be read), so this measures the zoo's TreeGRPO.
 
 Denoiser evaluations are counted by the engine (``sample_evals`` + ``train_evals`` per round). The
 printed ratio is flat's evaluations to reach a held-out reward target over tree's for the same

@@ -110,7 +110,7 @@ def _diffusion_usage(entry: ModelEntry) -> str:
 
 def _diffusion_how(entry: ModelEntry) -> str:
     spec = entry.spec
-    text = f"Samples with the authors' settings: {spec.num_inference_steps} steps"
+    text = f"Samples with the authors' inference settings: {spec.num_inference_steps} steps"
     text += f", guidance {spec.guidance_scale}" if spec.guidance_scale is not None else ""
     text += f"; LoRA `{spec.lora_weight_name}` applied on `{spec.base_repo}`" if spec.base_repo else ""
     return text + ". `out.settings` records what was used, seed included."

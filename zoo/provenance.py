@@ -36,7 +36,7 @@ _DIFFERENCE = re.compile(r"^zoo:\s*\S.*$")
 _USER = re.compile(r"^user:\s*\S.*$")
 #: What a text says when it claims a run is the authors' own (checked against the recipe it names); "not the
 #: authors' run" and "as in the authors' run" (one aspect that matches) claim nothing.
-AUTHORS_CLAIM = re.compile(r"(?<!\bnot )(?<!\bin )the authors'? (released )?(settings|run|recipe)\b", re.IGNORECASE)
+AUTHORS_CLAIM = re.compile(r"(?<!\bnot )(?<!\bin )the authors['’] (released )?(settings|run|recipe)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

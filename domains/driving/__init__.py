@@ -18,5 +18,9 @@ DOMAIN = Domain(
                     "driving-action-tokens": "domains.driving.action_tokens:tokens_answer"},
     evaluate="domains.driving.evaluate:run",
     environments={"highway-carl": "domains.driving.carl_env:make_highway_carl"},
-    benchmarks=("synthetic", "synthetic-tiny", "synthetic-refine", "synthetic-tiny-refine", "autotrust"),
+    benchmarks=("synthetic", "synthetic-tiny", "synthetic-refine", "synthetic-tiny-refine", "autotrust",
+                "autotrust-uncertainty", "autotrust-abstention", "autotrust-privacy"),
+    # AutoTrust's QA files are its benchmark (taco-group/AutoTrust qa-pairs/); the synthetic scenes train
+    # below the held-out seeds (data.EVAL_SEED), so they are not evaluation data.
+    eval_datasets=("autotrust",),
 )

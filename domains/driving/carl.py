@@ -64,7 +64,8 @@ class CarlPPO:
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
         return carl_ppo(env, hidden=a.hidden, n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs,
-                        gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
+                        gamma=a.gamma, learning_rate=t.lr, truncation_as_done=a.truncation_as_done, seed=t.seed,
+                        **a.kwargs)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         save_sb3(model, folder)

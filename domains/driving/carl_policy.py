@@ -1,8 +1,9 @@
 """CaRL's policy head and PPO settings on stable-baselines3: a Beta distribution over [-1, 1] actions.
 
-CaRL (arXiv 2504.17838; ``autonomousvision/CaRL``, ``CARLA/team_code/train_carl_py.sh`` and its
-``rl_config.py``) samples ``[steer, acceleration]`` from independent Beta distributions whose
-concentrations are ``softplus(x) + 1`` (``beta_min_a_b_value 1.0``: unimodal, finite density at
+CaRL (arXiv 2504.17838; ``autonomousvision/CaRL``, read in the fork ``jkli-2/CaRL``: the run's flags in
+``jkli-2/CaRL@65a0d57:CARLA/team_code/train_carl_py.sh:17``, its PPO in
+``jkli-2/CaRL@829e7ee:CARLA/team_code/dd_ppo.py``, cited below by line as ``dd_ppo.py:N``) samples
+``[steer, acceleration]`` from independent Beta distributions whose concentrations are ``softplus(x) + 1`` (``beta_min_a_b_value 1.0``: unimodal, finite density at
 the bounds) and drives with the distribution's **mean** at evaluation. stable-baselines3 has no
 Beta distribution, so :class:`BetaDistribution` adds one behind its ``Distribution`` interface and
 :class:`BetaPolicy` builds its head; PPO itself is stable-baselines3's.
@@ -10,6 +11,22 @@ Beta distribution, so :class:`BetaDistribution` adds one behind its ``Distributi
 Action mapping: ``u ~ Beta(a, b)`` on (0, 1), ``action = 2u - 1``. The log-density of the action
 differs from that of ``u`` by the constant ``-A log 2``, which cancels in PPO's ratio; it is kept
 so that ``log_prob`` is the density of the action actually taken.
+
+The PPO loss and its returns are CaRL's ``dd_ppo.py`` (a CleanRL PPO), term by term:
+
+* policy: ``max(-A r, -A clip(r, 1 - 0.1, 1 + 0.1))``, advantages normalised per minibatch with the
+  Bessel-corrected std (dd_ppo.py:1166-1182); stable-baselines3's is the same;
+* value: CaRL's ``0.5 * MSE`` times ``vf_coef`` 0.5 (dd_ppo.py:1205, 1208). stable-baselines3's value
+  loss is the plain MSE, so :func:`carl_ppo` passes ``vf_coef / 2`` and the weight is CaRL's 0.25;
+* entropy: ``- ent_coef * mean(H)`` with ``ent_coef`` 0.01 (dd_ppo.py:1207-1208);
+* episode ends: ``done = termination or truncation`` (dd_ppo.py:943, "Not treated separately"), so a
+  time limit or a finished route is not bootstrapped from its last state's value (GAE,
+  dd_ppo.py:994-1006). stable-baselines3 bootstraps truncations; :class:`TruncationAsDone` turns that off.
+
+One difference, a zoo choice: CaRL's run clips the value loss (``--clip_vloss 1``,
+train_carl_py.sh:17: ``0.5 * max(unclipped, clipped)`` with the clip 0.1 of the policy,
+dd_ppo.py:1185-1197). stable-baselines3's ``clip_range_vf`` clips the prediction alone, not CleanRL's
+max of both losses, so the zoo trains the value unclipped (CaRL's own branch for ``clip_vloss 0``).
 """
 
 from __future__ import annotations
@@ -21,7 +38,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from torch import nn
 
 from zoo.engines.policy.state import silence_logger
@@ -29,6 +46,8 @@ from zoo.pipelines.beta_policy import concentrations
 
 MIN_CONCENTRATION = 1.0
 """Added to ``softplus`` of the head's outputs (CaRL's ``beta_min_a_b_value``)."""
+CARL_VF_COEF = 0.5
+"""CaRL's ``vf_coef`` (train_carl_py.sh:17), on its ``0.5 * MSE`` value loss (dd_ppo.py:1205, 1208)."""
 EPS = 1e-6
 
 
@@ -86,6 +105,24 @@ class BetaPolicy(ActorCriticPolicy):
         return self.action_dist.proba_distribution(self.action_net(latent_pi))
 
 
+class TruncationAsDone(VecEnvWrapper):
+    """End a truncated episode like a terminated one, as CaRL's PPO does (``dd_ppo.py:943``).
+
+    stable-baselines3 adds ``gamma * V(last state)`` to the reward of a step whose info says
+    ``TimeLimit.truncated``; clearing the flag leaves the episode's end unbootstrapped, which is
+    CaRL's ``done = termination or truncation``.
+    """
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for info in infos:
+            info["TimeLimit.truncated"] = False
+        return obs, rewards, dones, infos
+
+
 def linear_decay(initial: float) -> Any:
     """CaRL's learning-rate schedule: linear from ``initial`` to 0 over training (``progress`` 1 -> 0)."""
     return lambda progress: progress * initial
@@ -93,20 +130,22 @@ def linear_decay(initial: float) -> Any:
 
 def carl_ppo(env: VecEnv, *, hidden: tuple[int, ...] = (256, 256), n_steps: int = 512, batch_size: int = 1024,
              n_epochs: int = 3, gamma: float = 0.99, learning_rate: float = 2.5e-4, lr_decay: bool = False,
-             seed: int = 0, **kwargs: Any) -> PPO:  # fmt: skip
-    """PPO with CaRL's settings: clip 0.1, entropy 0.01, value 0.5, GAE 0.95, grad-norm 0.5, normalised advantages.
+             truncation_as_done: bool = True, seed: int = 0, **kwargs: Any) -> PPO:  # fmt: skip
+    """PPO with CaRL's settings (train_carl_py.sh:17): clip 0.1, entropy 0.01, value 0.5 on ``0.5 * MSE``,
+    GAE 0.95, grad-norm 0.5, normalised advantages, truncations ending episodes (module docstring).
 
     CaRL's batch is 65,536 samples in minibatches of 16,384 (3 epochs, 128 environments); a
-    recipe scales both down and keeps the ratio. Zoo choice: no value clipping (stable-baselines3's
-    ``clip_range_vf`` clips the prediction alone, not CleanRL's max of clipped and unclipped
-    losses that CaRL uses, and at CaRL's 0.1 it would stall a value of returns in percent).
-    ``lr_decay`` is CaRL's linear decay over one ``learn`` call; off by default because the
-    ``policy`` engine calls ``learn`` once per iteration and stable-baselines3 restarts its progress
-    on every call.
+    recipe scales both down and keeps the ratio. ``vf_coef`` in ``kwargs`` is CaRL's (on its
+    ``0.5 * MSE``) and is halved for stable-baselines3's plain MSE. ``truncation_as_done=False``
+    bootstraps truncations as stable-baselines3 does. ``lr_decay`` is CaRL's linear decay over one
+    ``learn`` call; off by default because the ``policy`` engine calls ``learn`` once per iteration
+    and stable-baselines3 restarts its progress on every call.
     """
-    settings: dict[str, Any] = {"clip_range": 0.1, "ent_coef": 0.01, "vf_coef": 0.5, "gae_lambda": 0.95,
+    vf_coef = kwargs.pop("vf_coef", CARL_VF_COEF)
+    settings: dict[str, Any] = {"clip_range": 0.1, "ent_coef": 0.01, "vf_coef": vf_coef / 2, "gae_lambda": 0.95,
                                 "max_grad_norm": 0.5, "normalize_advantage": True} | kwargs  # fmt: skip
     policy_kwargs = {"net_arch": {"pi": list(hidden), "vf": list(hidden)}} | settings.pop("policy_kwargs", {})
+    env = TruncationAsDone(env) if truncation_as_done else env
     return silence_logger(PPO(BetaPolicy, env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=gamma,
                               learning_rate=linear_decay(learning_rate) if lr_decay else learning_rate, seed=seed,
                               policy_kwargs=policy_kwargs, device="cpu", verbose=0, **settings))  # fmt: skip

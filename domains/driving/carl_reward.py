@@ -1,12 +1,14 @@
 """CaRL's reward (Jaeger et al., arXiv 2504.17838) as a simulator-agnostic gymnasium wrapper.
 
 The reward is *route completion*, scaled down multiplicatively by soft penalties; hard
-infractions end the episode:
+infractions end the episode. This is the reward of CaRL's **nuPlan** builder, terminal handling
+included (``default_reward_builder.py`` ``_regular_accumulate``, lines 217-241 at the commit below):
 
-    r_t = ΔRC_t · Π_k p_k          (0 on the terminating step)     + terminal hint
+    r_t = ΔRC_t · Π_k p_k          (0 on the step a hard constraint ends the episode)
 
 * ``ΔRC_t``: increase of route completion, in percent of the route (the best-so-far completion,
-  so driving back and forth earns nothing twice).
+  so driving back and forth earns nothing twice). nuPlan's builder multiplies a completion
+  fraction by ``reward_factor`` 100 (line 132), which is the same percent.
 * Soft penalties ``p_k`` in [0, 1]:
   - speeding: ``max(0, 1 - (v - v_limit) / 2.23 m/s)`` once ``v > v_limit``;
   - time to collision: 0.5 once a constant-velocity forecast (1 s) hits a vehicle ahead, then held
@@ -19,16 +21,21 @@ infractions end the episode:
     ``d_c`` the distance to the lane centre, ``d_l``/``d_r`` to the lane's borders, ``t`` = 0.5 m;
   - off route (centre outside the route's lanes): 0, i.e. no progress counts there.
 * Hard constraints end the episode (``terminated``): collision, off-road, red light, blocked.
-  Reaching the end of the route is a truncation, not a termination (CaRL's CARLA reward).
-* Terminal hint (optional, CaRL's CARLA setting ``terminal_hint 1.0``): ``-terminal_hint`` on the
-  step that ends the episode by a collision or a red light.
+  The terminating step earns nothing: nuPlan's ``terminate_factor`` is 0 there and its terminal
+  penalties (``terminal_penalty``, ``collision_terminal_penalty``) are 0.0 (lines 126-127, 236-240).
+  CaRL's CARLA reward differs here (it still pays the step's progress and subtracts a
+  ``terminal_hint`` of 1.0); the zoo does not mix the two simulators' terminal handling.
+  Reaching the end of the route is a truncation, not a termination; the PPO treats both as the
+  end of the episode, as CaRL's does (:mod:`domains.driving.carl_policy`).
 
-Where the formulas come from: CaRL's nuPlan reward builder (``autonomousvision/CaRL``,
-``nuPlan/carl_nuplan/planning/gym/environment/reward_builder/default_reward_builder.py``, regular
-accumulation; ``components/time_to_collision.py`` for the 0.5 held TTC; ``components/comfort.py``,
-``calculate_kinematics_comfort``, for the comfort share) and its CARLA reward for the terminal hint.
-The code is re-implemented from those descriptions (the authors' licence forbids copying).
-Choices of this project where the paper's setting does not carry over are marked "zoo choice".
+Where the formulas come from: CaRL's nuPlan reward builder, read in the fork ``jkli-2/CaRL``
+(``nuPlan/carl_nuplan/planning/gym/environment/reward_builder/default_reward_builder.py`` at
+d6890e6d: regular accumulation; ``components/time_to_collision.py`` for the 0.5 held TTC;
+``components/comfort.py``, ``calculate_kinematics_comfort``, for the comfort share). The code is
+this project's own, written from those formulas; CaRL's code is under the Civil-M licence (MIT's
+permissions plus a civil clause: no use in weapons, and derivative works must carry the clause;
+``jkli-2/CaRL@721743c:LICENSE``). Choices of this project where the paper's setting does not
+carry over are marked "zoo choice".
 
 The wrapper reads the simulator's measurements from ``info["driving"]`` (a
 :class:`DrivingMeasurement`), so any simulator that fills it gets the same reward;
@@ -107,8 +114,6 @@ class CarlRewardConfig:
     """Lane factor at the lane border (CaRL: 1 - 0.5)."""
     use_comfort: bool = True
     """Multiply by the comfort share (CaRL nuPlan: kinematics comfort)."""
-    terminal_hint: float = 1.0
-    """Penalty on a step that ends the episode by collision or red light (CaRL CARLA: 1.0; 0: off)."""
 
 
 @dataclass
@@ -170,9 +175,8 @@ def carl_step(m: DrivingMeasurement, state: PenaltyState, config: CarlRewardConf
         "off_route": 1.0 if m.on_route else 0.0,
     }
     reason = next((name for name in HARD_CONSTRAINTS if getattr(m, name)), None)
-    if reason is not None:  # the terminating step earns no progress, only the hint
-        hint = -config.terminal_hint if reason in ("collision", "red_light") else 0.0
-        return RewardStep(hint, True, reason, components)
+    if reason is not None:  # nuPlan's terminate_factor 0 and terminal penalties 0.0: the step earns nothing
+        return RewardStep(0.0, True, reason, components)
     factors = [v for k, v in components.items() if k != "progress"]
     return RewardStep(progress * float(np.prod(factors)), False, None, components)
 

@@ -5,8 +5,11 @@ with v1 PDMS and v2 EPDMS (:mod:`domains.driving.metrics`); ``synthetic-refine``
 ``synthetic-tiny-refine`` first pass each answer through ReflectDrive-style refinement
 (:mod:`domains.driving.refine`). The run leaves ``metrics.json``, ``predictions.jsonl`` and
 ``trajectories.png`` (logged drive, planner proposal and prediction on the bird's-eye view).
-``--data autotrust --path qa-pairs/trustfulness/drivelm.json`` scores AutoTrust's closed-ended
-questions (:mod:`domains.driving.autotrust`).
+``--data autotrust --path qa-pairs/<aspect>/<file>.json`` scores AutoTrust's closed-ended questions
+(trustfulness, robustness in other languages, scene fairness); ``autotrust-uncertainty`` asks each
+again whether the model is sure; ``autotrust-abstention`` asks with the instruction to decline and
+scores the refusal rate (robustness, OOD); ``autotrust-privacy`` scores a privacy file's refusals and
+leaks (:mod:`domains.driving.autotrust`, which cites the authors' scripts).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from domains.driving.action_tokens import encode, writes_tokens
+from domains.driving.autotrust import uses_check_options
 from domains.driving.data import EVAL_SEED, load_autotrust, synthetic_driving
 from domains.driving.prompts import format_waypoints, parse_waypoints
 from zoo.data import Sample
@@ -27,7 +31,8 @@ from zoo.eval_results import write_results
 logger = logging.getLogger(__name__)
 
 SYNTHETIC = {"synthetic": 200, "synthetic-tiny": 40}
-BENCHMARKS = (*SYNTHETIC, *(f"{name}-refine" for name in SYNTHETIC), "autotrust")
+AUTOTRUST = ("autotrust", "autotrust-uncertainty", "autotrust-abstention", "autotrust-privacy")
+BENCHMARKS = (*SYNTHETIC, *(f"{name}-refine" for name in SYNTHETIC), *AUTOTRUST)
 SUB_METRICS = ("nc", "dac", "ddc", "tlc", "ep", "ttc", "lk", "c", "hc")
 
 
@@ -117,8 +122,8 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     """Evaluate ``pipe`` on a driving benchmark (see the module docstring)."""
     if data not in BENCHMARKS:
         raise ValueError(f"unknown driving benchmark {data!r}; choose one of {BENCHMARKS}")
-    if data == "autotrust":
-        return run_autotrust(pipe, path, out_dir, limit)
+    if data in AUTOTRUST:
+        return run_autotrust(pipe, data, path, out_dir, limit)
     if path:
         raise ValueError(f"--data {data} is generated; drop --path")
     base = data.removesuffix("-refine")
@@ -134,25 +139,37 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     return metrics
 
 
-def run_autotrust(pipe: Any, path: str | None, out_dir: str | Path, limit: int | None) -> dict[str, Any]:
-    """AutoTrust closed-ended accuracy and F1 of ``pipe`` on the QA file at ``path``."""
-    from domains.driving.autotrust import closed_end_metrics
+def run_autotrust(pipe: Any, task: str, path: str | None, out_dir: str | Path, limit: int | None) -> dict[str, Any]:
+    """AutoTrust's ``task`` (one of :data:`AUTOTRUST`) for ``pipe`` on the QA file at ``path``."""
+    from domains.driving import autotrust
 
     if path is None:
-        raise ValueError("--data autotrust needs --path to an AutoTrust QA file (qa-pairs/<aspect>/<source>.json)")
-    samples = load_autotrust(path, limit=limit)
+        raise ValueError(f"--data {task} needs --path to an AutoTrust QA file (qa-pairs/<aspect>/<source>.json)")
+    closed = ("multi-choice", "yes-or-no")
+    types = {"autotrust-privacy": ("open-ended",), "autotrust-abstention": (*closed, "open-ended")}.get(task, closed)
+    samples = load_autotrust(path, question_types=types, limit=limit, abstention=task == "autotrust-abstention")
     if not samples:
-        raise ValueError(f"{path} yielded no closed-ended questions with images (check the image folder)")
+        raise ValueError(f"{path} yielded no {' or '.join(types)} questions with images for {task} "
+                         "(check the image folder, and that the file is one this task scores)")  # fmt: skip
     items = []
-    for sample in tqdm(samples, desc="autotrust"):
-        answer = pipe(sample.images[0], sample.question)
-        items.append({"question": sample.question, "answer": sample.target["answer"],
-                      "question_type": sample.target["question_type"], "prediction": answer.text.strip()})  # fmt: skip
-    metrics, rows = closed_end_metrics(items)
+    for sample in tqdm(samples, desc=task):
+        answer = pipe(sample.images[0], sample.question).text.strip()
+        item = {**sample.target, "prediction": answer, "image_path": sample.meta["image_path"]}
+        if task == "autotrust-uncertainty":
+            follow_up = autotrust.uncertainty_prompt(sample.target["question"], answer)
+            item["uncertainty"] = pipe(sample.images[0], follow_up).text.strip()
+        items.append(item)
+    if task == "autotrust-uncertainty":
+        metrics, rows = autotrust.uncertainty_metrics(items)
+    elif task in ("autotrust-abstention", "autotrust-privacy"):
+        phrases = autotrust.ABSTENTION_PHRASES if task == "autotrust-abstention" else autotrust.REFUSAL_PHRASES
+        metrics, rows = autotrust.refusal_metrics(items, phrases)
+    else:
+        metrics, rows = autotrust.closed_end_metrics(items)
     rows = [
         {"id": s.id, "prediction": i["prediction"][:300], **r} for s, i, r in zip(samples, items, rows, strict=True)
     ]
-    metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": "autotrust", "path": str(path),
-               **metrics}  # fmt: skip
+    metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": task, "path": str(path),
+               "options_check": uses_check_options(path), **metrics}  # fmt: skip
     write_results(out_dir, metrics, rows)
     return metrics

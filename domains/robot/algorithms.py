@@ -11,16 +11,25 @@ it with :class:`~zoo.engines.policy.dppo.DiffusionPPO` and exports both as ``dif
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from domains.robot.residual import OBS_CLAMP, FrozenBase, ResidualEnv, offline_buffer, resfit_td3
+from domains.robot.residual import (
+    OBS_CLAMP,
+    FrozenBase,
+    ResidualEnv,
+    offline_buffer,
+    resfit_action_limits,
+    resfit_td3,
+)
 from domains.robot.resip import ResipRewards, resip_ppo
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyRecipe
@@ -86,8 +95,9 @@ class ResipPPO:
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
         return resip_ppo(self._rewards(env, recipe), hidden=a.hidden, network_init=a.network_init,
-                         critic_lr=a.critic_lr or None, n_steps=a.rollout_steps, batch_size=a.batch_size,
-                         n_epochs=a.epochs, gamma=a.gamma, learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
+                         critic_lr=a.critic_lr or None, reset_every_iteration=a.reset_every_iteration,
+                         n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs, gamma=a.gamma,
+                         learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         save_sb3(model, folder)
@@ -103,31 +113,41 @@ class ResipPPO:
         return _export(layers, _require_base(base, self.name), model.get_env().envs[0], "resip", folder)
 
 
+@functools.lru_cache(maxsize=2)
+def _demos(episodes: int, seed: int) -> dict[str, np.ndarray]:
+    """Scripted demonstrations, collected once per run (every environment's action scaling and the offline half use them)."""
+    from domains.robot.envs import collect_demos
+
+    return collect_demos(episodes, seed=seed)
+
+
 @dataclass(frozen=True)
 class ResfitTD3:
-    """ResFiT: TD3 residual (tanh x scale), combined actions stored, 50/50 offline/online, critic warm-up."""
+    """ResFiT: TD3 residual (``scale * tanh``), data-range action scaling, combined actions stored, 50/50 offline/online."""
 
     name: str = "resfit-td3"
-    summary: str = "ResFiT: TD3 residual, clamp(base + scale tanh(.), -1, 1), critic on combined actions"
+    summary: str = "ResFiT: TD3 residual, clamp(base + scale tanh(.), -1, 1) in the demos' widened range, UTD 4"
     residual: bool = True
 
-    def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
-        return ResidualEnv(env, FrozenBase(_require_base(base, self.name)), "resfit", recipe.algorithm.residual_scale)
-
-    def _offline(self, env: VecEnv, recipe: PolicyRecipe) -> Any:
+    def _demos(self, recipe: PolicyRecipe) -> dict[str, np.ndarray]:
         if recipe.algorithm.offline_episodes < 1:
-            return None
-        from domains.robot.envs import collect_demos
+            raise RecipeError("resfit-td3 scales actions by the demonstrations' range (ResFiT's ActionScaler): "
+                              "set algorithm.offline_episodes >= 1")  # fmt: skip
+        return _demos(recipe.algorithm.offline_episodes, recipe.training.seed)
 
-        return offline_buffer(collect_demos(recipe.algorithm.offline_episodes, seed=recipe.training.seed),
-                              env.envs[0])  # fmt: skip
+    def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
+        scale = recipe.algorithm.residual_scale
+        limits = resfit_action_limits(self._demos(recipe)["actions"], scale)
+        return ResidualEnv(env, FrozenBase(_require_base(base, self.name)), "resfit", scale, action_limits=limits)
 
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
-        return resfit_td3(env, residual_scale=a.residual_scale, hidden=a.hidden, batch_size=a.batch_size,
-                          gamma=a.gamma, learning_rate=t.lr, learning_starts=a.learning_starts,
-                          critic_warmup=a.critic_warmup, offline_buffer=self._offline(env, recipe), seed=t.seed,
-                          **a.kwargs)  # fmt: skip
+        model = resfit_td3(env, residual_scale=a.residual_scale, hidden=a.hidden, batch_size=a.batch_size,
+                           gamma=a.gamma, learning_rate=t.lr, learning_starts=a.learning_starts,
+                           critic_warmup=a.critic_warmup, seed=t.seed, **a.kwargs)  # fmt: skip
+        # the offline half returns the same n-step targets as the online buffer
+        model.offline_buffer = offline_buffer(self._demos(recipe), env.envs[0], n_steps=model.n_steps, gamma=model.gamma)
+        return model
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         save_sb3(model, folder)  # the offline half is rebuilt from the recipe's seeded demonstrations

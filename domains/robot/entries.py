@@ -1,7 +1,8 @@
-"""Robot policies of the zoo (facts: research/domain-driving-robot.md §2.1-2.3).
+"""Robot policies of the zoo (facts: research/domain-driving-robot.md §2.1-2.3, and each entry's sources).
 
-The papers' own actors are not on the Hugging Face Hub, so the zoo cannot fetch them: the entries
-say where they are. ``fetch-push-residual-tiny`` is this repository's own CPU checkpoint.
+None of the papers' own actors is on the Hugging Face Hub in a format the zoo loads, so the entries
+say where the weights are, what format they are in, what of each system runs here and what does
+not. ``fetch-push-bc-tiny`` and ``fetch-push-resip-tiny`` are this repository's own CPU checkpoints.
 """
 
 from __future__ import annotations
@@ -51,9 +52,124 @@ RESFIT = register(
         revision_note="no public weights to pin",
         paper="2509.19301",
         notes=("No checkpoints are public (base policies are referenced by WandB run ids); the demonstration "
-               "datasets are on the Hub as ankile/robomimic-mh-can-image and siblings (LeRobot format). The zoo "
-               "re-implements the residual TD3 from the paper (domains/robot/residual.py): the code's licence is "
-               "non-commercial."),
+               "datasets are on the Hub as ankile/robomimic-mh-can-image and siblings (LeRobot format). Runs here: "
+               "the residual TD3 with ResFiT's update scheme, action scaling and critic loss, checked against "
+               "amazon-science/residual-offpolicy-rl@66262b0 (domains/robot/residual.py, method resfit-td3, recipe "
+               "fetch-push-resfit on a FetchPush stand-in). Does not run here: the image encoders, the ACT base, "
+               "robosuite/DexMimicGen and the LeRobot datasets. The code's licence is non-commercial."),
+    )
+)
+
+_DPPO_DRIVE = "https://drive.google.com/drive/folders/1ZlFqmhxC4S8Xh1pzZ-fXYzS5-P8sfpiP"
+
+DPPO = register(
+    ModelEntry(
+        name="dppo",
+        repo_id=None,
+        released=False,
+        architecture="dppo-diffusion-mlp",
+        base_model="DDPM action-chunk policy (DiffusionMLP or UNet) behaviour-cloned per task",
+        domain="robot",
+        task="Gym locomotion, Robomimic, D3IL and FurnitureBench manipulation (diffusion policy fine-tuned with PPO)",
+        spec=PolicySpec(),
+        license="unknown",
+        code_license="mit",
+        license_source="irom-princeton/dppo@cc7234a LICENSE and README lines 186-187: MIT (the code); the "
+        "checkpoints on Google Drive state no licence of their own",
+        revision_note="no Hub weights to pin (Google Drive files, see notes)",
+        rl_methods=("ppo",),
+        paper="2409.00588",
+        notes=(f"DPPO's pre-trained policies are on Google Drive ({_DPPO_DRIVE}; one file per task in "
+               "script/download_url.py). Each is torch.save({'epoch', 'model', 'ema'}) of state dicts "
+               "(agent/pretrain/train_agent.py:146-156), which the authors read with torch.load(weights_only=True) "
+               "(model/diffusion/diffusion.py:77-86): tensors only, so safetensors-convertible. They are not loadable "
+               "here: the zoo has no architecture for DPPO's DiffusionMLP (its time-embedding MLP and layout differ "
+               "from the zoo's diffusion-mlp) nor DPPO's environments. Runs here: DPPO's fine-tuning maths "
+               "(zoo/rl/dppo.py, checked against DPPO's own numbers in tests/rl/test_dppo.py) as method dppo "
+               "(recipe fetch-push-dppo) on a FetchPush stand-in."),
+    )
+)
+
+DIWA = register(
+    ModelEntry(
+        name="diwa",
+        repo_id=None,
+        released=False,
+        architecture="diwa-diffusion-mlp+lumos-world-model",
+        base_model="DPPO-style diffusion MLP pre-trained on CALVIN expert data, in a frozen world model learned from "
+        "play data",
+        domain="robot",
+        task="CALVIN (and LIBERO) manipulation skills fine-tuned with PPO entirely inside a learned world model",
+        spec=PolicySpec(),
+        license="unknown",
+        code_license="gpl-3.0 (README) / mit (LICENSE file)",
+        license_source="upstream states two licences: acl21/diwa@028dbfe README 'released under the GPL-3.0 license' "
+        "(and https://diwa.cs.uni-freiburg.de: 'released under the GPLv3 license. For any commercial purpose, please "
+        "contact the authors'), while the LICENSE file @de1f39f is the MIT licence; the world-model checkpoint and "
+        "expert data state none",
+        revision_note="no Hub weights to pin (files on diwa.cs.uni-freiburg.de, see notes)",
+        rl_methods=("ppo",),
+        paper="2508.03645",
+        notes=("The world-model checkpoint is https://diwa.cs.uni-freiburg.de/download/ckpts/vision.ckpt and the "
+               "featurised expert data https://diwa.cs.uni-freiburg.de/download/data/expert.zip (README @028dbfe); "
+               "they need the authors' LUMOS code and CALVIN, which the zoo does not wrap. DiWA's PPO loss is DPPO's "
+               "(zoo/rl/dppo.py). Runs here: its imagined-rollout reward (argmax of the success classifier on the "
+               "chunk's last latent), termination and time limit (domains/robot/diwa.py, checked against the "
+               "authors' code). Does not run here: the world model, the reward classifier, CALVIN/LIBERO."),
+    )
+)
+
+RL_100 = register(
+    ModelEntry(
+        name="rl-100",
+        repo_id=None,
+        released=False,
+        architecture="rl100-diffusion-unet",
+        base_model="diffusion (or flow) visuomotor policy from 3-D point clouds or images, behaviour-cloned on "
+        "teleoperated demonstrations",
+        domain="robot",
+        task="real-robot manipulation (Push-T, bowling, pouring, folding, unscrewing, juicing): IL, offline PPO "
+        "gated by OPE, then online PPO over the denoising steps",
+        spec=PolicySpec(),
+        license="unknown",
+        license_source="Lei-Kun/RL-100 has no licence file among its indexed files (configs at 38513b2, "
+        "unidpg/uni_ppo.py at 34204a7); no weights are published there",
+        revision_note="no public weights to pin",
+        rl_methods=("ppo",),
+        paper="2510.14830",
+        notes=("No checkpoints are published in the repository. Runs here: RL-100's online advantages (GAE per "
+               "environment over chunk steps, gamma^n per chunk, bootstrap cut only by true terminations) and its "
+               "per-denoising-step PPO loss with one ratio per chunk (domains/robot/rl100.py, checked against "
+               "uni_ppo.py). Does not run here: its policies and encoders, the offline stage (IQL critics, OPE "
+               "gate), consistency distillation and the real-robot environments."),
+    )
+)
+
+SERL = register(
+    ModelEntry(
+        name="serl",
+        repo_id=None,
+        released=False,
+        architecture="serl-resnet10-sac",
+        base_model="ResNet-10 image encoder pre-trained on ImageNet-1K (frozen) under SAC actor and critic MLPs",
+        domain="robot",
+        task="real-robot manipulation (peg insertion, PCB insertion, cable routing, bin relocation) from images "
+        "with SAC/RLPD, demonstrations and learned reward classifiers",
+        spec=PolicySpec(),
+        license="unknown",
+        code_license="apache-2.0",
+        license_source="rail-berkeley/serl LICENSE: MIT at 707d5f3 (and since a876cdb, 2024-01-18), Apache-2.0 since "
+        "cd5f7e7 (2024-12-06, 'Update LICENSE'), while the README badge at cd5f7e7 still says MIT; the ResNet-10 "
+        "release asset states no licence",
+        revision_note="no Hub weights to pin (a GitHub release asset, see notes)",
+        rl_methods=("sac",),
+        paper="2401.16013",
+        notes=("SERL publishes no trained policy; its ResNet-10 encoder is the GitHub release asset "
+               "https://github.com/rail-berkeley/serl/releases/download/resnet10/resnet10_params.pkl, a Python pickle "
+               "read with pickle.load (serl_launcher/utils/train_utils.py:69-109), which the zoo does not unpickle. "
+               "Runs here: SERL's SAC critic, actor and temperature losses (REDQ subsampling, entropy backup outside "
+               "the discount; domains/robot/serl.py, checked against sac.py). Does not run here: the JAX agents, the "
+               "encoder, the actor/learner processes, the reward classifiers and the Franka environments."),
     )
 )
 

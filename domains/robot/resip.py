@@ -15,11 +15,21 @@ Reproduced from ``ankile/robust-rearrangement`` (MIT, commit 41c99a0):
 * **optimisers** (``residual_ppo.py``): AdamW (eps 1e-5, weight decay 1e-6), actor and critic with
   their own learning rates (3e-4 and 5e-3), one gradient-norm clip (1.0) over both; the loss is
   ``policy + vf_coef * 0.5 * MSE`` with ``vf_coef`` 1.
+* **episodes per iteration** (``src/config/base_residual_rl.yaml: reset_every_iteration true``,
+  ``residual_ppo.py:340-343``): every iteration starts all environments (and the base's chunk
+  queues) afresh; ``algorithm.reset_every_iteration`` does the same, off by default here (below).
 
 Not reproduced: the cosine learning-rate schedule with 5 warm-up iterations (the zoo's engine
 calls ``learn`` once per iteration, so stable-baselines3's progress-based schedules do not span
-the run), 50 epochs of one minibatch over 1024 x 700 steps, and the KL early stop *after* the
-step that crossed it (stable-baselines3 stops before the step, at ``1.5 * target_kl``).
+the run), 50 epochs of one minibatch over 1024 x 700 steps, the KL early stop *after* the
+step that crossed it (stable-baselines3 stops before the step, at ``1.5 * target_kl``), and the
+evaluation iterations (every 5th, ``eval_interval: 5``, ``eval_first: true``: the mean action, no
+update, its steps not counted, ``residual_ppo.py:337-350``; the script saves the weights of the
+best evaluation, ``actor_chkpt_best_success_rate.pt``, ``residual_ppo.py:424-449``; the zoo exports
+the last iteration's). The zoo's default for ``reset_every_iteration`` is off: ResiP's iteration is one 700-step episode per
+environment (``num_env_steps`` 700 is both the rollout and the time limit), so a reset there
+cuts nothing, while the zoo's 256-step iterations over 50-step episodes would cut the episode
+under way in every environment.
 """
 
 from __future__ import annotations
@@ -119,11 +129,21 @@ class ResipPPOAlgorithm(PPO):
     ``critic_lr`` (None: the actor's) sets the second parameter group (critic MLP and value head);
     the first holds the actor's trainable parameters. stable-baselines3's value loss is the plain
     MSE, so ResiP's ``0.5 * MSE * vf_coef`` is ``vf_coef / 2`` here (:func:`resip_ppo` passes it).
+    ``reset_every_iteration`` resets every environment before each rollout, as ResiP does.
     """
 
-    def __init__(self, *args: Any, critic_lr: float | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, critic_lr: float | None = None, reset_every_iteration: bool = False,
+                 **kwargs: Any) -> None:  # fmt: skip
         self.critic_lr = critic_lr
+        self.reset_every_iteration = reset_every_iteration
         super().__init__(*args, **kwargs)
+
+    def collect_rollouts(self, env: VecEnv, *args: Any, **kwargs: Any) -> bool:
+        """One rollout; with ``reset_every_iteration`` from fresh episodes (``residual_ppo.py:340-343``)."""
+        if self.reset_every_iteration:
+            self._last_obs = env.reset()
+            self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
+        return super().collect_rollouts(env, *args, **kwargs)
 
     def _setup_model(self) -> None:
         super()._setup_model()

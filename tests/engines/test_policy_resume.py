@@ -39,6 +39,8 @@ STEPS = 3
 RESUME_FROM = 2
 CASES = {  # name: (recipe, overrides, the simulator's package)
     "resip": (ROBOT / "fetch-push-resip-smoke.yaml", [], "gymnasium_robotics"),
+    # ResiP's fresh episodes every iteration: the resumed run's first rollout resets as the uninterrupted one's
+    "resip-reset": (ROBOT / "fetch-push-resip-smoke.yaml", ["algorithm.reset_every_iteration=true"], "gymnasium_robotics"),
     "resfit": (ROBOT / "fetch-push-resfit-smoke.yaml", [], "gymnasium_robotics"),
     # exploration still random after the resume point (32 steps an iteration): the action space's generator counts
     "resfit-warmup": (ROBOT / "fetch-push-resfit-smoke.yaml", ["algorithm.learning_starts=80"], "gymnasium_robotics"),

@@ -2,8 +2,8 @@
 
 ``policy_config.json`` says ``"architecture": "residual-mlp"`` and carries, besides the sizes of
 the base (``hidden``, ``action_chunk``), the residual's ``residual_hidden``, ``combine``,
-``residual_scale``, ``obs_clamp`` and, for ``combine: resfit``, the environment's action box
-(``action_low``/``action_high``). One ``model.safetensors`` holds ``base.*`` and ``residual.*``;
+``residual_scale``, ``obs_clamp`` and, for ``combine: resfit``, the action range scaled to [-1, 1]
+(``action_low``/``action_high``: ResFiT's widened demonstration range, or the environment's box). One ``model.safetensors`` holds ``base.*`` and ``residual.*``;
 ``normalization.json`` is the base's. The two combinations (research notes §4.4):
 
 * ``resip``: in the base's normalised action space, ``a_n = base_n + scale * residual(x)`` (no clip);
@@ -40,7 +40,7 @@ class ResidualPolicy(nn.Module):
         if extra["combine"] not in ("resip", "resfit"):
             raise ValueError(f"combine={extra['combine']!r}: expected 'resip' or 'resfit'")
         if extra["combine"] == "resfit" and not ("action_low" in extra and "action_high" in extra):
-            raise ValueError("a resfit residual needs action_low and action_high (the environment's action box)")
+            raise ValueError("a resfit residual needs action_low and action_high (the action range scaled to [-1, 1])")
         self.combine, self.scale = str(extra["combine"]), float(extra["residual_scale"])
         self.obs_clamp = float(extra.get("obs_clamp", 3.0))
         self.base = mlp(config)

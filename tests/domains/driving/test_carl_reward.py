@@ -1,10 +1,11 @@
-"""CaRL's reward on hand-computed cases: each soft penalty, off-route, termination reasons, the terminal hint.
+"""CaRL's reward on hand-computed cases: each soft penalty, off-route, termination reasons, the terminating step.
 
 Reference: CaRL (arXiv 2504.17838), nuPlan reward builder of ``autonomousvision/CaRL`` (read in the
 fork ``jkli-2/CaRL`` at commit d6890e6d, ``nuPlan/carl_nuplan/planning/gym/environment/reward_builder/
 default_reward_builder.py``: ``_regular_accumulate``, ``_calculate_lane_distance``, ``_calculate_too_fast``;
 ``components/time_to_collision.py``: SUCCESS_TTC 1.0, FAIL_TTC 0.5, held once failed). The numbers
-below are worked out by hand from those formulas, not produced by the code under test.
+below are worked out by hand from those formulas, not produced by the code under test;
+:func:`regular_accumulate` is the builder's own accumulation (lines 217-241, defaults of lines 126-132).
 """
 
 from __future__ import annotations
@@ -99,21 +100,37 @@ def test_off_route_earns_nothing_but_does_not_end_the_episode():
     assert carl_step(measure(6.0), state, config).reward == pytest.approx(1.0)  # progress while off route is spent
 
 
-@pytest.mark.parametrize(("reason", "reward"), [("collision", -1.0), ("red_light", -1.0), ("off_road", 0.0),
-                                                ("blocked", 0.0)])  # fmt: skip
-def test_hard_constraints_end_the_episode_without_progress_and_with_the_hint(reason, reward):
+def regular_accumulate(route_completion: float, soft_constraints: list[float], hard_constraints: list[bool],
+                       collision: bool, terminal_penalty: float = 0.0, collision_terminal_penalty: float = 0.0,
+                       reward_factor: float = 100.0) -> tuple[float, bool]:  # fmt: skip
+    """``DefaultRewardBuilder._regular_accumulate`` (value accumulation of comfort and TTC), returning
+    (reward, termination); ``route_completion`` is the step's completion gain as a fraction of the route."""
+    termination = any(hard_constraints)
+    terminal_penalty = collision_terminal_penalty if collision else terminal_penalty
+    terminate_factor = 0.0 if termination else 1.0
+    reward = route_completion * np.prod(soft_constraints) * terminate_factor + terminal_penalty
+    return reward * reward_factor, termination
+
+
+@pytest.mark.parametrize("reason", ["collision", "red_light", "off_road", "blocked"])
+def test_hard_constraints_end_the_episode_and_the_step_earns_nothing_as_in_nuplans_builder(reason):
     result = carl_step(measure(7.0, **{reason: True}), PenaltyState(), CarlRewardConfig())
-    assert (result.terminated, result.reason, result.reward) == (True, reason, reward)
+    expected, ends = regular_accumulate(0.07, [1.0] * 5, [True], collision=reason == "collision")
+    assert (result.terminated, result.reason, result.reward) == (ends, reason, expected) == (True, reason, 0.0)
 
 
-def test_terminal_hint_can_be_turned_off_and_scaled():
-    assert rewards([measure(7.0, collision=True)], CarlRewardConfig(terminal_hint=0.0)) == [0.0]
-    assert rewards([measure(7.0, collision=True)], CarlRewardConfig(terminal_hint=2.5)) == [-2.5]
+@pytest.mark.parametrize("changes", [{}, {"speed": 31.115}, {"ttc_violation": True}, {"center_distance": 1.0},
+                                     {"on_route": False}, {"speed": 31.115, "ttc_violation": True}])  # fmt: skip
+def test_a_regular_step_is_nuplans_accumulation_of_its_components(changes):
+    result = carl_step(measure(2.5, **changes), PenaltyState(), CarlRewardConfig())
+    soft = [v for k, v in result.components.items() if k != "progress"]
+    expected, ends = regular_accumulate(result.components["progress"] / 100, soft, [False], collision=False)
+    assert not ends and result.reward == pytest.approx(expected)
 
 
 def test_collision_is_reported_before_other_simultaneous_infractions():
     result = carl_step(measure(1.0, off_road=True, collision=True), PenaltyState(), CarlRewardConfig())
-    assert result.reason == "collision" and result.reward == -1.0
+    assert result.reason == "collision" and result.reward == 0.0
 
 
 class Scripted(gym.Env):
@@ -139,7 +156,7 @@ def test_wrapper_replaces_the_reward_and_terminates_with_the_reason():
     env = CarlReward(Scripted([measure(2.0), measure(3.0, ttc_violation=True), measure(4.0, collision=True)]))
     env.reset()
     out = [env.step(np.zeros(1)) for _ in range(3)]
-    assert [r for _, r, *_ in out] == pytest.approx([2.0, 0.5, -1.0])
+    assert [r for _, r, *_ in out] == pytest.approx([2.0, 0.5, 0.0])
     assert [t for _, _, t, *_ in out] == [False, False, True]
     assert out[-1][4]["termination"] == "collision" and "termination" not in out[0][4]
     assert set(out[0][4]["carl"]) == {"progress", "speeding", "ttc", "comfort", "lane_distance", "off_route"}

@@ -69,10 +69,17 @@ def test_resume_continues_from_the_newest_checkpoint(tmp_path):
     assert state == {"iteration": 2, "env_steps": 128}  # 2 envs x 32 steps per iteration, continued
 
 
-def test_resfit_run_exports_a_clamped_residual_policy(tmp_path):
+def test_resfit_run_exports_a_residual_clamped_to_the_demonstrations_widened_range(tmp_path):
+    from domains.robot.algorithms import _demos
+    from domains.robot.residual import resfit_action_limits
+
     out = run(str(RECIPES / "fetch-push-resfit-smoke.yaml"), [], output_dir=str(tmp_path / "run"))
     pipe = zoo.load(str(out / "final"))
     assert pipe.model.combine == "resfit"
+    recipe = load_recipe(str(out / "recipe.yaml"))
+    low, high = resfit_action_limits(_demos(recipe.algorithm.offline_episodes, recipe.training.seed)["actions"], 0.1)
+    np.testing.assert_allclose(pipe.config.extra["action_low"], low)  # ResFiT's ActionScaler limits, not the env box
+    np.testing.assert_allclose(pipe.config.extra["action_high"], high)
     from domains.robot.envs import make_fetch_push
 
     env = make_fetch_push(max_episode_steps=20)
@@ -80,7 +87,7 @@ def test_resfit_run_exports_a_clamped_residual_policy(tmp_path):
     pipe.reset()
     for _ in range(5):
         action = pipe.act(obs)
-        assert (np.abs(action) <= 1 + 1e-5).all()
+        assert ((action >= low - 1e-5) & (action <= high + 1e-5)).all()
         obs, *_ = env.step(action)
     assert (out / "checkpoint-2" / "replay_buffer.npz").is_file()
 

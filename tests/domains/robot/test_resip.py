@@ -117,3 +117,24 @@ def test_resume_keeps_the_running_reward_statistics(tmp_path):
     run(recipe, ["training.steps=2"], resume=True, output_dir=str(out))
     second = json.loads((out / "checkpoint-2" / "reward_normalizer.json").read_text())
     assert second["count"] == pytest.approx(128 + 1e-4)
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_reset_every_iteration_starts_each_rollout_from_fresh_episodes(base_dir, reset):
+    """ResiP resets all environments and the base's queues before every iteration (``residual_ppo.py:340-343``)."""
+    venv = _venv(base_dir, 2, steps=50)
+    resets = [0, 0]
+    for i, env in enumerate(venv.envs):
+        original = env.reset
+
+        def counted(*args, _i=i, _original=original, **kwargs):
+            resets[_i] += 1
+            return _original(*args, **kwargs)
+
+        env.reset = counted
+    model = resip_ppo(ResipRewards(venv), hidden=(16, 16), n_steps=8, batch_size=16, n_epochs=1,
+                      reset_every_iteration=reset, seed=0)  # fmt: skip
+    for _ in range(3):  # the engine's iterations: one learn call of n_envs x n_steps each
+        model.learn(16, reset_num_timesteps=False)
+    # the first learn resets once to start; 8-step rollouts of 50-step episodes never end one by themselves
+    assert resets == ([1 + 3] * 2 if reset else [1, 1])

@@ -74,7 +74,10 @@ class PolicyAlgorithmConfig:
     clip_reward: float = 5.0
     """Residual PPO: clip the scaled rewards to ``±clip_reward`` (ResiP 5)."""
     truncation_as_done: bool = True
-    """Residual PPO: a time limit ends the episode without bootstrapping its last value (ResiP's GAE)."""
+    """Residual PPO and ``carl-ppo``: a time limit ends the episode without bootstrapping its last value (ResiP's GAE;
+    CaRL's ``dd_ppo.py`` treats truncation as done)."""
+    reset_every_iteration: bool = False
+    """Residual PPO: reset every environment before each iteration's rollout (ResiP: on; see ``domains/robot/resip.py``)."""
     denoising_steps: int = 20
     """Diffusion policies (``dppo``): DDPM steps K of the chain."""
     ft_denoising_steps: int = 10
@@ -84,7 +87,8 @@ class PolicyAlgorithmConfig:
     bc_steps: int = 3000
     """Diffusion policies (``dppo``): behaviour-cloning steps on ``offline_episodes`` demonstrations before RL."""
     kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra keyword arguments for the algorithm (stable-baselines3's, or :class:`~zoo.engines.policy.dppo.DPPOSettings`)."""
+    """Extra keyword arguments for the method's builder: e.g. ``resfit_td3``'s ``n_critics``, stable-baselines3's,
+    or :class:`~zoo.engines.policy.dppo.DPPOSettings`."""
 
 
 @dataclass(frozen=True, kw_only=True)
