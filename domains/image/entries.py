@@ -61,11 +61,19 @@ for task, repo, reward in (("geneval", "jieliu/SD3.5M-FlowGRPO-GenEval", "GenEva
 # --- Adv-GRPO (showlab/Adv-GRPO, MIT): two LoRAs in subfolders of one repository -----------------------------
 _ADV_TRAINING = {
     "dino": "The zoo trains this discriminator: the diffusion engine's adv_grpo method.",
-    "pickscore": "The zoo loads these weights but does not train their discriminator: the diffusion engine's adv_grpo "
-                 "has the DINOv2 one only. Theirs fine-tunes PickScore's CLIP (vision layers from config.tune_layer, "
-                 "Adam lr 5e-6) with PickScore's pairwise loss, references preferred, in rounds where the references "
-                 "score below the generations (showlab/Adv-GRPO@8287f90:scripts/train_sd3_fast_pickscore.py:151-183, "
-                 "1017-1036; config/grpo.py:353-360 pickscore_cotrain_sd3_fast).",
+    "pickscore": "The zoo trains this discriminator: the diffusion engine's adv_grpo method with algorithm.discriminator: "
+                 "pickscore (zoo/engines/diffusion/adversarial_pickscore.py). As theirs, it fine-tunes PickScore's CLIP "
+                 "(vision layers from discriminator_tune_layer, -1: the last; Adam lr 5e-6, betas 0.5/0.999) with "
+                 "PickScore's pairwise loss, references preferred, in the rounds where the references score below the "
+                 "generations, the other rounds training the generator (showlab/Adv-GRPO@8287f90:scripts/"
+                 "train_sd3_fast_pickscore.py:151-183, 658, 1008-1037; config/grpo.py:354-356). It differs in: float32 "
+                 "(theirs casts the scorer to bfloat16, train_sd3_fast_pickscore.py:655); gradients averaged over "
+                 "processes (their scorer unwraps its DDP, adv_grpo/pickscore_scorer.py:19-20, so each rank trains a copy "
+                 "of its own); one reference drawn per generated image (theirs sets a prompt's 8 listed files against its "
+                 "8 generations, train_sd3_fast_pickscore.py:773-801); the run's evaluation scores with the co-trained "
+                 "discriminator (theirs with the frozen PickScore, config/grpo.py:370-372). No recipe reproduces the "
+                 "released LoRA: its reference images, Qwen-Image generations named in config.json_path "
+                 "(config/grpo.py:361-362), are not in this project.",
 }
 for reward, folder in (("pickscore", "PickScore"), ("dino", "DINO")):
     register(ModelEntry(

@@ -127,7 +127,7 @@ def test_entries_name_what_they_sample_with():
         "editscore-qwen3-vl-8b": ("EditScore/EditScore-Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "processor"),
         "editscore-qwen3-vl-32b": ("EditScore/EditScore-Qwen3-VL-32B-Instruct", "Qwen/Qwen3-VL-32B-Instruct", "processor"),
     }
-    assert "does not train their discriminator" in zoo.info("adv-grpo-sd35m-pickscore").notes
+    assert "trains this discriminator" in zoo.info("adv-grpo-sd35m-pickscore").notes  # adversarial_pickscore.py
 
 
 def test_a_pipeline_base_fetches_its_component_folders_not_the_root_checkpoint(hf_cache, monkeypatch):

@@ -27,6 +27,12 @@ reference images listed for the prompt of each sampled mini-batch (``reference_i
 Qwen-Image pictures per prompt against 8 generations) and stop when a prompt has none. Here each generated
 image gets one reference of its own prompt, drawn uniformly (the same set as theirs when a prompt has as many
 references as the group has images), and a run whose training prompts lack references does not start.
+
+That is ``algorithm.discriminator: dinov2``. The other, ``pickscore`` (their ``train_sd3_fast_pickscore.py``),
+fine-tunes PickScore's CLIP instead and steps it in the rounds where the references score below the
+generations: :mod:`zoo.engines.diffusion.adversarial_pickscore`. This module holds what the two share: the
+references, :class:`AdversarialReward` (scoring, one optimiser step, checkpoint state; its hooks are where
+the PickScore reward differs), the gradient averaging of multi-process runs, and :data:`DISCRIMINATORS`.
 """
 
 from __future__ import annotations
@@ -53,6 +59,27 @@ TINY_CONFIG = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads":
 """A 28 px input cut into 2 x 2 patches of 14: CLS plus 4 patch tokens of width 32."""
 
 
+@dataclass(frozen=True)
+class DiscriminatorKind:
+    """One of Adv-GRPO's discriminators: what a recipe's ``null`` takes, and its seeded CPU stand-in."""
+
+    weights: str
+    """``algorithm.discriminator_backbone`` when null: the authors' model."""
+    lr: float
+    """``algorithm.discriminator_lr`` when null: the authors' learning rate."""
+    tiny: str
+    """The backbone name that builds a small random model from a config (no files)."""
+
+
+DISCRIMINATORS = {
+    # theirs is timm's vit_base_patch14_dinov2.lvd142m, here its transformers port; d_lr: config/grpo.py:142
+    "dinov2": DiscriminatorKind("facebook/dinov2-base", 1e-4, TINY_BACKBONE),
+    # showlab/Adv-GRPO@8287f90:adv_grpo/pickscore_scorer.py:9; d_lr: config/grpo.py:354
+    "pickscore": DiscriminatorKind("yuvalkirstain/PickScore_v1", 5e-6, "tiny:clip"),
+}
+"""``algorithm.discriminator`` -> its kind."""
+
+
 def trains_discriminator(round_index: int, d_times: int) -> bool:
     """Whether 0-based round ``round_index`` is a discriminator-only round (else generator-only): the authors'
     ``if config.train_d and (epoch + 1) % config.d_times != 0`` (``train_sd3_fast_dino_patch.py``)."""
@@ -69,12 +96,16 @@ def load_backbone(name: str, seed: int = 0) -> nn.Module:
             torch.manual_seed(seed)
             model = Dinov2Model(Dinov2Config(**TINY_CONFIG))
     else:
-        from zoo.hub import resolve_repo
-
-        path = Path(name).expanduser()
-        path = path if path.is_dir() else resolve_repo(name).path
-        model = Dinov2Model.from_pretrained(path, use_safetensors=True)
+        model = Dinov2Model.from_pretrained(weights_path(name), use_safetensors=True)
     return model.eval().requires_grad_(False)
+
+
+def weights_path(name: str) -> Path:
+    """A directory as given, else a Hub id's files found as every zoo model's are (cache, then download)."""
+    from zoo.hub import resolve_repo
+
+    path = Path(name).expanduser()
+    return path if path.is_dir() else resolve_repo(name).path
 
 
 class DinoDiscriminator(nn.Module):
@@ -155,39 +186,69 @@ class References:
 
 
 class AdversarialReward:
-    """The discriminator as a reward (images in, ``RewardResult`` out) and its hinge-loss update."""
+    """A discriminator as a reward (images in, ``RewardResult`` out) and its update against reference images.
+
+    The class is the DINOv2 discriminator's. Its hooks (:meth:`trained`, :meth:`scores`, :meth:`pair_loss`,
+    :meth:`positives`, :meth:`plan`) are what the PickScore one overrides
+    (:class:`~zoo.engines.diffusion.adversarial_pickscore.PickScoreReward`); the optimiser (Adam, betas
+    (0.5, 0.999): both of the authors' scripts), the step and the checkpoint state are shared.
+    """
 
     name = "adversarial"
+    state_name = "head"
+    """The key of the trained weights in :meth:`state_dict`."""
 
     def __init__(self, references: References, lr: float, generator: torch.Generator,
-                 discriminator: DinoDiscriminator) -> None:  # fmt: skip
+                 discriminator: Any, d_times: int = 10) -> None:  # fmt: skip
+        """``discriminator``: what the hooks read, a :class:`DinoDiscriminator` here; ``d_times``: :meth:`plan`'s."""
         self.references, self.generator, self.discriminator = references, generator, discriminator
-        self.optimizer = torch.optim.Adam(self.discriminator.head.parameters(), lr=lr, betas=(0.5, 0.999))
+        self.d_times = d_times
+        self.optimizer = torch.optim.Adam(self.trained().parameters(), lr=lr, betas=(0.5, 0.999))
+
+    def trained(self) -> nn.Module:
+        """What the discriminator step trains (the backbone is frozen and reloaded from its files)."""
+        return self.discriminator.head
+
+    def scores(self, images: torch.Tensor, samples: Sequence[Any]) -> dict[str, torch.Tensor]:
+        """``{"reward": (B,), component: (B,), ...}`` of (B, 3, H, W) images; the head reads no prompt."""
+        return self.discriminator.score(images, self.generator)
+
+    def pair_loss(self, real: torch.Tensor, fake: torch.Tensor, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """The loss of one step (``"loss"``) and what to log of it."""
+        self.discriminator.head.train()
+        return self.discriminator.loss(real, fake, self.generator)
+
+    def positives(self, prompts: Sequence[str]) -> torch.Tensor:
+        """The references a step sets against the generations: one of each image's prompt, drawn now."""
+        return self.references.draw(prompts, self.generator)
+
+    def plan(self, round_index: int, reward: float, prompts: Sequence[str]) -> tuple[bool, dict[str, float]]:
+        """Whether round ``round_index`` steps the discriminator (and not the generator), and what to log of the
+        decision: the authors' fixed alternation (:func:`trains_discriminator`), whatever the scores."""
+        return trains_discriminator(round_index, self.d_times), {}
 
     @torch.no_grad()
     def __call__(self, predictions: Sequence[torch.Tensor], samples: Sequence[Any]) -> list[RewardResult]:
-        parts = self.discriminator.score(torch.stack(list(predictions)).float(), self.generator)
-        return [RewardResult(float(r), {"cls": float(c), "patch": float(p)})
-                for r, c, p in zip(parts["reward"], parts["cls"], parts["patch"])]  # fmt: skip
+        parts = self.scores(torch.stack(list(predictions)).float(), samples)
+        rewards = parts.pop("reward")
+        return [RewardResult(float(r), {k: float(v[i]) for k, v in parts.items()}) for i, r in enumerate(rewards)]
 
     def update(self, generated: torch.Tensor, prompts: Sequence[str]) -> dict[str, float]:
-        """One hinge-loss step: ``generated`` (image ``i`` drawn for ``prompts[i]``) against one reference of
-        each image's prompt."""
-        references = self.references.draw(prompts, self.generator)
-        self.discriminator.head.train()
-        parts = self.discriminator.loss(references, generated.float(), self.generator)
+        """One step: ``generated`` (image ``i`` drawn for ``prompts[i]``) against :meth:`positives`."""
+        references = self.positives(prompts)
+        parts = self.pair_loss(references, generated.float(), prompts)
         self.optimizer.zero_grad()
         parts["loss"].backward()
-        average_gradients(self.discriminator.head)
+        average_gradients(self.trained())
         self.optimizer.step()
         return {f"disc/{k}": v.item() for k, v in parts.items()}
 
     def state_dict(self) -> dict[str, Any]:
-        """The head and its optimiser (the backbone is frozen and reloaded from its files)."""
-        return {"head": self.discriminator.head.state_dict(), "optimizer": self.optimizer.state_dict()}
+        """The trained weights and their optimiser: tensors and plain containers (``zoo.runs.read_state``)."""
+        return {self.state_name: self.trained().state_dict(), "optimizer": self.optimizer.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.discriminator.head.load_state_dict(state["head"])
+        self.trained().load_state_dict(state[self.state_name])
         self.optimizer.load_state_dict(state["optimizer"])
 
 
@@ -196,16 +257,16 @@ def average_gradients(module: nn.Module) -> None:
 
     The head is not wrapped for data parallelism and each process steps it on its own images: without this
     every rank would train, and reward with, a discriminator of its own, and a checkpoint (which holds the
-    main process's) would resume the other ranks with a head they never had. Gathered as objects rather
-    than all-reduced: the head stays on the CPU, which an NCCL process group cannot reduce. The sum runs in
-    rank order on every process, so the heads stay bit-equal."""
+    main process's) would resume the other ranks with a head they never had. Gathered as CPU objects rather
+    than all-reduced: the DINOv2 head stays on the CPU, which an NCCL process group cannot reduce. The sum runs
+    in rank order on every process, so the weights stay bit-equal."""
     from accelerate.state import PartialState
     from accelerate.utils import gather_object
 
     if PartialState().num_processes == 1:
         return
     grads = [p.grad for p in module.parameters() if p.grad is not None]
-    mean = torch.stack(gather_object([torch.cat([g.flatten() for g in grads])])).mean(0)
+    mean = torch.stack(gather_object([torch.cat([g.flatten() for g in grads]).cpu()])).mean(0)
     for grad, part in zip(grads, mean.split([g.numel() for g in grads]), strict=True):
         grad.copy_(part.view_as(grad))
 
@@ -234,9 +295,19 @@ def load_references(run: Run) -> References:
 
 
 def attach_discriminator(run: Run) -> None:
-    """Make the run's reward the discriminator (an adversarial recipe lists no other) and keep it for checkpoints."""
+    """Make the run's reward its discriminator (an adversarial recipe lists no other) and keep it for checkpoints;
+    the recipe's ``null`` backbone and learning rate take the discriminator's own (:data:`DISCRIMINATORS`)."""
     alg = run.recipe.algorithm
-    discriminator = DinoDiscriminator(load_backbone(alg.discriminator_backbone, run.recipe.training.seed))
-    reward = AdversarialReward(load_references(run), alg.discriminator_lr, run.generator, discriminator)
+    kind, seed = DISCRIMINATORS[alg.discriminator], run.recipe.training.seed
+    backbone = alg.discriminator_backbone or kind.weights
+    lr = kind.lr if alg.discriminator_lr is None else alg.discriminator_lr
+    if alg.discriminator == "pickscore":
+        from zoo.engines.diffusion.adversarial_pickscore import PickScoreReward, load_pickscore
+
+        clip = load_pickscore(backbone, alg.discriminator_tune_layer, seed, run.accelerator.device)
+        reward = PickScoreReward(load_references(run), lr, run.generator, clip)
+    else:
+        dino = DinoDiscriminator(load_backbone(backbone, seed))
+        reward = AdversarialReward(load_references(run), lr, run.generator, dino, alg.d_times)
     run.reward = reward
     run.extra["discriminator"] = reward

@@ -138,11 +138,21 @@ def _tree_shape(recipe: DiffusionRecipe) -> None:
 
 
 def _adversarial(recipe: DiffusionRecipe) -> None:
-    if not recipe.algorithm.reference_images.name:
+    from zoo.engines.diffusion.adversarial import DISCRIMINATORS
+
+    alg = recipe.algorithm
+    if alg.discriminator not in DISCRIMINATORS:
+        raise RecipeError(f"algorithm.discriminator={alg.discriminator!r}: Adv-GRPO's are {sorted(DISCRIMINATORS)}")
+    tiny = {kind.tiny: name for name, kind in DISCRIMINATORS.items()}
+    if tiny.get(alg.discriminator_backbone, alg.discriminator) != alg.discriminator:
+        raise RecipeError(f"algorithm.discriminator_backbone={alg.discriminator_backbone!r} is the "
+                          f"{tiny[alg.discriminator_backbone]} discriminator's tiny model; the {alg.discriminator} one's "
+                          f"is {DISCRIMINATORS[alg.discriminator].tiny!r}")  # fmt: skip
+    if not alg.reference_images.name:
         raise RecipeError("adv_grpo needs algorithm.reference_images.name: a registered dataset whose images are "
                           "the discriminator's positives")  # fmt: skip
-    if recipe.algorithm.d_times < 1:
-        raise RecipeError(f"algorithm.d_times={recipe.algorithm.d_times} must be >= 1 (every d_times-th round trains "
+    if alg.d_times < 1:
+        raise RecipeError(f"algorithm.d_times={alg.d_times} must be >= 1 (every d_times-th round trains "
                           "the generator, the others the discriminator)")  # fmt: skip
 
 

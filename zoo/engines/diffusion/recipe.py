@@ -109,15 +109,25 @@ class DiffusionAlgorithmConfig:
     """TreeGRPO: step indices where each node splits into ``branch_factor`` children (SDE there, ODE elsewhere)."""
     branch_factor: int = 2
     """TreeGRPO: children per split; ``group_size`` must equal ``branch_factor ** len(branch_steps)``."""
-    discriminator_lr: float = 1e-4
-    """Adv-GRPO: learning rate of the discriminator head whose score is the reward."""
+    discriminator: str = "dinov2"
+    """Adv-GRPO: whose score is the reward: ``dinov2`` (a head on a frozen DINOv2, their
+    ``train_sd3_fast_dino_patch.py``) or ``pickscore`` (PickScore's CLIP, its last vision layers fine-tuned,
+    their ``train_sd3_fast_pickscore.py``); :mod:`zoo.engines.diffusion.adversarial`."""
+    discriminator_lr: float | None = None
+    """Adv-GRPO: learning rate of what the discriminator trains (``null``: the authors' ``d_lr``, 1e-4 for
+    ``dinov2``'s head, 5e-6 for ``pickscore``'s layers)."""
     d_times: int = 10
-    """Adv-GRPO: the alternation period. Round ``r`` (0-based) trains the generator alone when
+    """Adv-GRPO ``dinov2``: the alternation period. Round ``r`` (0-based) trains the generator alone when
     ``(r + 1) % d_times == 0`` and the discriminator alone otherwise: the authors' 10 gives 9
-    discriminator-only rounds per generator round; 1 never trains the discriminator (their ``train_d=False``)."""
-    discriminator_backbone: str = "facebook/dinov2-base"
-    """Adv-GRPO: the frozen DINOv2 under the discriminator head (Hub id or directory), or ``tiny:dinov2``
-    (a small random one built from a config, seeded, for CPU runs)."""
+    discriminator-only rounds per generator round; 1 never trains the discriminator (their ``train_d=False``).
+    Unused by ``pickscore``, whose rounds go by the scores (its script comments the ``d_times`` test out)."""
+    discriminator_backbone: str | None = None
+    """Adv-GRPO: the discriminator's weights (Hub id or directory; ``null``: ``facebook/dinov2-base`` for
+    ``dinov2``, ``yuvalkirstain/PickScore_v1`` for ``pickscore``), or ``tiny:dinov2`` / ``tiny:clip`` (a small
+    random one built from a config, seeded, for CPU runs)."""
+    discriminator_tune_layer: int = -1
+    """Adv-GRPO ``pickscore``: the vision encoder layers from this index on are trained, the rest of the CLIP is
+    frozen (the authors' ``config.tune_layer``, -1: the last layer alone)."""
     reference_images: DataConfig = field(default_factory=DataConfig)
     """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives for their sample's prompt
     (every training prompt needs at least one; the authors pair references with prompts)."""

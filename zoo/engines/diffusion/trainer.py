@@ -7,8 +7,9 @@ rule), drop images whose advantage is exactly zero (Flow-GRPO's filter: tied gro
 over the stochastic steps: every trained step's ratio is re-scored under the current denoiser
 (classifier-free guided as in sampling) with the stored next latent, clipped per step, optionally
 with a KL to the reference on the step means. With an SDE window (Flow-GRPO-Fast) only the window's
-steps are stochastic and trained. Adv-GRPO's reward is a discriminator trained in rounds of its own: 9
-of every 10 rounds (``d_times``) step it on the round's images instead of the generator. Multi-GPU runs go
+steps are stochastic and trained. Adv-GRPO's reward is a discriminator trained in rounds of its own, on the
+round's images instead of the generator: 9 of every 10 rounds (``d_times``) for the DINOv2 one, the rounds
+whose reference images score below the generations for the PickScore one. Multi-GPU runs go
 through ``accelerate launch`` or ``torchrun``: each process samples its own prompts with its own noise,
 rewards and prompts are gathered for the advantages, and the logged metrics are the whole run's
 (:meth:`~zoo.engines.diffusion.setup.Run.over_processes`), written by the main process alone.
@@ -23,7 +24,6 @@ from typing import Any
 
 import torch
 
-from zoo.engines.diffusion.adversarial import trains_discriminator
 from zoo.engines.diffusion.checkpoint import RunState, load_checkpoint, save_checkpoint
 from zoo.engines.diffusion.methods import METHODS, Method
 from zoo.engines.diffusion.recipe import DiffusionRecipe
@@ -76,8 +76,9 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
 def train_round(run: Run, index: int) -> dict[str, Any]:
     """Round ``index`` (0-based): rollouts, rewards, advantages, PPO over the stochastic steps. Returns its metrics.
 
-    Adv-GRPO alternates by ``index``: a discriminator round steps the discriminator on the images it just
-    scored and leaves the generator alone; a generator round is an ordinary round (``algorithm.d_times``)."""
+    Adv-GRPO's discriminator decides the round (its ``plan``: by ``index`` and ``algorithm.d_times``, or by the
+    scores): a discriminator round steps the discriminator on the images it just scored and leaves the generator
+    alone; a generator round is an ordinary round."""
     method: Method = METHODS.get(run.recipe.algorithm.method)
     prompts = run.draw_prompts()
     if method.rollout == "tree":
@@ -88,9 +89,13 @@ def train_round(run: Run, index: int) -> dict[str, Any]:
         transitions, rewards, metrics = flat_round(run, method, prompts)
     everyone = gather_all(rewards)  # the round's reward is every process's images', not this one's
     metrics.update(reward=float(torch.nanmean(everyone)), reward_std=float(_nanstd(everyone)))
-    if method.adversarial and trains_discriminator(index, run.recipe.algorithm.d_times):
-        metrics.update(run.extra["discriminator"].update(*run.extra["last_scored"]))
-        return metrics
+    if method.adversarial:
+        discriminator, (images, scored) = run.extra["discriminator"], run.extra["last_scored"]
+        steps, decided = discriminator.plan(index, metrics["reward"], scored)
+        metrics.update(decided)
+        if steps:
+            metrics.update(discriminator.update(images, scored))
+            return metrics
     if run.settings["filter_zero_advantage"]:  # Flow-GRPO: samples with A = 0 carry no signal
         keep = nonzero_advantage_mask(transitions.advantages)
         metrics["kept_fraction"] = float(keep.float().mean())
