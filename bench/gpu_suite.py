@@ -5,6 +5,8 @@
   domains through ``importlib.metadata`` entry points, which need a ``*.dist-info``. Writing one from
   ``pyproject.toml`` into the wheels' target folder needs no build backend and no network (``pip
   install -e .`` would need setuptools' editable build, and writes into the image's environment).
+* ``pins``: ``name==version`` from ``requirements.lock`` for each package named (what
+  ``--collect-wheels`` downloads); a package the lock does not pin is an error.
 * ``versions``: the interpreter, torch, the device and each package's version and origin
   (carried wheel or the machine's image), beside ``requirements.lock``'s pin.
 * ``ignores``: test files whose module-level imports (followed through the project's own modules)
@@ -83,6 +85,15 @@ def lock_pins() -> dict[str, str]:
 def normalise(name: str) -> str:
     """PEP 503 name: case and runs of ``-_.`` do not matter."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pinned(names: list[str]) -> list[str]:
+    """``name==version`` for each of ``names`` as ``requirements.lock`` pins it; raises naming any it does not."""
+    locked = lock_pins()
+    missing = [name for name in names if normalise(name) not in locked]
+    if missing:
+        raise SystemExit(f"gpu_suite.py: not pinned in requirements.lock: {', '.join(missing)}")
+    return [f"{name}=={locked[normalise(name)]}" for name in names]
 
 
 def versions(site: Path | None) -> dict[str, Any]:
@@ -296,6 +307,8 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("register", help="write the project's dist-info (entry points) into --site").add_argument(
         "--site", type=Path, required=True)  # fmt: skip
+    sub.add_parser("pins", help="print name==version from requirements.lock for each name").add_argument(
+        "names", nargs="+")  # fmt: skip
     for name in ("versions", "ignores"):
         command = sub.add_parser(name)
         command.add_argument("--site", type=Path)
@@ -309,6 +322,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "register":
         print(register(args.site))
+    elif args.command == "pins":
+        print("\n".join(pinned(args.names)))
     elif args.command == "versions":
         found = versions(args.site)
         args.json.write_text(json.dumps(found, indent=2) + "\n")

@@ -68,27 +68,17 @@ OPTIONAL_WHEELS=(transformers peft)
 PLATFORMS=(manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64)
 BUDGET_BYTES=${GPU_SUITE_BUDGET_BYTES:-67108864}
 
-norm() { tr 'A-Z_.' 'a-z--' <<<"$1" | tr -s '-'; }
-
-lock_version() {  # NAME -> its pin in requirements.lock
-    local want name version
-    want=$(norm "$1")
-    while IFS='=' read -r name _ version; do
-        [[ $(norm "$name") == "$want" ]] && { echo "$version"; return 0; }
-    done <requirements.lock
-    echo "gpu_suite.sh: $1 is not pinned in requirements.lock" >&2
-    return 1
-}
-
 sum_bytes() {  # NUL-separated paths on stdin -> total bytes of those that exist
     { xargs -0 -r stat --printf '%s\n' 2>/dev/null || true; } | awk '{s += $1} END {print s + 0}'
 }
+
+wheel_bytes() { { find .whl -maxdepth 1 -type f -name '*.whl' -print0 2>/dev/null || true; } | sum_bytes; }
 
 check_budget() {
     local tree untracked wheels total
     tree=$(git ls-files -z | sum_bytes)
     untracked=$(git ls-files -z --others --exclude-standard | sum_bytes)
-    wheels=$({ find .whl -maxdepth 1 -type f -name '*.whl' -print0 2>/dev/null || true; } | sum_bytes)
+    wheels=$(wheel_bytes)
     total=$((tree + untracked + wheels))
     if [[ -d .whl ]]; then
         find .whl -maxdepth 1 -type f -name '*.whl' -printf '%s\t%f\n' | sort -rn |
@@ -105,17 +95,16 @@ check_budget() {
 }
 
 download() {  # NAME...: the lock's wheels for CPython 3.12 x86-64 into .whl/
-    local pins=() name platform_args=()
-    for name in "$@"; do pins+=("$name==$(lock_version "$name")"); done
+    local pins=() lines name platform_args=()
+    lines=$("$PY" bench/gpu_suite.py pins "$@")  # name==version from requirements.lock; fails on an unpinned name
+    mapfile -t pins <<<"$lines"
     for name in "${PLATFORMS[@]}"; do platform_args+=(--platform "$name"); done
     "$PY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp "${platform_args[@]}" -d .whl "${pins[@]}" 2> >(grep -v 'is ignored: it is neither' >&2)
 }
 
 carry_bytes() {  # what a device call carries: tracked + untracked-not-ignored files + .whl/
-    local wheels
-    wheels=$({ find .whl -maxdepth 1 -type f -name '*.whl' -print0 2>/dev/null || true; } | sum_bytes)
-    echo $(($(git ls-files -z | sum_bytes) + $(git ls-files -z --others --exclude-standard | sum_bytes) + wheels))
+    echo $(($(git ls-files -z | sum_bytes) + $(git ls-files -z --others --exclude-standard | sum_bytes) + $(wheel_bytes)))
 }
 
 collect_wheels() {

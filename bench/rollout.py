@@ -85,7 +85,8 @@ def phase(args: argparse.Namespace, backend: str) -> dict[str, float]:
 
 def copy_bandwidth() -> float:
     """Bytes/s of a device-to-device copy of 1 GiB (read + write), the decode floor's denominator."""
-    src = torch.empty(2**30, dtype=torch.uint8, device="cuda")
+    size = 2**30
+    src = torch.empty(size, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     dst.copy_(src)
     torch.cuda.synchronize()
@@ -96,7 +97,7 @@ def copy_bandwidth() -> float:
     seconds = time.perf_counter() - start
     del src, dst
     torch.cuda.empty_cache()  # measured before the phases: give the 2 GiB back
-    return 2 * 2**30 * 10 / seconds
+    return 2 * size * 10 / seconds
 
 
 def main() -> None:

@@ -158,7 +158,7 @@ def _reproduction_text(entry: ModelEntry) -> str:
     for path in provenance.reproducing_recipes(entry.name):
         rows = provenance.rows(read_yaml(path).get("provenance") or {})
         where = path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else path.name
-        differ = [f"- `{row.field}`: {row.source.split(':', 1)[1].strip()}" for row in rows if row.differs]
+        differ = [f"- `{row.field}`: {row.why}" for row in rows if row.differs]
         cited = sorted({row.source.split(":", 1)[0] if row.kind == "code" else row.source.split()[0] for row in rows
                         if row.kind in ("code", "paper")})  # fmt: skip
         parts.append(

@@ -113,10 +113,9 @@ def _print_reproductions(entry: str) -> None:
     from zoo.recipe import read_yaml
 
     for path in provenance.reproducing_recipes(entry):
-        data = read_yaml(path)
-        lines = provenance.describe(data.get("provenance") or {}, entry)
+        lines = provenance.describe(read_yaml(path).get("provenance") or {}, entry, cited_rows=False)
         print(f"  {'recipe':<13} {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
-        print("\n".join(f"  {'':<13} {line}" for line in lines if not line.startswith("  cited")))
+        print("\n".join(f"  {'':<13} {line}" for line in lines))
 
 
 def _recipe_info(args: argparse.Namespace) -> int:
@@ -159,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.temperature:
         generation.update(do_sample=True, temperature=args.temperature)
     pred = pipe(args.image, args.prompt, system=args.system, seed=args.seed, **generation)
-    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, **pred.to_dict()}
+    result = _loaded(pipe, **pred.to_dict())
     if args.draw:
         from zoo.images import load_image
         from zoo.visualize import draw_prediction
@@ -171,11 +170,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{pipe.entry.name} @ {pipe.revision} ({pipe.source})")
+        print(_heading(pipe))
         for key, value in result.items():
             if key not in ("model", "revision", "source"):
                 print(f"  {key}: {value}")
     return 0
+
+
+def _loaded(pipe: Any, /, **fields: Any) -> dict[str, Any]:
+    """A `zoo run` result: the model, the revision and source it was loaded from, then ``fields``."""
+    return {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, **fields}
+
+
+def _heading(pipe: Any) -> str:
+    return f"{pipe.entry.name} @ {pipe.revision} ({pipe.source})"
 
 
 #: `zoo run` flags each kind of model reads; given to another kind, a flag would be silently ignored.
@@ -198,11 +206,10 @@ def _run_clip(pipe: Any, args: argparse.Namespace) -> int:
         raise SystemExit(f"zoo run: {pipe.entry.name} scores an image against class names; pass --image PATH and "
                          "--prompt 'name one, name two, ...' (two or more)")
     probabilities = pipe(args.image, labels)
-    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, "probabilities": probabilities}
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(_loaded(pipe, probabilities=probabilities), indent=2))
     else:
-        print(f"{pipe.entry.name} @ {pipe.revision} ({pipe.source})")
+        print(_heading(pipe))
         for label, probability in sorted(probabilities.items(), key=lambda item: -item[1]):
             print(f"  {probability:.3f}  {label}")
     return 0
@@ -225,7 +232,7 @@ def _run_policy(pipe: Any, args: argparse.Namespace) -> int:
         except json.JSONDecodeError as err:
             raise ValueError(f"--observation {text[:80]!r} is not a JSON list of numbers ({err})") from None
     actions = pipe(observation).actions[0]
-    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, "actions": actions.tolist()}
+    result = _loaded(pipe, actions=actions.tolist())
     print(json.dumps(result, indent=2) if args.json else f"{pipe.entry.name}: actions {np.round(actions, 4).tolist()}")
     return 0
 
@@ -240,8 +247,7 @@ def _run_diffusion(pipe: Any, args: argparse.Namespace) -> int:
     out = pipe(args.prompt, seed=args.seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     out.images[0].save(path)
-    result = {"model": pipe.entry.name, "revision": pipe.revision, "source": pipe.source, "prompt": args.prompt,
-              "image": str(path), "settings": out.settings}  # fmt: skip
+    result = _loaded(pipe, prompt=args.prompt, image=str(path), settings=out.settings)
     print(json.dumps(result, indent=2) if args.json else f"{pipe.entry.name}: wrote {path} ({out.settings})")
     return 0
 

@@ -13,7 +13,7 @@ parent path covers its subtree, e.g. ``rewards``) to its source, one of
 
 :func:`check` refuses a reproducing recipe with an uncited field, a row for a field the file does not
 set, or a source in none of these forms; ``zoo info`` and model cards list the differences
-(:func:`differences`) before the cited rows. The contract test ``tests/contract/test_provenance.py``
+(:func:`describe`) before the cited rows. The contract test ``tests/contract/test_provenance.py``
 runs :func:`check` over every shipped recipe and keeps "the authors' settings" out of any text whose
 recipe is not complete (:func:`claims_authors`).
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,11 @@ class Row:
     def differs(self) -> bool:
         """True for a row that says the run is not the authors' here (``zoo:`` or ``user:``)."""
         return self.kind in ("zoo", "user")
+
+    @property
+    def why(self) -> str:
+        """A difference's reason: the text after ``zoo:`` or ``user:``."""
+        return self.source.split(":", 1)[1].strip()
 
 
 def source_kind(source: str) -> str:
@@ -123,11 +129,6 @@ def _kind_or_bad(source: str) -> str:
         return "bad"
 
 
-def differences(provenance: Mapping[str, str]) -> list[Row]:
-    """The rows where the recipe is not the authors' run."""
-    return [row for row in rows(provenance) if _kind_or_bad(row.source) in ("zoo", "user")]
-
-
 def record_overrides(provenance: Mapping[str, str], overrides: Iterable[str]) -> dict[str, str]:
     """``provenance`` with a ``user:`` row for each ``key=value`` override: the rows of the field and of
     everything under it are replaced (a parent row keeps covering the rest of its subtree)."""
@@ -149,21 +150,30 @@ def claims_authors(text: str) -> bool:
 
 
 def reproducing_recipes(entry: str) -> list[Path]:
-    """The shipped recipes whose ``reproduces`` names ``entry`` (any domain's recipes folder)."""
+    """The shipped recipes whose ``reproduces`` names ``entry`` (any domain's recipes folder).
+
+    Cards and ``zoo info`` ask this for every entry, so each file is parsed once (again when it changes)."""
     from zoo.domains import discover
-    from zoo.recipe import read_yaml
 
     found = []
     for domain in discover():
         for path in domain.recipe_files():
-            data = read_yaml(path)
-            if str(data.get("reproduces", "")) == entry:
+            stat = path.stat()
+            if _reproduces(path, stat.st_mtime_ns, stat.st_size) == entry:
                 found.append(path)
     return found
 
 
-def describe(provenance: Mapping[str, str], reproduces: str) -> list[str]:
-    """Lines for ``zoo info`` and cards: the differences first, then every cited row."""
+@cache
+def _reproduces(path: Path, mtime_ns: int, size: int) -> str:
+    """The ``reproduces`` of the recipe at ``path``; ``mtime_ns`` and ``size`` key the cache to its content."""
+    from zoo.recipe import read_yaml
+
+    return str(read_yaml(path).get("reproduces", ""))
+
+
+def describe(provenance: Mapping[str, str], reproduces: str, *, cited_rows: bool = True) -> list[str]:
+    """Lines for ``zoo info`` and cards: the differences first, then every cited row (unless ``cited_rows=False``)."""
     if not reproduces and not provenance:
         return []
     found = rows(provenance)
@@ -171,6 +181,6 @@ def describe(provenance: Mapping[str, str], reproduces: str) -> list[str]:
     cited = [row for row in found if not row.differs]
     lines = [f"reproduces {reproduces}: {len(cited)} settings cited to the authors, {len(diff)} differ"
              if reproduces else f"{len(cited)} settings cited, {len(diff)} differences noted"]  # fmt: skip
-    lines += [f"  differs  {row.field}: {row.source.split(':', 1)[1].strip()}" for row in diff]
-    lines += [f"  cited    {row.field}: {row.source}" for row in cited]
+    lines += [f"  differs  {row.field}: {row.why}" for row in diff]
+    lines += [f"  cited    {row.field}: {row.source}" for row in cited] if cited_rows else []
     return lines

@@ -197,7 +197,7 @@ def closed_end_metrics(items: Sequence[dict[str, Any]]) -> tuple[dict[str, float
 def uncertainty_metrics(items: Sequence[dict[str, Any]]) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """eval_uncertainty.py:145-286 for items as :func:`closed_end_metrics` takes them plus ``"uncertainty"``
     (the reply to the follow-up). A prediction already a label is kept as written (line 170)."""
-    rows, tp, fp, fn, tn, correct_count = [], 0, 0, 0, 0, 0
+    rows, tp, fp, fn, tn = [], 0, 0, 0, 0
     for item in items:
         kind = item["question_type"]
         if kind not in ("multi-choice", "yes-or-no"):
@@ -213,12 +213,11 @@ def uncertainty_metrics(items: Sequence[dict[str, Any]]) -> tuple[dict[str, floa
         sure = contains_any(reply, SURE_PHRASES) or (kind == "multi-choice" and reply[:1].lower() == truth.lower())
         tp, fp = tp + (sure and correct), fp + (sure and not correct)
         fn, tn = fn + (not sure and correct), tn + (not sure and not correct)
-        correct_count += correct
         rows.append({"question_type": kind, "answer": truth.lower(), "label": pred, "correct": correct,
                      "sure": sure, **_unread(pred)})  # fmt: skip
     count = tp + fp + fn + tn
     precision, recall = tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0
-    metrics = {"accuracy": correct_count / count if count else 0.0,
+    metrics = {"accuracy": (tp + fn) / count if count else 0.0,  # the correct answers, sure or not
                "sure_accuracy": (tp + tn) / count if count else 0.0, "sure_precision": precision,
                "sure_recall": recall,
                "sure_f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,

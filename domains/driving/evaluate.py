@@ -22,7 +22,6 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from domains.driving.action_tokens import encode, writes_tokens
-from domains.driving.autotrust import uses_check_options
 from domains.driving.data import EVAL_SEED, load_autotrust, synthetic_driving
 from domains.driving.prompts import format_waypoints, parse_waypoints
 from zoo.data import Sample
@@ -170,6 +169,6 @@ def run_autotrust(pipe: Any, task: str, path: str | None, out_dir: str | Path, l
         {"id": s.id, "prediction": i["prediction"][:300], **r} for s, i, r in zip(samples, items, rows, strict=True)
     ]
     metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": task, "path": str(path),
-               "options_check": uses_check_options(path), **metrics}  # fmt: skip
+               "options_check": autotrust.uses_check_options(path), **metrics}  # fmt: skip
     write_results(out_dir, metrics, rows)
     return metrics

@@ -30,8 +30,6 @@ from rewards.base import RewardResult
 SOURCE = "X-PLUG/MobileAgent@ade7315:UI-S1/evaluation/eval_qwenvl.py"
 #: The matcher's outcome per step, as components of the scorer's result (1.0 / 0.0).
 EXACT, TYPE, ERROR, UNRULED = "sop_exact", "sop_type", "sop_error", "sop_unruled_truth"
-#: Expert action types ``evaluate_android_control_action`` has a rule for (qwenvl_utils.py:106-153).
-RULED_ACTIONS = ("wait", "system_button", "type", "open", "swipe", "long_press", "click")
 
 
 def sop_check_options(step: Mapping[str, Any]) -> dict[str, Any] | None:

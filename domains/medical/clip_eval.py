@@ -95,10 +95,8 @@ def zero_shot(
         raise ValueError(f"{prompt} names no class for the folder(s) {missing}; its classnames cover {sorted(names)}")
     samples = samples[:limit] if limit else samples
     weights = pipe.class_embeddings([names[c] for c in classes], templates)
-    predictions: list[int] = []
-    for start in range(0, len(samples), IMAGE_BATCH):
-        images = pipe.embed_images([p for p, _ in samples[start : start + IMAGE_BATCH]])
-        predictions += pipe.logits(images, weights).argmax(dim=-1).tolist()
+    images = pipe.embed_images([p for p, _ in samples], batch_size=IMAGE_BATCH)
+    predictions = pipe.logits(images, weights).argmax(dim=-1).tolist()
     rows = [{"image": p, "truth": classes[y], "prediction": classes[k], "correct": k == y}
             for (p, y), k in zip(samples, predictions)]  # fmt: skip
     acc = sum(r["correct"] for r in rows) / len(rows) if rows else None
@@ -160,7 +158,7 @@ def retrieval(
         raise ValueError(f"Recall@{max(ks)} needs at least {max(ks)} image-caption pairs, found {len(paths)}; "
                          "pass --option recall_k=[...] with smaller K")  # fmt: skip
     texts = pipe.embed_texts(captions)
-    images = torch.cat([pipe.embed_images(paths[s : s + IMAGE_BATCH]) for s in range(0, len(paths), IMAGE_BATCH)])
+    images = pipe.embed_images(paths, batch_size=IMAGE_BATCH)
     metrics = {"image_to_text": recall_at_k(images @ texts.T, ks), "text_to_image": recall_at_k(texts @ images.T, ks),
                "n": len(paths), "left_out": missing}  # fmt: skip
     rows = [{"image": str(p), "caption": c} for p, c in zip(paths, captions)]

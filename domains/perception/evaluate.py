@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 
 from domains.perception.boxes import pixel_iou
 from domains.perception.prompts import parse_rec
+from rewards.parsing import extract_tag
 from zoo.data import Sample
 from zoo.eval_results import write_results
 from zoo_common.coords import to_original
@@ -44,7 +45,6 @@ from zoo_common.coords import to_original
 SYNTHETIC_SEED = 2024
 BENCHMARKS = ("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval")
 #: om-ai-lab/VLM-R1@90052f4:src/eval/test_rec_r1.py:70-71 (``extract_bbox_answer``).
-_REC_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _REC_BOX = re.compile(r"\{.*\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)]\s*.*\}", re.DOTALL)
 
 
@@ -52,8 +52,8 @@ def vlm_r1_eval_box(text: str) -> list[int] | None:
     """The box VLM-R1's REC evaluation reads (test_rec_r1.py:68-79), ``None`` where it falls back to
     ``[0, 0, 0, 0]``: the first ``<answer>``, then four integers in brackets inside braces; with several
     boxes the greedy pattern takes the last; a bare list or a decimal box is no box."""
-    answer = _REC_ANSWER.search(text)
-    found = _REC_BOX.search(answer.group(1).strip()) if answer else None
+    answer = extract_tag(text, "answer", required=False)
+    found = _REC_BOX.search(answer) if answer is not None else None
     return [int(v) for v in found.groups()] if found else None
 
 

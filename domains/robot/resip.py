@@ -46,6 +46,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from torch import nn
 
 from zoo.engines.policy.state import silence_logger
+from zoo.model_files import read_json
 
 RESIP_LOG_STD = -1.0
 RESIP_TARGET_KL = 0.1
@@ -119,7 +120,7 @@ class ResipRewards(VecEnvWrapper):
 
     def load(self, folder: Path) -> None:
         """The statistics :meth:`save` wrote (required: without them a resumed run scales rewards differently)."""
-        stats = json.loads((folder / REWARD_STATS_FILE).read_text())
+        stats = read_json(folder / REWARD_STATS_FILE)  # a regular file of bounded size, as algorithm.json
         self.mean, self.var, self.count = stats["mean"], stats["var"], stats["count"]
 
 

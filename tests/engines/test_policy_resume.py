@@ -10,7 +10,6 @@ where an attacker could put them; ``--resume`` must refuse them without running 
 from __future__ import annotations
 
 import base64
-import csv
 import io
 import json
 import logging
@@ -30,6 +29,7 @@ pytest.importorskip("stable_baselines3", reason="the policy engine needs the `ro
 
 import torch
 
+from tests.engines.run_dirs import Payload, interrupted_copy, metric_rows
 from zoo.runs import COMPLETE_MARKER, UnsafeStateError
 from zoo.train import run
 
@@ -75,30 +75,15 @@ def uninterrupted(tmp_path_factory):
     return get
 
 
-def interrupted_copy(out: Path, target: Path, keep: int = RESUME_FROM) -> Path:
-    """``out`` as a kill after ``checkpoint-<keep>`` leaves it: later checkpoints and ``final/`` gone, the rest kept."""
-    shutil.copytree(out, target)
-    for path in target.iterdir():
-        if path.name == "final" or (path.name.startswith("checkpoint-") and int(path.name.split("-")[1]) > keep):
-            shutil.rmtree(path)
-    assert (target / f"checkpoint-{keep}").is_dir() and (target / "metrics.csv").is_file()
-    return target
-
-
-def metrics(run_dir: Path) -> list[dict[str, str]]:
-    """``metrics.csv`` rows without ``cpu_minutes`` (CPU time differs between any two runs)."""
-    with (run_dir / "metrics.csv").open(newline="") as f:
-        return [{k: v for k, v in row.items() if k != "cpu_minutes"} for row in csv.DictReader(f)]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_resumed_run_is_the_uninterrupted_run(name, uninterrupted, tmp_path, caplog):
     out, _ = uninterrupted(name)
-    cut = interrupted_copy(out, tmp_path / "run")
+    cut = interrupted_copy(out, tmp_path / "run", RESUME_FROM)
+    assert (cut / f"checkpoint-{RESUME_FROM}").is_dir() and (cut / "metrics.csv").is_file()
     with caplog.at_level(logging.INFO, logger="zoo.engines.policy.engine"):
         train(name, cut, resume=True)
     assert f"resumed from {cut / f'checkpoint-{RESUME_FROM}'} (iteration {RESUME_FROM})" in caplog.text
-    expected, resumed = metrics(out), metrics(cut)
+    expected, resumed = metric_rows(out), metric_rows(cut)
     assert [row["step"] for row in resumed] == [str(s) for s in range(1, STEPS + 1)]
     assert resumed == expected
     files = sorted(p.name for p in (out / "final").iterdir())
@@ -120,16 +105,6 @@ def test_a_checkpoint_holds_no_pickle_container(uninterrupted):
                      "training_state.pt", COMPLETE_MARKER]  # fmt: skip
     with np.load(out / f"checkpoint-{STEPS}" / "replay_buffer.npz", allow_pickle=False) as buffer:
         assert int(buffer["pos"]) == STEPS * 32 and len(buffer["observations"]) == STEPS * 32
-
-
-class Payload:
-    """Unpickling this runs code: it writes ``marker``."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return exec, (f"open({self.marker!r}, 'w').write('ran')",)
 
 
 def sb3_zip(payload: Payload) -> bytes:
@@ -167,7 +142,7 @@ PLANTS = [  # (method, file in the newest checkpoint, what is written there)
 def test_the_payload_runs_when_unpickled(tmp_path):
     """The planted payloads below are live: unpickled, they write their marker."""
     pickle.loads(pickle.dumps(Payload(tmp_path / "probe")))
-    assert (tmp_path / "probe").read_text() == "ran"
+    assert (tmp_path / "probe").read_text() == "ran during --resume"
 
 
 @pytest.mark.parametrize(("name", "file", "make"), PLANTS, ids=[f"{n}-{f}" for n, f, _ in PLANTS])

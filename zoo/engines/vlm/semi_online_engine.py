@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 from tqdm.auto import tqdm
 
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
@@ -315,7 +316,8 @@ class SemiOnlineLearner:
         for start in range(0, len(mini), tr.batch_size):
             chunk = mini[start : start + tr.batch_size]
             logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk], alg.temperature)
-            before = logps.detach() if old is None else _padded([old[i] for i in chunk], logps.shape[1])
+            # old rows end where each answer does; padded to the chunk's longest, logps' width (masked out past it)
+            before = logps.detach() if old is None else pad_sequence([old[i] for i in chunk], batch_first=True)
             loss, loss_stats = loss_fn(logps, before, adv[chunk].to(logps.device), mask, **options)
             stats.add(logps.detach(), before, mask, loss_stats)
             if self.reference is not None:
@@ -379,14 +381,6 @@ def mini_batches(rows: Sequence[int], count: int) -> list[list[int]]:
     n = len(rows)
     cuts = [list(rows[k * n // count : (k + 1) * n // count]) for k in range(count)]
     return [cut for cut in cuts if cut]
-
-
-def _padded(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
-    """(B, width) stack of 1-D log-probability rows, zero past each row's end (masked out by the loss)."""
-    out = torch.zeros(len(rows), width, dtype=rows[0].dtype, device=rows[0].device)
-    for k, row in enumerate(rows):
-        out[k, : row.shape[0]] = row
-    return out
 
 
 class _PolicyStats:
