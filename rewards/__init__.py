@@ -2,10 +2,11 @@
 
 One implementation per reward (``reward(predictions, samples) -> list[RewardResult]``),
 exposed to TRL with :func:`to_trl` and to verl with :mod:`rewards.verl_hook`. Rewards are
-found by name: ``rewards.get("multiple-choice")``, ``rewards.list()``. The primitives register
-on first lookup; a domain's rewards register when ``zoo`` discovers the domains (its discovery
-hook, :func:`rewards.base.add_discovery_hook`). Model-written code is rendered only through
-:func:`render` (a warm, walled-in worker pool, see :mod:`rewards.rendering`).
+found by name: ``rewards.get("multiple-choice")``, ``rewards.list()``. The registry finds them
+itself on the first lookup that misses: the primitives, then every distribution's ``zoo.rewards``
+entry point (this project's points at ``zoo.domains``, which adds each domain's rewards module to
+the registry's discovery). Model-written code is rendered only through :func:`render` (a warm,
+walled-in worker pool, see :mod:`rewards.rendering`).
 
 Importing ``rewards`` is cheap: the protocol types load now, everything else (the primitives,
 the render pool, the adapters) on first attribute access.
@@ -14,6 +15,8 @@ the render pool, the adapters) on first attribute access.
 from __future__ import annotations
 
 import importlib
+import logging
+from importlib.metadata import entry_points
 from typing import Any
 
 from rewards.base import (
@@ -23,12 +26,33 @@ from rewards.base import (
     RewardSample,
     SampleReward,
     WeightedSum,
-    add_discovery_hook,
-    discover,
     get,
     register,
 )
 from rewards.base import list_rewards as list  # the documented `rewards.list()`
+
+logger = logging.getLogger(__name__)
+
+#: Entry-point group of distributions that register rewards: each names a module whose import
+#: registers them (or adds a discovery hook to :data:`REWARDS`), or a function that does.
+PLUGIN_GROUP = "zoo.rewards"
+
+
+def _discover_rewards() -> None:
+    """The primitives, then each ``zoo.rewards`` entry point; a broken plug-in is logged and skipped."""
+    import rewards.builtin  # noqa: F401  (registers the primitives)
+
+    for point in entry_points(group=PLUGIN_GROUP):
+        try:
+            loaded = point.load()
+            if callable(loaded):
+                loaded()
+        except Exception:  # one broken distribution must not hide every other reward
+            logger.exception("could not load the %r reward plug-in (%s); its rewards are unavailable",
+                             point.name, point.value)  # fmt: skip
+
+
+REWARDS.add_discovery(_discover_rewards)
 
 _LAZY = {
     "TRLReward": "rewards.adapters",
@@ -41,7 +65,7 @@ _LAZY = {
 
 __all__ = [
     "REWARDS", "RenderPool", "RenderResult", "Reward", "RewardResult", "RewardSample", "SampleReward",
-    "TRLReward", "WeightedSum", "add_discovery_hook", "discover", "get", "list", "register", "render",
+    "TRLReward", "WeightedSum", "get", "list", "register", "render",
     "render_many", "to_trl",
 ]
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -191,10 +190,10 @@ class WeightedSum:
 
 
 # -- registry -------------------------------------------------------------------------------
+#: Every reward by name. Its discovery hooks (added by :mod:`rewards` for the primitives and the
+#: ``zoo.rewards`` entry points, by ``zoo.domains`` for each domain's rewards module) run on the
+#: first lookup that misses, so ``rewards.get("gui-g1")`` works whatever was imported first.
 REWARDS: Registry[Reward] = Registry("reward")
-_discovered = False
-_discover_lock = threading.RLock()  # a domain module may call get() while it is imported
-_hooks: list[Callable[[], None]] = []
 
 
 def register(name: str, reward: Reward, aliases: tuple[str, ...] = ()) -> Reward:
@@ -208,58 +207,10 @@ def register(name: str, reward: Reward, aliases: tuple[str, ...] = ()) -> Reward
 
 
 def get(name: str) -> Reward:
-    """The reward registered as ``name`` (primitives and domains' rewards are loaded on first use)."""
-    discover()
+    """The reward registered as ``name`` (primitives and domains' rewards are found on the first miss)."""
     return REWARDS.get(name)
 
 
 def list_rewards() -> list[str]:
     """Registered reward names: the primitives and those of every discovered domain."""
-    discover()
     return REWARDS.list()
-
-
-def add_discovery_hook(hook: Callable[[], None]) -> None:
-    """Run ``hook()`` (once) at the next :func:`discover`: how ``zoo`` loads the domains' rewards.
-
-    ``rewards`` may not import ``zoo`` or ``domains``; instead, ``zoo.domains`` registers a hook
-    that imports each domain's rewards module (and the ``zoo.rewards`` entry point, :data:`PLUGIN_GROUP`,
-    imports ``zoo.domains`` when ``zoo`` was not imported first). A hook added after discovery runs at once.
-    """
-    with _discover_lock:
-        _hooks.append(hook)
-        if _discovered:
-            hook()
-
-
-def discover() -> None:
-    """Register the built-in primitives, then run the discovery hooks, once.
-
-    ``_discovered`` is set first, so a domain module that calls :func:`get` while it is imported
-    does not recurse into discovery.
-    """
-    global _discovered
-    with _discover_lock:
-        if _discovered:
-            return
-        _discovered = True
-        import rewards.builtin  # noqa: F401  (registers the primitives)
-
-        _load_reward_plugins()
-        for hook in _hooks:
-            hook()
-
-
-#: Entry-point group of distributions that register rewards: each names a module whose import
-#: registers them, or a function that does. This project's own points at ``zoo.domains``, so a
-#: bare ``import rewards; rewards.get("gui-g1")`` (and verl's reward hook) finds the domains' rewards.
-PLUGIN_GROUP = "zoo.rewards"
-
-
-def _load_reward_plugins() -> None:
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=PLUGIN_GROUP):
-        loaded = point.load()
-        if callable(loaded):
-            loaded()

@@ -4,8 +4,14 @@ Cards are rendered with ``huggingface_hub.ModelCard.from_template``; what they s
 entry's kind (:mod:`zoo.card_kinds`: VLM, open_clip, diffusion, policy, not released). They are
 validated locally (front matter re-parsed as ``ModelCardData``, licence and tags present,
 ``model-index`` well formed, the usage snippet naming only functions that exist for the kind): the
-Hub's own ``validate()`` needs the network. A card only states results found in the checkpoint's
-``training.json``; entries the project did not evaluate say so instead of quoting papers.
+Hub's own ``validate()`` needs the network.
+
+Two layouts, one module. An entry of the authors' gets the template (what it is, how to load it,
+its licence, the recipes that re-run it). A checkpoint this project trained carries a
+:class:`~zoo.records.TrainingRecord` in ``training.json``: its card is the record's summary and
+sections, then a table of its stages and comparisons, with the record's evaluation as
+``model-index``. A card only states results found in that record; entries the project did not
+evaluate say so instead of quoting papers.
 """
 
 from __future__ import annotations
@@ -22,10 +28,14 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from zoo.card_kinds import CardKind, card_kind
 from zoo.hub import CHECKPOINTS_DIR, is_repo_id
 from zoo.import_strings import PROJECT_ROOT, resolve
-from zoo.model_files import read_json
+from zoo.records import TrainingRecord, read_record
 from zoo.registry import ModelEntry, info
 
 TEMPLATE = Path(__file__).parent / "templates" / "model_card.md"
+#: Title of the card section listing a record's stages and comparisons (rendered from them, never stored).
+TABLE_TITLE = "Training record"
+#: The rendered cards, one folder per entry (``README.md`` and the figures its sections show).
+CARDS_DIR = PROJECT_ROOT / "model_cards"
 
 #: Domains whose models must spell out that they are not for clinical or driving decisions.
 SAFETY_CRITICAL = {
@@ -43,32 +53,10 @@ class CardError(ValueError):
     """A generated card failed local validation; the message names the missing piece."""
 
 
-def _training_record(entry: ModelEntry) -> dict[str, Any]:
-    record = CHECKPOINTS_DIR / entry.name / "training.json"
-    return read_json(record) if record.is_file() else {}
-
-
-def _evaluation(record: dict[str, Any]) -> tuple[str, list[EvalResult]]:
-    rows = record.get("metrics", [])
-    if not rows:
-        return "Not evaluated by this project yet: no number is quoted here.", []
-    lines = ["| dataset | split | stage | metric | value |", "|---|---|---|---|---|"]
-    results = []
-    for r in rows:
-        lines.append(f"| {r['dataset']} | {r.get('split', '')} | {r.get('stage', '')} | {r['metric']} | {r['value']} |")
-        if r.get("stage", "final") == "final":
-            results.append(
-                EvalResult(
-                    task_type=r.get("task_type", "image-text-to-text"),
-                    dataset_type=r.get("dataset_type", r["dataset"]),
-                    dataset_name=r["dataset"],
-                    dataset_split=r.get("split"),
-                    metric_type=r["metric"],
-                    metric_value=r["value"],
-                )
-            )
-    note = record.get("evaluation_note", "")
-    return "\n".join(lines) + (f"\n\n{note}" if note else ""), results
+def training_record(entry: ModelEntry) -> TrainingRecord | None:
+    """The record of a checkpoint this project trained (``checkpoints/<name>/training.json``), else ``None``."""
+    path = CHECKPOINTS_DIR / entry.name / "training.json"
+    return read_record(path) if path.is_file() else None
 
 
 def _tags(entry: ModelEntry, kind: CardKind) -> list[str]:
@@ -90,21 +78,25 @@ def _revision_line(entry: ModelEntry) -> str:
     return entry.revision_note or "not pinned (follows `main`)"
 
 
-def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> ModelCard:
-    """The card for ``entry``; ``record`` is its ``training.json`` (default: read from checkpoints/)."""
-    record = _training_record(entry) if record is None else record
+def render_card(entry: ModelEntry, record: TrainingRecord | None = None) -> ModelCard:
+    """The card for ``entry``: from its training record when it has one (default: read from checkpoints/)."""
+    record = record or training_record(entry)
+    card = _record_card(entry, record) if record is not None else _template_card(entry)
+    validate_card(card, entry)
+    return card
+
+
+def _template_card(entry: ModelEntry) -> ModelCard:
     kind = card_kind(entry)
-    evaluation, results = _evaluation(record)
     known = entry.license != "unknown"
     data = ModelCardData(
         license=entry.license if known else "other",
         license_name=None if known else "unknown",
-        base_model=record.get("base_model") or (entry.base_model if is_repo_id(entry.base_model) else None),
+        base_model=entry.base_model if is_repo_id(entry.base_model) else None,
         library_name=kind.library_name,
         pipeline_tag=kind.pipeline_tag,
         tags=_tags(entry, kind),
         model_name=entry.name,
-        eval_results=results or None,
     )
     paper = f"[arXiv:{entry.paper}](https://arxiv.org/abs/{entry.paper})" if entry.paper else "—"
     if entry.repo_id:
@@ -113,11 +105,11 @@ def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> Mode
         weights = f"`checkpoints/{entry.name}/` in the rl-model-zoo repository"
     else:
         weights = "not released by the authors"
-    card = ModelCard.from_template(
+    return ModelCard.from_template(
         data,
         template_path=str(TEMPLATE),
         name=entry.name,
-        summary=record.get("summary", entry.notes or entry.task),
+        summary=entry.notes or entry.task,
         task=entry.task,
         kind_label=kind.label,
         architecture=entry.architecture,
@@ -126,17 +118,62 @@ def render_card(entry: ModelEntry, record: dict[str, Any] | None = None) -> Mode
         revision_line=_revision_line(entry),
         paper_link=paper,
         weights=weights,
-        usage=record.get("usage", kind.usage(entry)),
+        usage=kind.usage(entry),
         how_it_works=kind.how_it_works(entry),
-        intended_use=record.get("intended_use", f"Research on {entry.task}."),
-        out_of_scope=SAFETY_CRITICAL.get(entry.domain, record.get("out_of_scope", "Anything beyond the task above.")),
-        training=record.get("training_text", _training_text(entry)),
-        evaluation=evaluation,
-        limitations=record.get("limitations", "See the paper."),
+        intended_use=f"Research on {entry.task}.",
+        out_of_scope=SAFETY_CRITICAL.get(entry.domain, "Anything beyond the task above."),
+        training=_training_text(entry),
+        evaluation="Not evaluated by this project yet: no number is quoted here.",
+        limitations="See the paper.",
         citation=f"arXiv:{entry.paper}" if entry.paper else "This repository.",
     )
-    validate_card(card, entry)
-    return card
+
+
+def _record_card(entry: ModelEntry, record: TrainingRecord) -> ModelCard:
+    """A trained checkpoint's card: the record's summary and sections, its stages, its ``model-index``."""
+    if record.entry != entry.name:
+        raise CardError(f"checkpoints/{entry.name}/training.json records entry {record.entry!r}")
+    kind = card_kind(entry)
+    data = ModelCardData(
+        license=entry.license,
+        base_model=record.base_model,
+        library_name=kind.library_name,
+        pipeline_tag=kind.pipeline_tag,
+        tags=list(record.tags) or _tags(entry, kind),
+        model_name=entry.name,
+        eval_results=[
+            EvalResult(task_type=r.task_type, task_name=r.task_name or None, dataset_type=r.dataset_type,
+                       dataset_name=r.dataset_name, dataset_split=r.dataset_split or None,
+                       metric_type=r.metric_type, metric_name=r.metric_name or None, metric_value=r.value)
+            for r in record.evaluation
+        ] or None,
+    )  # fmt: skip
+    parts = [f"# {entry.name}", record.summary.strip()]
+    if not any("```python" in section.markdown for section in record.sections):  # every card shows how to load it
+        parts.append(f"## Use\n\n```python\n{kind.usage(entry)}\n```")
+    parts += [f"## {section.title}\n\n{section.markdown.strip()}" for section in record.sections]
+    parts += [_record_table(record)] if record.stages or record.comparisons else []
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(parts) + "\n")
+
+
+def _record_table(record: TrainingRecord) -> str:
+    """The stages and comparisons of ``training.json``, in one table each (numbers as recorded)."""
+
+    def number(value: float | None, digits: int = 3) -> str:  # an int (seed, steps) prints as it is
+        return "" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    lines = [f"## {TABLE_TITLE}", "", f"As `training.json` records it; reproduce with `{record.reproduce}`.", ""]
+    if record.stages:
+        lines += ["| stage | recipe | seed | steps | CPU-min | held-out |", "|---|---|---|---|---|---|"]
+        lines += [f"| {s.name} | {f'`{s.recipe}`' if s.recipe else ''} | {number(s.seed)} | {number(s.steps)} | "
+                  f"{number(s.cpu_minutes, 1)} | {f'{s.metric} {number(s.value)}' if s.value is not None else ''} |"
+                  for s in record.stages]  # fmt: skip
+        lines.append("")
+    if record.comparisons:
+        lines += ["| comparison | difference | standard error | unit | n | > 2 SE |", "|---|---|---|---|---|---|"]
+        lines += [f"| {c.label} | {c.difference:+.4f} | {number(c.standard_error, 4)} | {c.unit} | {number(c.n)} | "
+                  f"{'—' if c.standard_error is None else 'yes' if c.clears else 'no'} |" for c in record.comparisons]  # fmt: skip
+    return "\n".join(lines).rstrip()
 
 
 def _training_text(entry: ModelEntry) -> str:
@@ -231,6 +268,7 @@ def check_usage(code: str, kind: CardKind, name: str) -> None:
     except SyntaxError as err:
         raise CardError(f"{name}: the usage snippet is not valid Python ({err})") from None
     objects: dict[str, Any] = {"zoo": zoo}
+    imported = _imported_names(tree, name)
     pipeline, output = _resolve(kind.pipeline, kind), _resolve(kind.output, kind)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
@@ -254,28 +292,33 @@ def check_usage(code: str, kind: CardKind, name: str) -> None:
             called = node.func.id
             if called == "pipe" and (pipeline is None or not any("__call__" in vars(c) for c in pipeline.__mro__[:-1])):
                 raise CardError(f"{name}: the usage calls pipe(...), which this kind does not have")
-            if called not in objects and called != "pipe" and not hasattr(builtins, called):
+            if called not in objects and called not in imported and called != "pipe" and not hasattr(builtins, called):
                 raise CardError(f"{name}: the usage calls {called}(), which is not defined")
 
 
-def write_card(name: str, out_dir: Path = Path("model_cards")) -> Path:
+def _imported_names(tree: ast.Module, name: str) -> set[str]:
+    """Names the snippet imports, each checked to exist (found without running the module)."""
+    import importlib.util
+
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if importlib.util.find_spec(node.module) is None:
+                raise CardError(f"{name}: the usage imports {node.module}, which does not exist")
+            names.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def write_card(name: str, out_dir: Path = CARDS_DIR) -> Path:
     """Render ``name``'s card into ``out_dir/<name>/README.md`` and return the path.
 
-    A checkpoint trained here may name its own renderer in ``training.json`` (``"card":
-    "module:function"``, called as ``function(path, record, checkpoint)``): its card tells the
-    training story (curves, controls) that the generic template cannot. The record is a file a
-    colleague may drop into ``checkpoints/``, so the hook resolves only to installed or registered
-    code (:mod:`zoo.import_strings`). Either way the result passes :func:`validate_card`.
+    The card is entry + record (:func:`render_card`); nothing a checkpoint folder names is imported
+    or run, so rendering a colleague's checkpoint is as safe as reading it.
     """
     entry = info(name)
     path = Path(out_dir) / entry.name / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = _training_record(entry)
-    if "card" in record:
-        checkpoint = CHECKPOINTS_DIR / entry.name
-        hook = resolve(record["card"], what=f"the 'card' hook of {checkpoint / 'training.json'}")
-        hook(path, record, checkpoint)
-        validate_card(ModelCard(path.read_text()), entry)
-    else:
-        path.write_text(str(render_card(entry, record)))
+    path.write_text(str(render_card(entry)))
     return path

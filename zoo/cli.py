@@ -269,7 +269,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from zoo import domains
+    from zoo.benchmarks import evaluating_domain
+    from zoo.domains import DOMAINS
+    from zoo.import_strings import resolve
     from zoo.load import load
 
     if args.limit is not None and args.limit < 1:
@@ -278,17 +280,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out} is a file; --out names the folder the results are written into")
     pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
-    domain = domains.DOMAINS.get(pipe.entry.domain) if pipe.entry.domain in domains.DOMAINS else None
-    if domain is None:  # an unlisted model: the domain whose evaluation declares the benchmark
-        domain = next((d for d in domains.discover() if args.data in d.benchmarks and d.evaluate), None)
-    if domain is None or domain.evaluate is None:
-        raise ValueError(
-            f"no evaluation for domain {pipe.entry.domain!r} and no domain declares the benchmark {args.data!r}; "
-            "for a local model directory pass --entry NAME (the registered model whose prompt, parser and domain "
-            "it follows)"
-        )
-    from zoo.import_strings import resolve
-
+    domain = evaluating_domain(args.data, pipe.entry.domain if pipe.entry.domain in DOMAINS else None)
     evaluate = resolve(domain.evaluate, what=f"the evaluation of domain {domain.name!r}")
     out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
     options = _eval_options(evaluate, args.options)
@@ -373,6 +365,8 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from zoo import benchmarks  # the domains' descriptors only: cheap
+
     parser = argparse.ArgumentParser(
         prog="zoo",
         description="A zoo of RL-tuned multimodal models: list them, run them, fine-tune and evaluate them.",
@@ -432,9 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate a model on a benchmark", description="Evaluate a model on a benchmark.")
     p.add_argument("name", help="model name/alias or a local model directory")
-    p.add_argument("--data", required=True, help="benchmark: screenspot, screenspot-v2, screenspot-pro, synthetic, synthetic-tiny, "
-        "pathmmu, u2bench-<task folder>[:id] (disease_diagnosis ... caption_generation, or cla/seg/measurement/report), "
-        "clip-zero-shot, clip-retrieval, synthetic-pathology-mcq, geneval, ocr, gedit-bench ... (`zoo domains` lists all)")
+    p.add_argument("--data", required=True, help=benchmarks.help_text())
     p.add_argument("--path", help="benchmark files (annotation file or folder); synthetic data needs none")
     p.add_argument("--entry", help="for a local directory: the registered model whose prompt and parser it uses")
     p.add_argument("--limit", type=int, help="evaluate only the first N samples")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zoo.domains import register_all
 from zoo.import_strings import resolve
 from zoo_common.registry import Registry
 
@@ -77,7 +78,7 @@ def take(samples: Iterable[Sample], n: int) -> Iterator[Sample]:
 
 # Dataset loaders are registered by name as "module:function" strings (a domain's descriptor
 # lists them) so that listing them imports nothing; the function is imported when asked for.
-DATASETS: Registry[str] = Registry("dataset")
+DATASETS: Registry[str] = Registry("dataset", discover=lambda: register_all(DATASETS, "datasets"))
 
 
 def register_dataset(name: str, target: str) -> str:
@@ -89,7 +90,8 @@ def register_dataset(name: str, target: str) -> str:
 
 # Answer formats turn a sample's ground truth into the assistant text an SFT stage teaches
 # (``data.answer_format`` of a ``vlm-sft`` recipe); registered the same way, from descriptors.
-ANSWER_FORMATS: Registry[str] = Registry("answer format")
+ANSWER_FORMATS: Registry[str] = Registry("answer format",
+                                         discover=lambda: register_all(ANSWER_FORMATS, "answer_formats"))
 
 
 def register_answer_format(name: str, target: str) -> str:
@@ -100,18 +102,12 @@ def register_answer_format(name: str, target: str) -> str:
 
 
 def answer_format(name: str) -> Callable[[Sample], str]:
-    """The function registered under ``name`` (domains are discovered first)."""
-    from zoo.domains import discover
-
-    discover()
+    """The function registered under ``name`` (any domain's: :data:`ANSWER_FORMATS` discovers them)."""
     return resolve(ANSWER_FORMATS.get(name), what=f"answer format {name!r}")
 
 
 def load_dataset(name: str, **kwargs: Any) -> Iterable[Sample]:
     """Call the loader registered under ``name`` with ``kwargs`` (path, split, n, seed, ...)."""
-    from zoo.domains import discover
-
-    discover()  # domains register their loaders from their descriptors
     return resolve(DATASETS.get(name), what=f"dataset {name!r}")(**kwargs)
 
 

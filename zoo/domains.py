@@ -7,9 +7,12 @@ papers' own losses, its dataset loaders, its evaluation, its environments and it
 folder. Naming modules rather than importing them keeps discovery cheap: ``zoo.list_models()`` imports the
 entries modules only, never reward or data code.
 
-Discovery is one function, :func:`discover`: every sub-package of ``domains`` (so a new field
-is a new folder and nothing else), plus a ``DOMAIN`` advertised by another distribution under
-the ``zoo.domains`` entry-point group (value: the module that holds it).
+Discovery happens inside the registries, on their first miss: :data:`DOMAINS` finds every
+sub-package of ``domains`` (so a new field is a new folder and nothing else), plus a ``DOMAIN``
+advertised by another distribution under the ``zoo.domains`` entry-point group (value: the module
+that holds it). The tables built from the descriptors (models, datasets, rewards, loss types,
+environments, benchmarks) each name their hook here (:func:`load_entries`, :func:`register_all`,
+...), so a name any domain registers resolves whatever the user imported first.
 """
 
 from __future__ import annotations
@@ -20,14 +23,13 @@ import pkgutil
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 
+from rewards.base import REWARDS
+from zoo.import_strings import entry_point_packages
 from zoo_common.registry import Registry
 
 logger = logging.getLogger(__name__)
-
-ENTRY_POINT_GROUP = "zoo.domains"
 
 
 @dataclass(frozen=True)
@@ -83,23 +85,27 @@ class Domain:
         return sorted(folder.glob("*.yaml")) if folder else []
 
 
-DOMAINS: Registry[Domain] = Registry("domain")
 _lock = threading.RLock()
-_state = {"found": False, "entries": False, "rewards": False, "algorithms": False}
+_loaded = {"entries": False, "rewards": False, "algorithms": False}
+
+
+def _register_domains() -> None:
+    """Discovery hook of :data:`DOMAINS`: import each domain package's descriptor, once."""
+    for package in _domain_packages():
+        _add(package)
+
+
+#: Every field of the zoo by name; filled on its first lookup (:func:`_register_domains`).
+DOMAINS: Registry[Domain] = Registry("domain", discover=_register_domains)
 
 
 def discover() -> list[Domain]:
-    """Find every domain once (folders of ``domains``, then the ``zoo.domains`` entry points).
+    """Every domain (folders of ``domains``, then the ``zoo.domains`` entry points), sorted by name.
 
     Only the descriptors are imported. A domain whose ``__init__`` fails to import is logged and
     skipped, so one broken field does not hide the others.
     """
-    with _lock:
-        if not _state["found"]:
-            _state["found"] = True
-            for package in _domain_packages():
-                _add(package)
-        return [DOMAINS.get(name) for name in DOMAINS.list()]
+    return [DOMAINS.get(name) for name in DOMAINS.list()]
 
 
 def _domain_packages() -> list[str]:
@@ -114,14 +120,6 @@ def _domain_packages() -> list[str]:
     return packages + entry_point_packages()
 
 
-def entry_point_packages() -> list[str]:
-    """The modules other distributions advertise under :data:`ENTRY_POINT_GROUP` (each holds a ``DOMAIN``).
-
-    Installing a distribution that advertises one is how a user trusts a domain's code, so
-    :mod:`zoo.import_strings` resolves the import strings of these packages too."""
-    return [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
-
-
 def _add(package: str) -> None:
     try:
         module = importlib.import_module(package)
@@ -132,20 +130,23 @@ def _add(package: str) -> None:
     if not isinstance(domain, Domain):
         logger.warning("%s has no DOMAIN = zoo.domains.Domain(...); not a zoo domain, skipped", package)
         return
-    domain = _with_package(domain, package)
-    DOMAINS.register(domain.name, domain)
-    from zoo.data import register_answer_format, register_dataset
-
-    for name, target in domain.datasets.items():
-        register_dataset(name, target)
-    for name, target in domain.answer_formats.items():
-        register_answer_format(name, target)
+    DOMAINS.register(domain.name, _with_package(domain, package))
 
 
 def _with_package(domain: Domain, package: str) -> Domain:
     from dataclasses import replace
 
     return domain if domain.package == package else replace(domain, package=package)
+
+
+def register_all(registry: Registry[str], part: str) -> None:
+    """Register every domain's ``part`` table (``"datasets"``, ``"environments"``, ...) into ``registry``.
+
+    The discovery hook of the registries whose names the descriptors list as import strings.
+    """
+    for domain in discover():
+        for name, target in getattr(domain, part).items():
+            registry.register(name, target)
 
 
 def get(name: str) -> Domain:
@@ -171,9 +172,9 @@ def load_algorithms() -> None:
 
 def _load_once(part: str) -> None:
     with _lock:
-        if _state[part]:
+        if _loaded[part]:
             return
-        _state[part] = True
+        _loaded[part] = True
         for domain in discover():
             module = getattr(domain, part)
             if module is None:
@@ -184,7 +185,6 @@ def _load_once(part: str) -> None:
                 logger.exception("could not import %s of domain %r; its %s are unavailable", module, domain.name, part)
 
 
-# rewards may not import zoo; instead zoo tells rewards how to find the domains' rewards.
-from rewards.base import add_discovery_hook
-
-add_discovery_hook(load_rewards)
+# rewards may not import zoo; instead zoo adds the domains' rewards modules to the reward
+# registry's discovery (the `zoo.rewards` entry point imports this module when rewards is used alone).
+REWARDS.add_discovery(load_rewards)

@@ -1,7 +1,8 @@
-"""The one resolver for ``"package.module:attr"`` strings that files name (recipes, ``training.json``, registries).
+"""The one resolver for ``"package.module:attr"`` strings that files name (recipes, registries, descriptors).
 
-Recipes and checkpoint records are data a user may be handed, yet some of their values name code
-(``model.added_tokens: domains.gui.location_tokens:TOKENS``, a ``training.json`` ``"card"`` hook).
+Recipes are data a user may be handed, yet some of their values name code
+(``model.added_tokens: domains.gui.location_tokens:TOKENS``); a checkpoint's ``training.json`` names
+none (:mod:`zoo.records`).
 Importing such a string runs the module, and under ``python -m zoo.cli`` (the form ``accelerate
 launch -m`` and ``torchrun -m`` use) the current directory is on ``sys.path``: a ``helpers.py``
 shipped beside a recipe would run with no opt-in. So :func:`resolve` imports a module only when its
@@ -32,7 +33,8 @@ from typing import Any
 #: The environment variable that trusts further top-level packages by name (comma separated).
 TRUST_ENV = "ZOO_TRUST_MODULES"
 
-#: This project's own top-level packages; trusted only where this installation keeps them.
+#: This project's own library packages; trusted only where this installation keeps them (``lab``, the
+#: experiments beside the library, is never named by a file the library reads).
 PROJECT_PACKAGES = ("zoo", "zoo_common", "rewards", "domains")
 
 #: The folder holding this installation's packages (the checkout, or site-packages for a wheel).
@@ -128,8 +130,20 @@ def _install_dirs() -> tuple[Path, ...]:
     return tuple(Path(os.path.realpath(d)) for d in sorted(dirs))
 
 
+#: Entry-point group of distributions that add a domain (value: the module holding its ``DOMAIN``).
+ENTRY_POINT_GROUP = "zoo.domains"
+
+
+def entry_point_packages() -> list[str]:
+    """The modules other distributions advertise under :data:`ENTRY_POINT_GROUP` (each holds a ``DOMAIN``).
+
+    Installing a distribution that advertises one is how a user trusts a domain's code, so
+    :func:`resolve` imports from these packages too; :mod:`zoo.domains` discovers them."""
+    from importlib.metadata import entry_points
+
+    return [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
 def _registered_domain_packages() -> frozenset[str]:
     """Top-level packages of the domains other distributions advertise (``zoo.domains`` entry points)."""
-    from zoo.domains import entry_point_packages
-
     return frozenset(package.split(".")[0] for package in entry_point_packages())

@@ -122,7 +122,7 @@ class PolicySpec:
     """
 
     kind: ClassVar[str] = "policy"
-    pipeline: ClassVar[str] = "zoo.pipelines.policy:load_policy_pipeline"
+    pipeline: ClassVar[str] = "zoo.pipelines.policy_architectures:load_policy_pipeline"
 
     observation_dim: int = 0
     action_dim: int = 0

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from zoo.import_strings import resolve
 from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
-from zoo.model_files import check_safetensors, read_json
+from zoo.model_files import CONFIG_FILES, check_safetensors, read_json
 from zoo.registry import ModelEntry, info
 from zoo.remote_code import OPT_IN, RemoteCodeError, require_opt_in
 
@@ -33,15 +33,6 @@ KNOWN_ARCHITECTURES = {
     "qwen2_vl": ("Qwen2-VL", "norm1000"),
     "qwen3_vl": ("Qwen3-VL", "norm1000"),
 }
-
-#: The file that marks each kind's directory layout, in the order they are tried.
-KIND_MARKERS = (
-    ("diffusion", "model_index.json"),
-    ("clip", "open_clip_config.json"),
-    ("policy", "policy_config.json"),
-    ("vlm", "config.json"),
-)
-
 
 class WrongArchitectureError(ValueError):
     """A directory's weights are not of the architecture (or kind) the entry expects."""
@@ -109,11 +100,11 @@ def _check_entry_code(entry: ModelEntry, trust_remote_code: bool) -> None:
 
 
 def infer_kind(path: Path) -> str:
-    """The model kind of a directory, from the file that marks its layout (:data:`KIND_MARKERS`)."""
-    for kind, marker in KIND_MARKERS:
-        if (path / marker).is_file():
+    """The model kind of a directory, from its config file (:data:`zoo.model_files.CONFIG_FILES`)."""
+    for kind, config in CONFIG_FILES.items():
+        if (path / config).is_file():
             return kind
-    markers = ", ".join(marker for _, marker in KIND_MARKERS)
+    markers = ", ".join(CONFIG_FILES.values())
     raise WrongArchitectureError(
         f"{path} has none of {markers}: it is not a model directory the zoo can read; pass kind= if it is one"
     )
@@ -124,9 +115,9 @@ def check_architecture(path: Path, entry: ModelEntry) -> None:
     missing or not valid safetensors."""
     if entry.kind != "vlm" or getattr(entry.spec, "validates_own_files", False):
         return  # other kinds, and specs whose loader checks its own layout (a LoRA on a base), validate there
-    config_file = path / "config.json"
+    config_file = path / CONFIG_FILES["vlm"]
     if not config_file.is_file():
-        raise WrongArchitectureError(f"{path} has no config.json: it is not a Hugging Face model directory")
+        raise WrongArchitectureError(f"{path} has no {config_file.name}: it is not a Hugging Face model directory")
     model_type = _json_field(config_file, "model_type")
     # an entry of unknown architecture (weights not released yet) accepts any Qwen-VL model
     if entry.architecture == "unknown" and model_type in KNOWN_ARCHITECTURES:
@@ -138,17 +129,19 @@ def check_architecture(path: Path, entry: ModelEntry) -> None:
             "point to the right directory, or pass entry=<name> matching its architecture"
         )
     require_safetensors(path)
-    for weights in sorted(path.glob("*.safetensors")):  # a malformed header is one error naming the file
-        check_safetensors(weights)
 
 
 def require_safetensors(path: Path) -> None:
-    """Refuse a directory without ``*.safetensors`` weights: pickled weights (``.bin``, ``.pt``) can run code."""
-    if not any(Path(path).glob("*.safetensors")):
+    """Refuse a directory without ``*.safetensors`` weights (pickled ``.bin``/``.pt`` weights can run code
+    when read), or with one whose header is malformed (one error naming the file, not a library traceback)."""
+    weights = sorted(Path(path).glob("*.safetensors"))
+    if not weights:
         raise WrongArchitectureError(
             f"{path} has no *.safetensors weights; the zoo loads safetensors only "
             "(convert pickled weights with `save_pretrained(..., safe_serialization=True)`)"
         )
+    for file in weights:
+        check_safetensors(file)
 
 
 def from_pretrained_checked(model_class: Any, source: str | Path, **kwargs: Any) -> Any:
@@ -167,6 +160,43 @@ def from_pretrained_checked(model_class: Any, source: str | Path, **kwargs: Any)
             "Loading it would give a randomly initialised model; check that the weights belong to this config"
         )
     return model
+
+
+def load_vlm_weights(
+    source: str | Path,
+    *,
+    dtype: str | torch.dtype = "auto",
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+    model_class: Any = None,
+) -> Any:
+    """The VLM in ``source`` (a model directory or a Hub repository id): the one way every VLM loop and
+    pipeline reads weights, so none of them can skip a guard.
+
+    Safetensors only: a directory is checked by :func:`require_safetensors` before transformers opens it,
+    and ``use_safetensors=True`` refuses a Hub repository with pickled weights alone. Weights lacking
+    tensors the config describes are refused naming them (:func:`from_pretrained_checked`) instead of
+    being randomly initialised.
+
+    Args:
+        dtype: as ``from_pretrained``'s; ``"auto"`` (its own default) keeps the dtype the checkpoint records.
+        revision: the Hub revision of a repository id (ignored for a directory).
+        trust_remote_code: run code the model ships (its config's ``auto_map``); the caller's opt-in.
+        model_class: the class to build; default ``AutoModelForImageTextToText``, which reads it from
+            ``config.json``. A trainer restoring into its model passes that model's class.
+
+    Raises:
+        WrongArchitectureError: no safetensors weights, or tensors of the model missing from them.
+        zoo.model_files.ModelFileError: a safetensors header is malformed.
+    """
+    from transformers import AutoModelForImageTextToText
+
+    if Path(source).is_dir():
+        require_safetensors(Path(source))
+    return from_pretrained_checked(
+        model_class or AutoModelForImageTextToText, source, dtype=dtype, revision=revision, use_safetensors=True,
+        trust_remote_code=trust_remote_code,
+    )
 
 
 def _entry_for_files(path: Path, name: str, repo_id: str | None, entry: str | None, kind: str | None) -> ModelEntry:
@@ -190,7 +220,7 @@ def _entry_for_files(path: Path, name: str, repo_id: str | None, entry: str | No
 def _generic_spec(path: Path, kind: str) -> tuple[str, Any]:
     """``(architecture, spec)`` of a model no entry describes, read from its files."""
     if kind == "vlm":
-        config_file = path / "config.json"
+        config_file = path / CONFIG_FILES["vlm"]
         model_type = _json_field(config_file, "model_type") if config_file.is_file() else None
         if model_type not in KNOWN_ARCHITECTURES:
             raise WrongArchitectureError(
@@ -201,9 +231,9 @@ def _generic_spec(path: Path, kind: str) -> tuple[str, Any]:
 
         return model_type, VLMSpec(coord_frame=KNOWN_ARCHITECTURES[model_type][1], parser=parse_generic)
     if kind == "diffusion":
-        return str(_json_field(path / "model_index.json", "_class_name", "DiffusionPipeline")), DiffusionSpec()
+        return str(_json_field(path / CONFIG_FILES[kind], "_class_name", "DiffusionPipeline")), DiffusionSpec()
     if kind == "clip":
-        return str(_json_field(path / "open_clip_config.json", "model_cfg", {}).get("name", "open_clip")), ClipSpec()
+        return str(_json_field(path / CONFIG_FILES[kind], "model_cfg", {}).get("name", "open_clip")), ClipSpec()
     from zoo.pipelines.policy import read_policy_config
 
     config = read_policy_config(path)

@@ -13,8 +13,20 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+#: The file that says how to build a model folder's model, by kind (:data:`zoo.kinds.SPECS`): the one
+#: table :func:`zoo.load.infer_kind` reads a folder's kind from (in this order, the more specific first:
+#: an open_clip repository may ship a transformers ``config.json`` beside its own) and of which
+#: :func:`zoo.push.select_files` requires, and uploads, one at the top of a folder.
+CONFIG_FILES: Mapping[str, str] = {
+    "diffusion": "model_index.json",  # a diffusers pipeline; its components hold their own config.json
+    "clip": "open_clip_config.json",  # open_clip's Hub layout
+    "policy": "policy_config.json",  # zoo.pipelines.policy.save_policy
+    "vlm": "config.json",  # transformers
+}
 
 #: Largest JSON file of a model folder that is read (bytes). Big tokenizers' ``tokenizer.json`` are ~35 MB.
 MAX_JSON_BYTES = 64 << 20

@@ -167,7 +167,7 @@ def reproducing_recipes(entry: str) -> list[Path]:
 @cache
 def _reproduces(path: Path, mtime_ns: int, size: int) -> str:
     """The ``reproduces`` of the recipe at ``path``; ``mtime_ns`` and ``size`` key the cache to its content."""
-    from zoo.recipe import read_yaml
+    from zoo.recipe_file import read_yaml
 
     return str(read_yaml(path).get("reproduces", ""))
 

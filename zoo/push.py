@@ -2,7 +2,7 @@
 
 What goes up is decided here and shown before anything is sent (``--dry-run``): the safetensors
 weights, the config / generation / processor / tokenizer files at the top of the folder, the
-rendered and validated model card as ``README.md`` (:func:`zoo.cards.write_card`) and
+rendered and validated model card as ``README.md`` (:func:`zoo.cards.render_card`) and
 ``training.json`` when the checkpoint has one. Pickled weights (``.bin``, ``.pt``...) are refused:
 loading them runs code (the zoo only loads safetensors, and so should the people who download).
 Sub-folders (an SFT warm start, optimiser states) stay behind. Only what lies inside the folder goes:
@@ -23,19 +23,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from zoo.hub import CHECKPOINTS_DIR, hub_offline, repo_id_problem
-from zoo.model_files import read_json
+from zoo.model_files import CONFIG_FILES, read_json
 from zoo.registry import ModelEntry, info
 
-#: Files a transformers model folder needs besides its weights (config, generation, processor, tokenizer).
+#: Files a model folder needs besides its weights: its kind's config (:data:`zoo.model_files.CONFIG_FILES`),
+#: generation, processor, tokenizer and normalisation files, and the training record.
 MODEL_FILES = frozenset({
-    "config.json", "generation_config.json", "processor_config.json", "preprocessor_config.json",
+    *CONFIG_FILES.values(), "generation_config.json", "processor_config.json", "preprocessor_config.json",
     "video_preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
     "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json",
-    "model.safetensors.index.json", "training.json", "policy_config.json", "normalization.json", "model_index.json",
-    "scheduler_config.json", "metrics.csv",  # a shipped checkpoint's training log, next to training.json
+    "model.safetensors.index.json", "training.json", "normalization.json", "scheduler_config.json",
+    "metrics.csv",  # a shipped checkpoint's training log, next to training.json
 })  # fmt: skip
-#: The file that says how to build the model, one per kind (transformers, zoo policy, diffusers pipeline).
-CONFIG_FILES = ("config.json", "policy_config.json", "model_index.json")
 #: Weight formats that unpickle (and so can run code) when loaded.
 PICKLE_WEIGHTS = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 
@@ -54,7 +53,7 @@ class PushPlan:
         source: the local model folder.
         files: paths, relative to ``source``, uploaded as they are.
         card: the rendered ``README.md``.
-        card_assets: files the card renderer wrote beside it (a training-curve figure), as (name, bytes).
+        card_assets: the card's figures (a training curve) from ``model_cards/<name>/``, as (name, bytes).
         private: create the repository private.
         skipped: what in ``source`` is left behind, with why.
     """
@@ -75,7 +74,7 @@ class PushPlan:
         for rel in self.files:
             lines.append(f"  {rel}  ({(self.source / rel).stat().st_size:,} bytes)")
         lines.append(f"  README.md  ({len(self.card.encode()):,} bytes, rendered model card)")
-        lines += [f"  {asset}  ({len(data):,} bytes, written by the card renderer)" for asset, data in self.card_assets]
+        lines += [f"  {asset}  ({len(data):,} bytes, a figure of the card)" for asset, data in self.card_assets]
         lines += [f"left behind: {s}" for s in self.skipped]
         return "\n".join(lines + ["", "--- README.md ---", self.card])
 
@@ -101,7 +100,7 @@ def _pipeline_components(folder: Path) -> set[str]:
 
     A component name is a folder name inside ``folder``: one that is a path (``../outside``, ``a/b``,
     absolute) is refused, as it would list, stage and send files from elsewhere."""
-    index = folder / "model_index.json"
+    index = folder / CONFIG_FILES["diffusion"]
     if not index.is_file():
         return set()
     _refuse_links_out(folder, [index])  # read it only if it is the folder's own
@@ -166,8 +165,8 @@ def select_files(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     keep = [str(p.relative_to(folder)) for p in candidates if p.is_file()]
     if not any(name.endswith(".safetensors") for name in keep):
         raise PushError(f"{folder} has no *.safetensors weights; save the model with safe_serialization=True")
-    if not any(name in keep for name in CONFIG_FILES):
-        raise PushError(f"{folder} has none of {', '.join(CONFIG_FILES)}; save the model with its library's "
+    if not any(name in keep for name in CONFIG_FILES.values()):
+        raise PushError(f"{folder} has none of {', '.join(CONFIG_FILES.values())}; save the model with its library's "
                         "save_pretrained() (zoo.pipelines.policy.save_policy for a policy) before pushing")
     return tuple(keep), tuple(skipped)
 
@@ -183,16 +182,15 @@ def plan_push(name: str, repo_id: str, *, private: bool = False, source: str | N
                         "their access terms. Push only models you trained and may redistribute.")  # fmt: skip
     folder = source_folder(entry, source)
     files, skipped = select_files(folder)
-    from zoo.cards import write_card
+    from zoo.cards import CARDS_DIR, render_card
 
-    with tempfile.TemporaryDirectory() as tmp:
-        card_path = write_card(entry.name, out_dir=Path(tmp))
-        assets = tuple((p.name, p.read_bytes()) for p in sorted(card_path.parent.iterdir())
-                       if p.is_file() and p.name != "README.md")  # fmt: skip
-        card = card_path.read_text()
+    card = str(render_card(entry))
+    card_dir = CARDS_DIR / entry.name  # the card's figures (a training curve) live beside its README
+    assets = tuple((p.name, p.read_bytes()) for p in sorted(card_dir.iterdir()) if p.name != "README.md"
+                   and p.is_file() and not p.is_symlink()) if card_dir.is_dir() else ()  # fmt: skip
     clash = sorted({a for a, _ in assets} & set(files))
     if clash:
-        raise PushError(f"the card renderer wrote {clash}, which the model folder also has; rename one of them")
+        raise PushError(f"{card_dir} has {clash}, which the model folder also has; rename one of them")
     return PushPlan(entry.name, repo_id, folder, files, card, private, assets, skipped)
 
 

@@ -37,21 +37,19 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import yaml
 
 from zoo import bounded_yaml
+from zoo.recipe_file import RecipeError, read_yaml
+from zoo_common.registry import Registry, UnknownNameError
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from rewards.base import Reward
     from zoo.data import Sample
-
-
-class RecipeError(ValueError):
-    """A recipe file or override that does not fit the schema; the message says how to fix it."""
 
 
 #: Loader arguments that name a split or a benchmark category (``PubMed_test``, ``split: test``).
@@ -159,6 +157,45 @@ class RewardSpec:
         return reward() if isinstance(reward, type) else reward
 
 
+class ChoiceConfig:
+    """A config family whose concrete dataclass is chosen by one of its fields (``algorithm.method``).
+
+    A method's settings are its own typed dataclass, registered under the method's name, as LeRobot
+    registers a policy's config under its ``type``: the recipe reader builds the class the
+    ``choice_field`` names, so a key another method takes is an unknown key here, named with this
+    method's valid keys, and no method reads a field it does not own. A family's base class declares
+    ``choices`` (a :class:`~zoo_common.registry.Registry`, discovering the domains' methods on a miss)
+    and the field's default; subclasses register with :meth:`register`.
+    """
+
+    choice_field: ClassVar[str] = "method"
+    choices: ClassVar[Registry[type]]
+
+    @classmethod
+    def register(cls, name: str) -> typing.Callable[[type], type]:
+        """Class decorator: ``name`` (the ``choice_field`` value) selects the decorated config class."""
+
+        def add(config: type) -> type:
+            if not (isinstance(config, type) and issubclass(config, cls) and dataclasses.is_dataclass(config)):
+                raise TypeError(f"{config!r} must be a dataclass subclass of {cls.__name__}")
+            return cls.choices.register(name, config)
+
+        return add
+
+    @classmethod
+    def chosen(cls, data: dict[str, Any], where: str) -> type:
+        """The registered class for the ``choice_field`` value in ``data`` (the base's default when absent)."""
+        default = next(f.default for f in dataclasses.fields(cls) if f.name == cls.choice_field)
+        name = data.get(cls.choice_field, default)
+        try:
+            config = cls.choices.get(str(name))
+        except UnknownNameError as err:
+            raise RecipeError(f"{where}{cls.choice_field}: {err}") from None
+        if not issubclass(config, cls):
+            raise RecipeError(f"{where}{cls.choice_field}={name!r} is a {config.__name__}, not a {cls.__name__}")
+        return config
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainingBase:
     """Optimiser steps, seed, checkpoints and output: the training fields every engine has."""
@@ -255,28 +292,6 @@ class Recipe:
         return Path(self.training.output_dir.format(name=self.name))  # type: ignore[attr-defined]
 
 
-#: Largest recipe file read (bytes); the biggest shipped recipe is a few kB.
-MAX_RECIPE_BYTES = 1 << 20
-
-
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    """A recipe file as a mapping; a missing, oversized or non-mapping file is a :class:`RecipeError`."""
-    path = Path(path)
-    if not path.is_file():
-        raise RecipeError(f"recipe file {str(path)!r} does not exist; pass the path to a .yaml recipe")
-    if path.stat().st_size > MAX_RECIPE_BYTES:
-        raise RecipeError(f"recipe {str(path)!r} is {path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}")
-    try:
-        data = bounded_yaml.load(path.read_text(encoding="utf-8")) or {}
-    except bounded_yaml.YAMLLimitError as err:
-        raise RecipeError(f"recipe {str(path)!r} {err}") from err
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as err:
-        raise RecipeError(f"recipe {str(path)!r} is not valid YAML (or nested too deeply): {err}") from err
-    if not isinstance(data, dict):
-        raise RecipeError(f"recipe {str(path)!r} must be a YAML mapping, got {type(data).__name__}")
-    return data
-
-
 def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), engine: str | None = None) -> Recipe:
     """Read any recipe: ``engine=`` (or an ``engine=...`` override, or the file's ``engine``) picks the class."""
     from zoo.engines import ENGINES
@@ -330,6 +345,8 @@ def _build(cls: type, data: Any, where: str) -> Any:
         return data
     if not isinstance(data, dict):
         raise RecipeError(f"{where or 'recipe'} must be a mapping of {cls.__name__} fields, got {data!r}")
+    if issubclass(cls, ChoiceConfig):
+        cls = cls.chosen(data, where)
     schema = _fields(cls)
     unknown = [k for k in data if k not in schema]
     if unknown:
@@ -337,7 +354,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
     kwargs = {k: _coerce(schema[k], v, f"{where}{k}") for k, v in data.items()}
     missing = [f.name for f in dataclasses.fields(cls) if f.name not in kwargs and _required(f)]
     if missing:
-        raise RecipeError(f"{where or 'recipe'} is missing required key(s): {', '.join(where + m for m in missing)}")
+        raise RecipeError(f"{where.rstrip('.') or 'recipe'} is missing required key(s): {', '.join(where + m for m in missing)}")
     try:
         return cls(**kwargs)
     except RecipeError:
@@ -434,6 +451,8 @@ def _apply_override(cls: type, data: dict[str, Any], override: str) -> None:
         prefix = where + "." if where else ""
         last = depth == len(parts) - 1
         _check_container(tp, node, where, key.strip())
+        if isinstance(tp, type) and issubclass(tp, ChoiceConfig):
+            tp = tp.chosen(node, prefix)
         if dataclasses.is_dataclass(tp):
             schema = _fields(tp)
             if part not in schema:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from zoo.domains import load_entries
 from zoo.kinds import ClipSpec, DiffusionSpec, KindSpec, PolicySpec, VLMSpec
 from zoo_common.registry import Registry
 
@@ -78,7 +79,8 @@ class ModelEntry:
         return self.spec.kind
 
 
-MODELS: Registry[ModelEntry] = Registry("model")
+#: The catalog; its first miss or listing imports every domain's entries module.
+MODELS: Registry[ModelEntry] = Registry("model", discover=load_entries)
 
 
 def register(entry: ModelEntry) -> ModelEntry:
@@ -86,15 +88,8 @@ def register(entry: ModelEntry) -> ModelEntry:
     return MODELS.register(entry.name, entry, entry.aliases)
 
 
-def _ensure() -> None:
-    from zoo.domains import load_entries
-
-    load_entries()
-
-
 def list_models(domain: str | None = None, kind: str | None = None) -> list[str]:
     """Names of registered models, optionally only one domain's or one kind's."""
-    _ensure()
     return [
         n
         for n in MODELS.list()
@@ -104,5 +99,4 @@ def list_models(domain: str | None = None, kind: str | None = None) -> list[str]
 
 def info(name: str) -> ModelEntry:
     """The :class:`ModelEntry` for ``name`` (alias and case tolerant; close matches on a miss)."""
-    _ensure()
     return MODELS.get(name)

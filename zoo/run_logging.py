@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zoo.runs import is_main_process
+from zoo.runs import RunStart, is_main_process
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,18 @@ class MetricsLog:
         self._cpu_before = 0.0  # CPU minutes of the run before a resume
         self.rows: list[dict[str, Any]] = []
         self.columns: list[str] = ["step"]
+
+    @classmethod
+    def for_run(cls, start: RunStart, curve: str = "reward") -> MetricsLog:
+        """The run's ``metrics.csv``, started at ``start.step`` (:func:`zoo.runs.start_run`).
+
+        Resumed, the rows past the checkpoint go (the interrupted run logged them; they are logged again).
+        Fresh, every row goes, a step-0 row included: rows left in the directory belong to another run.
+        Called by the loop once its model is built, so that ``cpu_minutes`` counts training, not loading.
+        """
+        log = cls(start.output_dir, curve=curve)
+        log.start(start.step if start.checkpoint is not None else -1)
+        return log
 
     def start(self, step: int) -> None:
         """Keep the rows of steps ``<= step`` (a resumed run), in memory and on disk."""

@@ -13,6 +13,13 @@ what ``--resume`` reads is data, never code: tensors through safetensors, plain 
 :func:`read_state` (``torch.load(weights_only=True)``), JSON. A state file that needs unpickling is
 refused with a sentence. In a multi-process launch only the main process (:func:`is_main_process`)
 writes the run directory's shared files, deletes a half-written checkpoint or prunes old ones.
+
+A run starts in two halves. ``zoo train`` calls :func:`prepare_run_dir` once, before any engine: the
+refusal of a fresh run into another run's directory and ``recipe.yaml``. Every engine's loop then calls
+:func:`start_run` where its training begins: the directory, the checkpoint ``--resume`` continues from
+and the ``metrics.csv`` that continues with it (:class:`RunStart`), so that no engine decides on its own
+which checkpoint counts or which rows survive a resume. Each engine keeps its checkpoint format and the
+reading of its state (what a checkpoint holds differs per engine; where it is and whether it is whole does not).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import os
 import pickle
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +97,36 @@ def prepare_run_dir(recipe: Recipe, out_dir: Path | None = None, *, resume: bool
         recipe.to_yaml(out / RESOLVED_RECIPE)
         logger.info("resolved recipe written to %s", out / RESOLVED_RECIPE)
     return out
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """Where an engine's loop starts: its run directory and the complete checkpoint it resumes from (or ``None``)."""
+
+    output_dir: Path
+    checkpoint: Path | None
+
+    @property
+    def step(self) -> int:
+        """The optimiser step (round, iteration) the run continues after: the checkpoint's, 0 for a fresh run."""
+        return checkpoint_step(self.checkpoint) if self.checkpoint is not None else 0
+
+
+def start_run(output_dir: Path, *, resume: bool) -> RunStart:
+    """Create ``output_dir`` and, with ``resume``, find the newest complete checkpoint in it.
+
+    Every engine's loop calls this after its dry-run return and its own recipe checks, before it builds
+    from a checkpoint. Half-written checkpoints are deleted (by the main process) so that the resumed run
+    never writes into one; ``--resume`` of a directory without a complete checkpoint warns and starts
+    fresh, as a first run that was killed before its first checkpoint must be resumable with the same command.
+    """
+    output_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
+    if resume and checkpoint is None:
+        logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
+    elif checkpoint is not None:
+        logger.info("resuming from %s", checkpoint)
+    return RunStart(output_dir, checkpoint)
 
 
 def existing_run(output_dir: str | Path) -> list[str]:

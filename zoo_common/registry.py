@@ -5,6 +5,12 @@ lowercase kebab-case name. The pattern follows verl's decorator registries: a
 second, *different* object under a taken name is an error (no silent shadowing),
 and a miss names the closest keys so a typo is a one-glance fix.
 
+A registry finds its own plug-ins: it holds *discovery hooks* (``discover=`` or
+:meth:`Registry.add_discovery`) and runs the pending ones on the first miss, once each, inside
+the lookup. So a name a domain registers resolves whatever the user imported first
+(``import rewards; rewards.get("gui-g1")``, ``DATASETS.get(...)`` straight from ``zoo.data``), and
+no module has to remember to call a ``discover()`` before reading a table.
+
 It lives in the leaf package ``zoo_common`` so that ``rewards``, ``zoo`` and the
 domains share it without ``zoo`` paying for importing the reward code.
 """
@@ -12,6 +18,7 @@ domains share it without ``zoo`` paying for importing the reward code.
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -33,12 +40,40 @@ class Registry(Generic[T]):
     """Case-insensitive name -> object mapping with explicit aliases.
 
     ``_`` and ``-`` are interchangeable in lookups so that ``ui_s1`` finds ``ui-s1``.
+
+    Args:
+        kind: what the registry holds, in words (error messages say "unknown reward 'x'").
+        discover: a hook that registers the plug-ins found elsewhere (e.g. every domain's
+            datasets); it runs on the first lookup that misses, or the first listing.
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, discover: Callable[[], None] | None = None) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
+        self._pending: list[Callable[[], None]] = [discover] if discover else []
+        self._lock = threading.RLock()  # a hook may look names up in this registry while it runs
+
+    def add_discovery(self, hook: Callable[[], None]) -> None:
+        """Run ``hook()`` once, at the next lookup that misses or the next listing.
+
+        A hook added while another runs (a plug-in that brings its own) runs in the same discovery.
+        """
+        with self._lock:
+            self._pending.append(hook)
+
+    def _discover(self) -> bool:
+        """Run every pending hook once; ``True`` when any ran (a missed name may now be there).
+
+        A hook is taken off the list before it runs, so a lookup it makes cannot re-enter it, and
+        one that raises is not retried at every later miss.
+        """
+        ran = False
+        with self._lock:
+            while self._pending:
+                self._pending.pop(0)()
+                ran = True
+        return ran
 
     def register(self, name: str, obj: T, aliases: tuple[str, ...] = ()) -> T:
         """Add ``obj`` under ``name`` (and ``aliases``); re-adding the same object is a no-op."""
@@ -66,10 +101,15 @@ class Registry(Generic[T]):
 
         return wrap
 
+    def _lookup(self, name: str) -> str:
+        key = _key(name)
+        return self._aliases.get(key, key)
+
     def canonical(self, name: str) -> str:
         """The registered key that ``name`` (a key or an alias, any case) refers to."""
-        key = _key(name)
-        key = self._aliases.get(key, key)
+        key = self._lookup(name)
+        if key not in self._items and self._discover():
+            key = self._lookup(name)
         if key not in self._items:
             choices = list(self._items) + list(self._aliases)
             close = difflib.get_close_matches(key, choices, n=3, cutoff=0.5)
@@ -83,7 +123,8 @@ class Registry(Generic[T]):
         return self._items[self.canonical(name)]
 
     def list(self) -> list[str]:
-        """Registered names, sorted."""
+        """Registered names, sorted (after discovery: every plug-in's names)."""
+        self._discover()
         return sorted(self._items)
 
     def aliases_of(self, name: str) -> list[str]:
@@ -93,11 +134,12 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        key = _key(name)
-        return self._aliases.get(key, key) in self._items
+        if self._lookup(name) in self._items:
+            return True
+        return self._discover() and self._lookup(name) in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.list())
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.list())

@@ -6,7 +6,7 @@ route-completion reward. Here the reward comes with the environment (``highway-c
 (:func:`domains.driving.carl_policy.carl_ppo`), saves its state as tensors and JSON and loads it into
 a freshly built one for ``--resume`` (:mod:`zoo.engines.policy.state`), and exports the
 actor as a ``beta-mlp`` policy directory (:mod:`zoo.pipelines.beta_policy`) that :func:`zoo.load`
-reads and that acts with the mean action, as CaRL evaluates.
+reads and that acts with the mean action, as CaRL evaluates. Its settings are :class:`CarlPPOConfig`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from torch import nn
 
 from domains.driving.carl_policy import MIN_CONCENTRATION, carl_ppo
 from zoo.engines.policy.methods import register_method
-from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.engines.policy.recipe import PolicyAlgorithmConfig, PolicyRecipe, SB3PPOConfig
 from zoo.engines.policy.state import restore_sb3, save_sb3
 from zoo.pipelines.policy import Normalization, PolicyConfig, PolicyPipeline, save_policy
 
@@ -48,6 +48,15 @@ def export_beta_policy(model: PPO, folder: Path) -> Path:
     return save_policy(folder, policy, config, Normalization.identity(config))
 
 
+@PolicyAlgorithmConfig.register("carl-ppo")
+@dataclass(frozen=True)
+class CarlPPOConfig(SB3PPOConfig):
+    """``carl-ppo``: the PPO settings it shares with ``resip-ppo``; CaRL's other terms are fixed in
+    :func:`~domains.driving.carl_policy.carl_ppo`."""
+
+    method: str = "carl-ppo"
+
+
 @dataclass(frozen=True)
 class CarlPPO:
     """CaRL: PPO with a Beta action head on the route-completion reward (no base policy)."""
@@ -55,6 +64,7 @@ class CarlPPO:
     name: str = "carl-ppo"
     summary: str = "CaRL: Beta-PPO (clip 0.1, large batch, mean action at evaluation) on route completion x penalties"
     residual: bool = False
+    config: type[PolicyAlgorithmConfig] = CarlPPOConfig
 
     def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
         if base is not None:
@@ -64,8 +74,8 @@ class CarlPPO:
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
         return carl_ppo(env, hidden=a.hidden, n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs,
-                        gamma=a.gamma, learning_rate=t.lr, truncation_as_done=a.truncation_as_done, seed=t.seed,
-                        **a.kwargs)  # fmt: skip
+                        gamma=a.gamma, learning_rate=t.lr, truncation_as_done=a.truncation_as_done,
+                        seed=t.seed)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         save_sb3(model, folder)

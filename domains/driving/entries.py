@@ -41,7 +41,7 @@ REFLECTDRIVE = register(
     )
 )
 
-# The checkpoint this repository trains itself (python -m domains.driving.release, from three recipes).
+# The checkpoint this repository trains itself (python -m lab.driving.release, from three recipes).
 DRIVING_VLA_TINY = register(
     ModelEntry(
         name="driving-vla-tiny",
@@ -65,7 +65,7 @@ DRIVING_VLA_TINY = register(
         license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
         revision_note="shipped in this repository (checkpoints/driving-vla-tiny), not on the Hub",
         rl_methods=("grpo",),
-        notes="A teaching/demo checkpoint trained on CPU by `python -m domains.driving.release`; it only knows the "
+        notes="A teaching/demo checkpoint trained on CPU by `python -m lab.driving.release`; it only knows the "
         "synthetic scenes and is not a driving policy. Card: model_cards/driving-vla-tiny/README.md.",
     )
 )
@@ -99,7 +99,7 @@ CARL = register(
     )
 )
 
-# This repository's own CPU checkpoint (bench/driving_carl.py, then python -m domains.driving.carl_release).
+# This repository's own CPU checkpoint (bench/driving_carl.py, then python -m lab.driving.carl_release).
 CARL_HIGHWAY_TINY = register(
     ModelEntry(
         name="carl-highway-tiny",

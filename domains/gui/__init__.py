@@ -20,7 +20,7 @@ DOMAIN = Domain(
     answer_formats={
         "qwen-bbox-json": "domains.gui.prompts:qwen_bbox_json",
         "ui-s1-action": "domains.gui.prompts:ui_s1_action_response",
-        "ui-s1-location-tokens": "domains.gui.location_tokens:ui_s1_location_response",
+        "ui-s1-location-tokens": "domains.gui.prompts:ui_s1_location_response",
     },
     evaluate="domains.gui.evaluate:run",
     benchmarks=("screenspot", "screenspot-v2", "screenspot-pro", "synthetic", "synthetic-tiny", "android-control",

@@ -173,14 +173,13 @@ def _walk(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]], max_
     """Greedy one-copy walk of every episode; a patched turn is written as the model was taught to answer:
     with location tokens when its tokenizer holds them (:mod:`domains.gui.location_tokens`), else UI-S1's JSON."""
     from domains.gui import location_tokens
-    from domains.gui.prompts import ui_s1_action_response
+    from domains.gui.prompts import ui_s1_action_response, ui_s1_location_response
     from zoo.engines.vlm.multiturn_policy import VLMPolicy
     from zoo.engines.vlm.semi_online_rollout import semi_online_rollout
 
     policy = VLMPolicy(model, processor, max_new_tokens=max_new_tokens, do_sample=False)
     framed = [[policy.in_model_frame(s) for s in episode] for episode in episodes]
-    expert = (location_tokens.ui_s1_location_response if location_tokens.in_vocabulary(processor.tokenizer)
-              else ui_s1_action_response)  # fmt: skip
+    expert = ui_s1_location_response if location_tokens.in_vocabulary(processor.tokenizer) else ui_s1_action_response
     return semi_online_rollout(framed, policy, score, expert, rollout_n=1, patch_threshold=patch_threshold,
                                match_component=match_component)  # fmt: skip
 

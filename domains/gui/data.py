@@ -311,8 +311,10 @@ def load_ui_s1_jsonl(
     the previous actions, ``step_instruction`` and the expert ``thought`` (or ``motivation``) when the
     file has them. ``require_images=False`` keeps steps whose screenshot is absent (``image_size`` is
     then ``None``; the reward needs it). ``ui_s1_prompt`` writes each step's prompt as UI-S1's turn
-    (:func:`with_ui_s1_turns`, with ``instruction_level``); ``limit`` counts steps.
+    (:func:`domains.gui.prompts.with_ui_s1_turns`, with ``instruction_level``); ``limit`` counts steps.
     """
+    from domains.gui.prompts import with_ui_s1_turns
+
     path = Path(path)
     root = Path(image_root) if image_root is not None else None
     samples = []
@@ -354,34 +356,6 @@ def load_ui_s1_jsonl(
             history.append(action)
     samples = _limit(samples, limit)
     return with_ui_s1_turns(samples, instruction_level) if ui_s1_prompt else samples
-
-
-def with_ui_s1_turns(samples: list[Sample], instruction_level: str = "high") -> list[Sample]:
-    """Each step's prompt as the chat messages UI-S1 adds to the dialogue at that turn.
-
-    Upstream (``x/data/agent/json.py::JsonFormat.gen_next_round``): the first turn is the
-    ``MOBILE_USE`` system prompt plus the user text ``User Instruction: {goal}`` with the output
-    format and the answer-action note; later turns carry only ``Output Format: ...``; the screenshot
-    closes every user turn (the rollout loop adds it). ``instruction_level="low"`` appends the
-    step's ``step_instruction`` to each turn (AndroidControl-Low); that layout is this project's,
-    UI-S1's released prompt has no low-level variant.
-    """
-    from dataclasses import replace
-
-    from domains.gui.prompts import UI_S1_OUTPUT_FORMAT, UI_S1_SYSTEM, UI_S1_USER
-
-    if instruction_level not in ("high", "low"):
-        raise ValueError(f"instruction_level must be 'high' or 'low', got {instruction_level!r}")
-    out = []
-    for sample in samples:
-        goal = str(sample.meta.get("goal", sample.question))
-        first = sample.meta.get("step", 0) == 0
-        text = UI_S1_USER.replace("{question}", goal) if first else "Output Format: " + UI_S1_OUTPUT_FORMAT
-        if instruction_level == "low":
-            text += f"\nStep Instruction: {sample.meta.get('step_instruction') or ''}"
-        messages = [{"role": "system", "content": UI_S1_SYSTEM}] if first else []
-        out.append(replace(sample, prompt=[*messages, {"role": "user", "content": text}]))
-    return out
 
 
 def load_synthetic_episodes(

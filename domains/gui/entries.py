@@ -75,7 +75,7 @@ UI_S1_7B = register(
     )
 )
 
-# The checkpoint this repository trains itself (python -m domains.gui.release, from three recipes).
+# The checkpoint this repository trains itself (python -m lab.gui.release, from three recipes).
 GUI_GROUNDING_TINY = register(
     ModelEntry(
         name="gui-grounding-tiny",
@@ -94,12 +94,12 @@ GUI_GROUNDING_TINY = register(
         license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
         revision_note="shipped in this repository (checkpoints/gui-grounding-tiny), not on the Hub",
         rl_methods=("grpo",),
-        notes="A teaching/demo checkpoint trained on CPU by `python -m domains.gui.release`; it only knows the "
+        notes="A teaching/demo checkpoint trained on CPU by `python -m lab.gui.release`; it only knows the "
         "synthetic one-button task and is not a GUI agent. Card: model_cards/gui-grounding-tiny/README.md.",
     )
 )
 
-# The multi-turn agent this repository trains itself (python -m domains.gui.agent_release, three recipes).
+# The multi-turn agent this repository trains itself (python -m lab.gui.agent_release, three recipes).
 GUI_AGENT_TINY = register(
     ModelEntry(
         name="gui-agent-tiny",
@@ -118,7 +118,7 @@ GUI_AGENT_TINY = register(
         license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
         revision_note="shipped in this repository (checkpoints/gui-agent-tiny), not on the Hub",
         rl_methods=("semi-online-rl",),
-        notes="A teaching/demo checkpoint trained on CPU by `python -m domains.gui.agent_release`; it only knows "
+        notes="A teaching/demo checkpoint trained on CPU by `python -m lab.gui.agent_release`; it only knows "
         "the synthetic 2-4 step episodes and is not a phone agent. Card: model_cards/gui-agent-tiny/README.md.",
     )
 )

@@ -102,7 +102,7 @@ def episode_samples(
     """``n`` synthetic episodes as step samples, in :func:`~domains.gui.data.load_ui_s1_jsonl`'s layout.
 
     Episode ``i`` depends only on ``(seed, i)``. ``ui_s1_prompt`` writes each step's prompt as UI-S1
-    builds that turn (see :func:`domains.gui.data.with_ui_s1_turns`). ``click_share`` is the chance that a
+    builds that turn (see :func:`domains.gui.prompts.with_ui_s1_turns`). ``click_share`` is the chance that a
     step before the last is a click (the rest split between typing and Back); ``None``, the default and
     the held-out episodes' mix, draws the three kinds alike. A training mix may weight clicks, the one
     kind that needs the screen read to the pixel, without changing what is evaluated.
@@ -130,7 +130,7 @@ def episode_samples(
             ))  # fmt: skip
             history.append(copy.deepcopy(action))
     if ui_s1_prompt:
-        from domains.gui.data import with_ui_s1_turns
+        from domains.gui.prompts import with_ui_s1_turns
 
         return with_ui_s1_turns(samples)
     return samples

@@ -17,17 +17,15 @@ A model writes UI-S1's answer with tokens where the JSON has numbers::
 and :func:`decode` turns it back into UI-S1's JSON (``[58, 30]``) before UI-S1's parser and matcher
 read it, so the reward, the evaluation and the entry's parser are UI-S1's own. ``model.added_tokens:
 domains.gui.location_tokens:TOKENS`` adds the tokens to a recipe's model; answer format
-``ui-s1-location-tokens`` writes the expert's turns with them.
+``ui-s1-location-tokens`` (:func:`domains.gui.prompts.ui_s1_location_response`) writes the expert's
+turns with them. The codebook imports nothing of the domain: the prompts, parsers and rewards read it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from zoo.data import Sample
+from typing import Any
 
 PIXEL_BIN = 4
 NUM_BINS = 32
@@ -74,14 +72,3 @@ def encode_action(action: dict[str, Any]) -> str:
         return f"[{to_token(v[0])}, {to_token(v[1])}]" if key in _COORDINATE_KEYS else json.dumps(v, ensure_ascii=False)
 
     return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {value(k, v)}" for k, v in action.items()) + "}"
-
-
-def ui_s1_location_response(sample: Sample) -> str:
-    """The expert's turn in UI-S1's layout with location tokens (answer format ``ui-s1-location-tokens``).
-
-    :func:`domains.gui.prompts.ui_s1_action_response`'s turn (coordinates scaled to the model's
-    frame, the thought in ``<think>``) with each coordinate pair written as two tokens.
-    """
-    from domains.gui.prompts import ui_s1_turn
-
-    return ui_s1_turn(sample, encode_action)

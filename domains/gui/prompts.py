@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from domains.gui.location_tokens import decode, encode_action
 from rewards.parsing import ParseError, extract_tag, parse_json_value, parse_qwen_box
 
 if TYPE_CHECKING:
@@ -90,6 +92,30 @@ UI_S1_USER = (
 )
 
 
+def with_ui_s1_turns(samples: list[Sample], instruction_level: str = "high") -> list[Sample]:
+    """Each step's prompt as the chat messages UI-S1 adds to the dialogue at that turn.
+
+    Upstream (``x/data/agent/json.py::JsonFormat.gen_next_round``): the first turn is the
+    ``MOBILE_USE`` system prompt plus the user text ``User Instruction: {goal}`` with the output
+    format and the answer-action note; later turns carry only ``Output Format: ...``; the screenshot
+    closes every user turn (the rollout loop adds it). ``instruction_level="low"`` appends the
+    step's ``step_instruction`` to each turn (AndroidControl-Low); that layout is this project's,
+    UI-S1's released prompt has no low-level variant.
+    """
+    if instruction_level not in ("high", "low"):
+        raise ValueError(f"instruction_level must be 'high' or 'low', got {instruction_level!r}")
+    out = []
+    for sample in samples:
+        goal = str(sample.meta.get("goal", sample.question))
+        first = sample.meta.get("step", 0) == 0
+        text = UI_S1_USER.replace("{question}", goal) if first else "Output Format: " + UI_S1_OUTPUT_FORMAT
+        if instruction_level == "low":
+            text += f"\nStep Instruction: {sample.meta.get('step_instruction') or ''}"
+        messages = [{"role": "system", "content": UI_S1_SYSTEM}] if first else []
+        out.append(replace(sample, prompt=[*messages, {"role": "user", "content": text}]))
+    return out
+
+
 def qwen_bbox_json(sample: Sample) -> str:
     """The answer :func:`parse_gui_g1` reads, for SFT: ``[{"bbox_2d": [x1, y1, x2, y2]}]`` in integer pixels
     (Qwen2.5-VL's native grounding JSON; the ``gui-g1-tiny-sft`` warm start teaches it)."""
@@ -110,6 +136,15 @@ def ui_s1_action_response(sample: Sample) -> str:
     and the answer an SFT warm start teaches (answer format ``ui-s1-action``).
     """
     return ui_s1_turn(sample, lambda action: json.dumps(action, ensure_ascii=False))
+
+
+def ui_s1_location_response(sample: Sample) -> str:
+    """The expert's turn in UI-S1's layout with location tokens (answer format ``ui-s1-location-tokens``).
+
+    :func:`ui_s1_action_response`'s turn (coordinates scaled to the model's frame, the thought in
+    ``<think>``) with each coordinate pair written as two tokens (:mod:`domains.gui.location_tokens`).
+    """
+    return ui_s1_turn(sample, encode_action)
 
 
 def ui_s1_turn(sample: Sample, write_action: Callable[[dict[str, Any]], str]) -> str:
@@ -147,8 +182,6 @@ def parse_ui_s1(text: str, question: str = "") -> dict[str, Any]:
     without a valid action is a parse failure. Location tokens (:mod:`domains.gui.location_tokens`)
     are read as their pixels.
     """
-    from domains.gui.location_tokens import decode
-
     text = decode(text)
     out: dict[str, Any] = {"think": extract_tag(text, "think", required=False)}
     try:

@@ -215,7 +215,7 @@ register_card_kind(JudgeSpec, CardKind(
     _judge_usage, _judge_how,
 ))  # fmt: skip
 
-# --- trained in this repository (python -m domains.image.release all) ----------------------------------------
+# --- trained in this repository (python -m lab.image.release all) ----------------------------------------
 register(ModelEntry(
     name="flow-grpo-tiny-colour", repo_id=None, architecture="sd3",
     base_model="none (random init, StableDiffusion3Pipeline architecture, ~0.4M parameters, pre-trained here)",

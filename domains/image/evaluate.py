@@ -75,9 +75,7 @@ def _reward(name_or_reward: Any) -> Any:
     if not isinstance(name_or_reward, str):
         return name_or_reward
     import rewards
-    from zoo.domains import load_rewards
 
-    load_rewards()
     return rewards.get(name_or_reward)
 
 

@@ -23,7 +23,7 @@ import torch
 from domains.image.editscore import chat_text
 from zoo.hub import ModelNotAvailableError, ResolvedModel, resolve, resolve_repo
 from zoo.images import ImageInput
-from zoo.load import WrongArchitectureError, from_pretrained_checked
+from zoo.load import WrongArchitectureError, from_pretrained_checked, load_vlm_weights
 from zoo.pipelines.diffusion import DiffusionPipeline
 from zoo.pipelines.vlm import VLMPipeline
 from zoo.registry import ModelEntry, info
@@ -130,12 +130,12 @@ class JudgePipeline(VLMPipeline):
 def load_judge_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str, dtype: torch.dtype) -> JudgePipeline:
     """The base VLM with the entry's LoRA merged in, and the base's processor (as the authors load them)."""
     from peft import PeftModel
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoProcessor
 
     if not (Path(resolved.path) / PEFT_CONFIG).is_file():
         raise WrongArchitectureError(f"{entry.name}: {resolved.path} has no {PEFT_CONFIG}; expected a PEFT LoRA adapter")
     base = resolve_repo(entry.spec.base_repo_id)
-    model = from_pretrained_checked(AutoModelForImageTextToText, base.path, dtype=dtype, use_safetensors=True)
+    model = load_vlm_weights(base.path, dtype=dtype)
     model = PeftModel.from_pretrained(model, resolved.path).merge_and_unload()
     processor = AutoProcessor.from_pretrained(base.path)
     processor.tokenizer.padding_side = "left"  # batched generation appends after the prompt

@@ -21,7 +21,9 @@ DOMAIN = Domain(
         "u2bench-report_generation", "u2bench-caption_generation",
         "u2bench-cla", "u2bench-seg", "u2bench-measurement", "u2bench-report",
         "clip-zero-shot", "clip-retrieval",
-        "synthetic-pathology-mcq", "synthetic-pathology-vqa", "synthetic-us-<task>",
+        "synthetic-pathology-mcq", "synthetic-pathology-vqa",
+        # domains.medical.data.US_TASKS (a descriptor imports nothing of its domain's code)
+        "synthetic-us-classification", "synthetic-us-localization", "synthetic-us-measurement", "synthetic-us-report",
     ),
     # PathMMU's data.json and the U2-Bench release are benchmark files (their validation and test
     # splits included): a recipe training on them must say why (data.allow_eval_data).

@@ -7,12 +7,13 @@ freshly built one for ``--resume`` (:mod:`zoo.engines.policy.state`), and export
 trained residual together with its base as one ``residual-mlp`` policy directory for :func:`zoo.load`.
 ``dppo`` has no base: it behaviour-clones a diffusion policy on scripted demonstrations, fine-tunes
 it with :class:`~zoo.engines.policy.dppo.DiffusionPPO` and exports both as ``diffusion-mlp`` directories.
+Each method's settings are its own config class, registered under its name next to it.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,9 @@ from domains.robot.residual import (
     resfit_td3,
 )
 from domains.robot.resip import ResipRewards, resip_ppo
+from zoo.engines.policy.dppo import ChunkEnv, DiffusionPPO, DPPOSettings, DPPOTuning, pretrain
 from zoo.engines.policy.methods import register_method
-from zoo.engines.policy.recipe import PolicyRecipe
+from zoo.engines.policy.recipe import PolicyAlgorithmConfig, PolicyRecipe, PPOConfig, SB3PPOConfig
 from zoo.engines.policy.state import (
     REPLAY_BUFFER,
     restore_replay_buffer,
@@ -77,12 +79,52 @@ def _export(layers: list[nn.Linear], base: PolicyPipeline, env: ResidualEnv, com
 
 
 @dataclass(frozen=True)
+class ResidualConfig(PolicyAlgorithmConfig):
+    """Methods that correct the frozen base with a scaled residual (``resip-ppo``, ``resfit-td3``)."""
+
+    residual_scale: float = 0.1
+    """Scale of the residual added to the base action (ResiP 0.1; ResFiT 0.1-0.2)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.residual_scale <= 0:
+            raise RecipeError(f"algorithm.residual_scale={self.residual_scale} must be > 0")
+
+
+@PolicyAlgorithmConfig.register("resip-ppo")
+@dataclass(frozen=True)
+class ResipPPOConfig(ResidualConfig, SB3PPOConfig):
+    """``resip-ppo``: residual PPO (defaults: the CPU settings measured on FetchPush, ResiP's terms otherwise)."""
+
+    method: str = "resip-ppo"
+    critic_lr: float = 5e-3
+    """The critic's own learning rate (ResiP 5e-3; 0: ``training.lr``)."""
+    network_init: str = "resip"
+    """``resip`` (Kaiming hidden layers, value head gain 0.25 and bias 0.25, as the authors) or ``sb3``."""
+    normalize_reward: bool = True
+    """Divide rewards by their running std, uncentred (ResiP's ``normalize_reward``)."""
+    clip_reward: float = 5.0
+    """Clip the scaled rewards to ``±clip_reward`` (ResiP 5)."""
+    reset_every_iteration: bool = False
+    """Reset every environment before each iteration's rollout (ResiP: on; see ``domains/robot/resip.py``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.critic_lr < 0 or self.clip_reward <= 0:
+            raise RecipeError(f"algorithm.critic_lr={self.critic_lr} must be >= 0 "
+                              f"and clip_reward={self.clip_reward} > 0")  # fmt: skip
+        if self.network_init not in ("resip", "sb3"):
+            raise RecipeError(f"algorithm.network_init={self.network_init!r}: choose 'resip' (the authors') or 'sb3'")
+
+
+@dataclass(frozen=True)
 class ResipPPO:
     """ResiP: PPO on a Gaussian residual (fixed log-std -1, zero-initialised mean) over the base."""
 
     name: str = "resip-ppo"
     summary: str = "ResiP: PPO residual, a = base + 0.1 N(mu, e^-1) in the normalised action space"
     residual: bool = True
+    config: type[PolicyAlgorithmConfig] = ResipPPOConfig
 
     def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
         return ResidualEnv(env, FrozenBase(_require_base(base, self.name)), "resip", recipe.algorithm.residual_scale)
@@ -97,7 +139,7 @@ class ResipPPO:
         return resip_ppo(self._rewards(env, recipe), hidden=a.hidden, network_init=a.network_init,
                          critic_lr=a.critic_lr or None, reset_every_iteration=a.reset_every_iteration,
                          n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs, gamma=a.gamma,
-                         learning_rate=t.lr, seed=t.seed, **a.kwargs)  # fmt: skip
+                         learning_rate=t.lr, seed=t.seed)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         save_sb3(model, folder)
@@ -121,6 +163,29 @@ def _demos(episodes: int, seed: int) -> dict[str, np.ndarray]:
     return collect_demos(episodes, seed=seed)
 
 
+@PolicyAlgorithmConfig.register("resfit-td3")
+@dataclass(frozen=True)
+class ResfitTD3Config(ResidualConfig):
+    """``resfit-td3``: residual TD3; the terms not set here are ResFiT's own, as
+    :func:`~domains.robot.residual.resfit_td3` defaults them."""
+
+    method: str = "resfit-td3"
+    learning_starts: int = 2000
+    """Environment steps of exploration before the first update."""
+    critic_warmup: int = 0
+    """Gradient steps that update the critic only."""
+    offline_episodes: int = field(kw_only=True)
+    """Scripted demonstration episodes: the offline half of each batch, and the range that scales the actions."""
+    n_critics: int = 10
+    """Critic heads (ResFiT's ``num_q``, ``config/rlpd.py:48``); the TD target takes the minimum of 2 random ones."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.offline_episodes < 1:
+            raise RecipeError("resfit-td3 scales actions by the demonstrations' range (ResFiT's ActionScaler): "
+                              "set algorithm.offline_episodes >= 1")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ResfitTD3:
     """ResFiT: TD3 residual (``scale * tanh``), data-range action scaling, combined actions stored, 50/50 offline/online."""
@@ -128,11 +193,9 @@ class ResfitTD3:
     name: str = "resfit-td3"
     summary: str = "ResFiT: TD3 residual, clamp(base + scale tanh(.), -1, 1) in the demos' widened range, UTD 4"
     residual: bool = True
+    config: type[PolicyAlgorithmConfig] = ResfitTD3Config
 
     def _demos(self, recipe: PolicyRecipe) -> dict[str, np.ndarray]:
-        if recipe.algorithm.offline_episodes < 1:
-            raise RecipeError("resfit-td3 scales actions by the demonstrations' range (ResFiT's ActionScaler): "
-                              "set algorithm.offline_episodes >= 1")  # fmt: skip
         return _demos(recipe.algorithm.offline_episodes, recipe.training.seed)
 
     def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
@@ -144,7 +207,7 @@ class ResfitTD3:
         a, t = recipe.algorithm, recipe.training
         model = resfit_td3(env, residual_scale=a.residual_scale, hidden=a.hidden, batch_size=a.batch_size,
                            gamma=a.gamma, learning_rate=t.lr, learning_starts=a.learning_starts,
-                           critic_warmup=a.critic_warmup, seed=t.seed, **a.kwargs)  # fmt: skip
+                           critic_warmup=a.critic_warmup, n_critics=a.n_critics, seed=t.seed)  # fmt: skip
         # the offline half returns the same n-step targets as the online buffer
         model.offline_buffer = offline_buffer(self._demos(recipe), env.envs[0], n_steps=model.n_steps, gamma=model.gamma)
         return model
@@ -163,6 +226,45 @@ class ResfitTD3:
                        "resfit", folder)  # fmt: skip
 
 
+@PolicyAlgorithmConfig.register("dppo")
+@dataclass(frozen=True)
+class DPPOConfig(DPPOTuning, PPOConfig):
+    """``dppo``: PPO over the denoising steps of a diffusion policy behaviour-cloned first (DPPO's own terms from
+    :class:`~zoo.engines.policy.dppo.DPPOTuning`)."""
+
+    method: str = "dppo"
+    critic_lr: float = 5e-3
+    """The critic's own learning rate (DPPO 1e-3; 0: ``training.lr``)."""
+    offline_episodes: int = field(kw_only=True)
+    """Scripted demonstration episodes the diffusion policy is behaviour-cloned on before RL."""
+    denoising_steps: int = 20
+    """DDPM steps K of the chain."""
+    ft_denoising_steps: int = 10
+    """The last K' steps that are fine-tuned (DPPO: 10 of 20)."""
+    action_chunk: int = 4
+    """Actions per chunk, all executed (DPPO's horizon_steps = act_steps)."""
+    bc_steps: int = 3000
+    """Behaviour-cloning steps on ``offline_episodes`` demonstrations before RL."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.critic_lr < 0:
+            raise RecipeError(f"algorithm.critic_lr={self.critic_lr} must be >= 0")
+        if not 1 <= self.ft_denoising_steps <= self.denoising_steps or self.action_chunk < 1 or self.bc_steps < 0:
+            raise RecipeError(f"algorithm: need 1 <= ft_denoising_steps ({self.ft_denoising_steps}) <= denoising_steps "
+                              f"({self.denoising_steps}), action_chunk >= 1 and bc_steps >= 0")  # fmt: skip
+        if self.offline_episodes < 1:
+            raise RecipeError("dppo behaviour-clones scripted demonstrations first: "
+                              "set algorithm.offline_episodes >= 1")  # fmt: skip
+
+    def settings(self, lr: float) -> DPPOSettings:
+        """The trainer's settings: DPPO's own terms as set here, the shared ones under the trainer's names."""
+        own = {f.name: getattr(self, f.name) for f in fields(DPPOTuning)}
+        return DPPOSettings(ft_steps=self.ft_denoising_steps, n_steps=self.rollout_steps, gamma=self.gamma,
+                            epochs=self.epochs, batch_size=self.batch_size, actor_lr=lr, critic_lr=self.critic_lr or lr,
+                            **own)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class DiffusionPolicyPPO:
     """DPPO: BC of a DDPM chunk policy on scripted pushes, then PPO over its last K' denoising steps."""
@@ -170,49 +272,31 @@ class DiffusionPolicyPPO:
     name: str = "dppo"
     summary: str = "DPPO: PPO over (env step, denoising step) pairs of a behaviour-cloned diffusion policy"
     residual: bool = False
+    config: type[PolicyAlgorithmConfig] = DPPOConfig
 
     def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
-        from zoo.engines.policy.dppo import ChunkEnv
-
         if base is not None:
             raise ValueError("dppo pre-trains its own diffusion policy: leave base.model empty")
         return ChunkEnv(env, recipe.algorithm.action_chunk)
 
-    @staticmethod
-    def _settings(recipe: PolicyRecipe) -> Any:
-        from zoo.engines.policy.dppo import DPPOSettings
-
-        a, t = recipe.algorithm, recipe.training
-        known = {f.name for f in fields(DPPOSettings)}
-        if unknown := sorted(set(a.kwargs) - known):
-            raise RecipeError(f"algorithm.kwargs {unknown} are not DPPO settings; known: {', '.join(sorted(known))}")
-        return DPPOSettings(**{"ft_steps": a.ft_denoising_steps, "n_steps": a.rollout_steps, "gamma": a.gamma,
-                               "epochs": a.epochs, "batch_size": a.batch_size, "actor_lr": t.lr,
-                               "critic_lr": a.critic_lr or t.lr, "critic_warmup": a.critic_warmup, **a.kwargs})  # fmt: skip
-
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> Any:
         from domains.robot.bc import chunk_targets
         from domains.robot.envs import collect_demos
-        from zoo.engines.policy.dppo import DiffusionPPO, pretrain
 
         a, t = recipe.algorithm, recipe.training
-        if a.offline_episodes < 1:
-            raise ValueError("dppo behaviour-clones scripted demonstrations first: set algorithm.offline_episodes >= 1")
         demos = collect_demos(a.offline_episodes, seed=t.seed)
         config = PolicyConfig(demos["observations"].shape[1], demos["actions"].shape[1], "diffusion-mlp",
                               a.action_chunk, a.hidden, {"denoising_steps": a.denoising_steps})  # fmt: skip
         chunks = chunk_targets(demos["actions"], demos["episode_index"], a.action_chunk)
         policy, norm, _ = pretrain(demos["observations"], chunks, config, steps=a.bc_steps, seed=t.seed)
-        return DiffusionPPO(policy, config, norm, env, self._settings(recipe), hidden=a.hidden, seed=t.seed)
+        return DiffusionPPO(policy, config, norm, env, a.settings(t.lr), hidden=a.hidden, seed=t.seed)
 
     def save(self, model: Any, folder: Path) -> None:
         model.save(folder)
 
     def load(self, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> Any:
-        from zoo.engines.policy.dppo import DiffusionPPO
-
         a, t = recipe.algorithm, recipe.training
-        return DiffusionPPO.from_checkpoint(folder, env, self._settings(recipe), hidden=a.hidden, seed=t.seed)
+        return DiffusionPPO.from_checkpoint(folder, env, a.settings(t.lr), hidden=a.hidden, seed=t.seed)
 
     def export(self, model: Any, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
         return model.export(folder)

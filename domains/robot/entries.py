@@ -173,7 +173,7 @@ SERL = register(
     )
 )
 
-# This repository's own CPU checkpoints (python -m domains.robot.release base|residual).
+# This repository's own CPU checkpoints (python -m lab.robot.release base|residual).
 FETCH_PUSH_BC_TINY = register(
     ModelEntry(
         name="fetch-push-bc-tiny",

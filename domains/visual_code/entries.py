@@ -140,7 +140,7 @@ for name, paper, task, note, parser in _UNRELEASED:
         revision_note="no public weights to pin",
     ))
 
-# The checkpoint this repository trains itself (python -m domains.visual_code.release, three recipes).
+# The checkpoint this repository trains itself (python -m lab.visual_code.release, three recipes).
 register(ModelEntry(
     name="svg-scenes-tiny", repo_id=None, architecture="qwen2_5_vl",
     base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)", domain="visual_code",
@@ -150,7 +150,7 @@ register(ModelEntry(
     license="apache-2.0", license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
     revision_note="shipped in this repository (checkpoints/svg-scenes-tiny), not on the Hub",
     rl_methods=("grpo",),
-    notes="A teaching checkpoint trained on CPU by `python -m domains.visual_code.release` (SFT, then GRPO with a "
+    notes="A teaching checkpoint trained on CPU by `python -m lab.visual_code.release` (SFT, then GRPO with a "
           "sandboxed render reward, against an equal-time SFT control); it only knows one-shape synthetic scenes. "
           "Model-written SVG is untrusted: render it with rewards.render('svg-skia', ...).",
 ))

@@ -17,6 +17,7 @@ pool's core changes, and the channel stays data-only (JSON, never ``eval``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 Size = tuple[int, int]
 
@@ -57,12 +58,15 @@ def _axes_facts(ax, types: list[str], colors: dict[str, list[str]]) -> None:
     types.extend("image" for _ in ax.images)
 
 
-def render_chart_facts(source: bytes, size: Size) -> bytes:
-    """Exec the chart code (as the ``matplotlib`` kind does), then ``{"texts", "layout", "types", "colors"}``."""
+def render_chart_facts(source: bytes, size: Size, draw: Callable[[bytes, Size], bytes]) -> bytes:
+    """Exec the chart code with ``draw``, then ``{"texts", "layout", "types", "colors"}``.
+
+    ``draw`` is the ``matplotlib`` kind's renderer, which runs the code and draws its figure once;
+    :mod:`rewards.rendering.jobs` passes it in when it registers this kind, so the kind runs chart code
+    exactly as ``matplotlib`` does without this module importing the registry that imports it.
+    """
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_agg import RendererAgg
-
-    from rewards.rendering.jobs import render_matplotlib
 
     texts: list[str] = []
     original = RendererAgg.draw_text
@@ -73,7 +77,7 @@ def render_chart_facts(source: bytes, size: Size) -> bytes:
         return original(self, gc, x, y, s, *args, **kwargs)
 
     RendererAgg.draw_text = logged
-    render_matplotlib(source, (max(64, size[0]), max(64, size[1])))  # runs the code and draws the figure once
+    draw(source, (max(64, size[0]), max(64, size[1])))
     fig = plt.figure(plt.get_fignums()[-1])
     layout, types, colors = [], [], {}
     for ax in fig.axes:

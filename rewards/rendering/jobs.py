@@ -7,6 +7,7 @@ once in the warm worker) and a render function.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 from collections.abc import Callable
@@ -113,7 +114,8 @@ PRELOADERS: dict[str, Callable[[], None]] = {"svg": _preload_svg, "matplotlib": 
 from rewards.rendering import cad, chart_facts, svg_skia
 
 RENDERERS["svg-skia"], PRELOADERS["svg-skia"] = svg_skia.render_svg_skia, svg_skia.preload_svg_skia
-RENDERERS["matplotlib-facts"], PRELOADERS["matplotlib-facts"] = chart_facts.render_chart_facts, _preload_matplotlib
+RENDERERS["matplotlib-facts"] = functools.partial(chart_facts.render_chart_facts, draw=render_matplotlib)
+PRELOADERS["matplotlib-facts"] = _preload_matplotlib
 RENDERERS["cadquery"], PRELOADERS["cadquery"] = cad.render_cadquery, cad.preload_cadquery
 RENDERERS["cadquery-geometry"], PRELOADERS["cadquery-geometry"] = cad.render_cadquery_geometry, cad.preload_cadquery
 #: Kinds that execute model-written Python (and so get the module blocklist of the audit hook).

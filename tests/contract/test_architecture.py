@@ -13,7 +13,7 @@ from zoo.engines import ENGINES
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = (ROOT / "ARCHITECTURE.md").read_text()
 # `path/to/file.py` or `path/to/file.py: symbol`
-CITED = sorted(set(re.findall(r"`((?:zoo|rewards|domains|zoo_common|tests)/[\w/.]+?\.py)(?:: (\w+))?`", TEXT)))
+CITED = sorted(set(re.findall(r"`((?:zoo|rewards|domains|zoo_common|lab|tests)/[\w/.]+?\.py)(?:: (\w+))?`", TEXT)))
 
 
 @pytest.mark.parametrize(("path", "symbol"), CITED, ids=[f"{p}:{s}" for p, s in CITED])

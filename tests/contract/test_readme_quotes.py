@@ -7,18 +7,18 @@ quoting the numbers of the one before (it happened: two releases of driving and 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from zoo.release import format_difference
+from lab.ladder import format_difference
+from zoo.records import read_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def record(entry: str) -> dict:
-    return json.loads((ROOT / "checkpoints" / entry / "training.json").read_text())
+    return read_record(ROOT / "checkpoints" / entry / "training.json").measurements
 
 
 def quotes(entry: str) -> list[str]:

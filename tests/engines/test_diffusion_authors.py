@@ -76,7 +76,7 @@ def test_dancegrpo_trains_nine_of_the_first_fifteen_steps_in_random_order(tmp_pa
     run = build_run(load_recipe(SMOKE, ["algorithm.method=dance_grpo", "algorithm.num_steps=16", "algorithm.group_size=2",
                                         "training.prompts_per_step=1", "model.tiny={sample_size: 8}",
                                         "algorithm.timestep_fraction=null"]), tmp_path)  # fmt: skip
-    assert run.settings["timestep_fraction"] == 0.6 and run.settings["shuffle_timesteps"]
+    assert run.settings.timestep_fraction == 0.6 and run.settings.shuffle_timesteps
     transitions, _, _ = flat_round(run, METHODS.get("dance_grpo"), run.draw_prompts())
     per_image = transitions.index.view(2, -1)
     # their samples["timesteps"][:, :-1] (L512), randperm over those 15 (L551-556), int(15 * 0.6) trained (L570)

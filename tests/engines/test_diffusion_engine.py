@@ -280,7 +280,7 @@ def test_guidance_doubles_the_batch_and_one_turns_it_off(tmp_path: Path) -> None
     [
         (("algorithm.sde_window_size=3", "algorithm.sde_window_range=[0, 2]"), "sde_window_range"),
         (("algorithm.sde_window_size=2", "algorithm.sde_window_range=[1, 9]"), "stochastic steps"),
-        (("algorithm.method=tree_grpo", "algorithm.sde_window_size=1", "algorithm.branch_steps=[0, 1]"), "flat-rollout"),
+        (("algorithm.method=tree_grpo", "algorithm.sde_window_size=1"), "unknown recipe key 'algorithm.sde_window_size'"),
         (("algorithm.guidance_scale=0.5",), "guidance_scale"),
     ],
 )

@@ -8,7 +8,6 @@ import pytest
 
 import rewards
 from rewards import RewardResult, RewardSample, WeightedSum
-from rewards import base as base_mod
 from rewards.numeric import NumericMatch
 from zoo_common.registry import UnknownNameError
 
@@ -43,8 +42,8 @@ def test_register_refuses_a_different_object_under_a_taken_name() -> None:
         rewards.register("test-not-callable", 3)
 
 
-def test_discovery_hooks_run_once_at_first_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
-    """How zoo makes domain rewards findable without rewards importing zoo: a hook run at discovery."""
+def test_discovery_hooks_run_once_at_first_miss() -> None:
+    """How zoo makes domain rewards findable without rewards importing zoo: a hook run on a miss."""
     calls = []
     reward = Fixed("test-hooked-domain", [1.0])
 
@@ -52,15 +51,12 @@ def test_discovery_hooks_run_once_at_first_lookup(monkeypatch: pytest.MonkeyPatc
         calls.append(1)
         rewards.register("test-hooked-domain", reward)
 
-    monkeypatch.setattr(base_mod, "_hooks", [])
-    monkeypatch.setattr(base_mod, "_discovered", False)
-    rewards.add_discovery_hook(hook)
+    rewards.REWARDS.add_discovery(hook)
     assert calls == []  # nothing runs before a lookup
+    assert rewards.get("test-hooked-domain") is reward
     assert "test-hooked-domain" in rewards.list()
     rewards.get("test-hooked-domain")
     assert calls == [1]
-    rewards.add_discovery_hook(hook)  # added after discovery: runs at once
-    assert calls == [1, 1]
 
 
 def test_sample_reward_turns_parse_errors_into_zero_with_all_components() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 from zoo.recipe import RecipeError, load_recipe
@@ -148,7 +150,10 @@ def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monk
                                   list(overrides))
         return policy_source(recipe)
 
-    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "model.safetensors").write_bytes(b"")  # checked as zoo.load checks it: a header, not just a name
+    with pytest.raises(RecipeError, match="model.safetensors is not a valid safetensors file"):
+        source(str(tmp_path))
+    save_file({"w": torch.zeros(1)}, str(tmp_path / "model.safetensors"))
     assert source(str(tmp_path)) == (str(tmp_path), None)
     assert source("gui-grounding-tiny") == (str(CHECKPOINTS_DIR / "gui-grounding-tiny"), None)
     from zoo.hub import ModelNotAvailableError

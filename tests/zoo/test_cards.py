@@ -10,24 +10,42 @@ import zoo
 from zoo.card_kinds import CARD_KINDS, UNRELEASED, CardKindError, card_kind
 from zoo.cards import CardError, check_usage, render_card, validate_card, write_card
 from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
+from zoo.records import Comparison, CurvePoint, EvaluationRow, Section, Stage, TrainingRecord
 from zoo.registry import ModelEntry
 
-RECORD = {
-    "summary": "A tiny grounding model.",
-    "metrics": [
-        {"dataset": "synthetic-screens", "split": "heldout", "stage": "sft", "metric": "accuracy", "value": 0.3},
-        {"dataset": "synthetic-screens", "split": "heldout", "stage": "final", "metric": "accuracy", "value": 0.4},
-    ],
-}
+RECORD = TrainingRecord(
+    entry="gui-g1-3b",
+    summary="A grounding model retrained here.",
+    reproduce="python -m lab.gui.release all",
+    stages=(Stage("SFT start", "start", "domains/gui/recipes/gui-g1-tiny-sft.yaml", None, 100, 2.5, "hit", 0.3,
+                  (CurvePoint(50, 0.2), CurvePoint(100, 0.3))),
+            Stage("GRPO, seed 0", "rl", "domains/gui/recipes/gui-g1-tiny-cpu.yaml", 0, 10, 1.0, "hit", 0.4)),
+    comparisons=(Comparison("GRPO - SFT start, seed 0", 0.1, 0.02, "held-out hit rate", 1000),
+                 Comparison("GRPO - control, seed 0", 0.01, None, "held-out hit rate", 1000)),
+    evaluation=(EvaluationRow("image-text-to-text", "synthetic", "synthetic-screens", "accuracy", 0.4,
+                              dataset_split="heldout"),),
+    sections=(Section("Results", "| stage | hit |\n|---|---|\n| GRPO | 0.400 |"),),
+    base_model="Qwen/Qwen2.5-VL-3B-Instruct",
+)  # fmt: skip
 
 
-def test_card_carries_measured_numbers_as_model_index():
+def test_card_of_a_record_carries_its_numbers_and_the_kinds_usage():
     card = render_card(zoo.info("gui-g1-3b"), RECORD)
     meta = ModelCard(str(card)).data.to_dict()
     assert meta["license"] == "apache-2.0" and meta["base_model"] == "Qwen/Qwen2.5-VL-3B-Instruct"
     (result,) = meta["model-index"][0]["results"]
-    assert result["metrics"][0]["value"] == 0.4
-    assert "| synthetic-screens | heldout | sft | accuracy | 0.3 |" in card.text
+    assert result["metrics"][0]["value"] == 0.4 and result["dataset"]["split"] == "heldout"
+    text = card.text
+    assert text.index("A grounding model") < text.index("## Use") < text.index("## Results") < text.index("## Training record")
+    assert 'zoo.load("gui-g1-3b")' in text  # no section showed how to load it: the kind's usage is added
+    assert "| GRPO, seed 0 | `domains/gui/recipes/gui-g1-tiny-cpu.yaml` | 0 | 10 | 1.0 | hit 0.400 |" in text
+    assert "| GRPO - SFT start, seed 0 | +0.1000 | 0.0200 | held-out hit rate | 1000 | yes |" in text
+    assert "| GRPO - control, seed 0 | +0.0100 |  | held-out hit rate | 1000 | — |" in text  # no spread measured
+
+
+def test_a_record_of_another_entry_is_refused():
+    with pytest.raises(CardError, match="records entry 'gui-g1-3b'"):
+        render_card(zoo.info("ui-s1-7b"), RECORD)
 
 
 def test_unevaluated_entry_quotes_no_numbers_and_medical_states_out_of_scope(tmp_path):

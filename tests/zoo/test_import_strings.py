@@ -23,6 +23,7 @@ from zoo.data import DATASETS, load_dataset
 from zoo.hub import CHECKPOINTS_DIR
 from zoo.import_strings import TRUST_ENV, ImportStringError, resolve
 from zoo.recipe import RecipeError, import_named
+from zoo.records import RecordError
 
 #: Read by a test below through ``resolve(f"{__name__}:ANSWER")``.
 ANSWER = 42
@@ -78,7 +79,7 @@ def test_the_opt_in_by_name_lets_it_through(planted, monkeypatch):
 
 @pytest.fixture
 def colleague_checkpoint(tmp_path, monkeypatch):
-    """``checkpoints/gui-grounding-tiny`` as a colleague's retrained copy: its training.json names the hook."""
+    """``checkpoints/gui-grounding-tiny`` as a colleague's copy whose training.json names a card hook."""
     checkpoints = tmp_path / "checkpoints"
     folder = checkpoints / "gui-grounding-tiny"
     shutil.copytree(CHECKPOINTS_DIR / "gui-grounding-tiny", folder)
@@ -89,22 +90,21 @@ def colleague_checkpoint(tmp_path, monkeypatch):
     return folder
 
 
-def test_a_checkpoints_card_hook_is_refused_by_zoo_card_and_push_dry_run(planted, colleague_checkpoint, tmp_path,
-                                                                        capsys, monkeypatch):  # fmt: skip
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_checkpoint_naming_code_is_refused_by_zoo_card_and_push_even_trusted(planted, colleague_checkpoint, tmp_path,
+                                                                            capsys, monkeypatch, trusted):  # fmt: skip
+    """A training record is data (:class:`zoo.records.TrainingRecord`): a key naming code is an unknown field,
+    refused by name, and nothing it names is imported, whatever the user trusts."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ImportStringError, match=rf"'card' hook of {colleague_checkpoint / 'training.json'}"):
+    if trusted:
+        monkeypatch.setenv(TRUST_ENV, "handed_recipes")
+    with pytest.raises(RecordError, match=r"unknown field\(s\) \['card'\]"):
         zoo.cards.write_card("gui-grounding-tiny", tmp_path / "cards")
     assert main(["card", "gui-grounding-tiny", "--out", str(tmp_path / "cards")]) == 1
     assert main(["push", "gui-grounding-tiny", "--repo-id", "me/model", "--dry-run"]) == 1
     out, err = capsys.readouterr()
-    assert out == "" and len(err.splitlines()) == 2 and all(f"{TRUST_ENV}=handed_recipes" in e for e in err.splitlines())
+    assert out == "" and len(err.splitlines()) == 2 and all("unknown field(s) ['card']" in e for e in err.splitlines())
     assert not planted.exists()
-
-
-def test_the_card_hook_runs_once_trusted(planted, colleague_checkpoint, tmp_path, monkeypatch):
-    monkeypatch.setenv(TRUST_ENV, "handed_recipes")
-    card = zoo.cards.write_card("gui-grounding-tiny", tmp_path / "cards")
-    assert planted.exists() and "gui-grounding-tiny" in card.read_text()
 
 
 def test_a_dataset_registered_to_a_planted_module_is_refused(planted, monkeypatch):
@@ -116,9 +116,9 @@ def test_a_dataset_registered_to_a_planted_module_is_refused(planted, monkeypatc
 
 def test_a_registered_domain_package_resolves(planted, monkeypatch):
     """A domain another distribution advertises under the ``zoo.domains`` entry points is trusted code."""
-    import zoo.domains
+    import zoo.import_strings
 
-    monkeypatch.setattr(zoo.domains, "entry_point_packages", lambda: ["handed_recipes.domain"])
+    monkeypatch.setattr(zoo.import_strings, "entry_point_packages", lambda: ["handed_recipes.domain"])
     assert resolve("handed_recipes.helpers:TOKENS", what="test") == ["<loc_0>", "<loc_1>"]
     assert planted.exists()
 
@@ -161,7 +161,7 @@ def test_a_project_package_counts_only_where_this_installation_keeps_it(tmp_path
     shadowing it under ``python -m``) is not this project's code."""
     from zoo import import_strings
 
-    assert import_strings._refusal("domains", "domains.gui.card:write_card", "test") is None
+    assert import_strings._refusal("domains", "domains.gui.location_tokens:TOKENS", "test") is None
     monkeypatch.setattr(import_strings, "PROJECT_ROOT", tmp_path)
-    refusal = import_strings._refusal("domains", "domains.gui.card:write_card", "test")
+    refusal = import_strings._refusal("domains", "domains.gui.location_tokens:TOKENS", "test")
     assert refusal is not None and f"this installation's own 'domains' ({tmp_path / 'domains'})" in refusal

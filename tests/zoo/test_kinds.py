@@ -11,8 +11,9 @@ import torch
 
 import zoo
 from tests.hub_layout import install_in_cache
-from zoo.kinds import DiffusionSpec, PolicySpec
+from zoo.kinds import SPECS, DiffusionSpec, PolicySpec
 from zoo.load import WrongArchitectureError, infer_kind
+from zoo.model_files import CONFIG_FILES
 from zoo.outputs import ActionOutput, ImageOutput
 
 
@@ -44,6 +45,25 @@ def test_kind_is_read_from_the_files(ddpm_dir, policy_dir, tmp_path):
     assert (infer_kind(ddpm_dir), infer_kind(policy_dir)) == ("diffusion", "policy")
     with pytest.raises(WrongArchitectureError, match="pass kind="):
         infer_kind(tmp_path)
+
+
+def test_every_kind_load_reads_is_a_folder_push_publishes(ddpm_dir, policy_dir, tmp_path):
+    """A folder each kind's library writes: zoo.load reads its kind from it and zoo push sends its config.
+    (Push once knew three config files and refused open_clip folders that zoo.load serves.)"""
+    from tests.pipelines.test_clip import _save_hub_layout, _tiny_clip
+    from zoo.push import select_files
+    from zoo.tiny import build_tiny_vlm
+
+    model, processor = build_tiny_vlm("qwen2_5_vl")
+    model.save_pretrained(tmp_path / "vlm")
+    processor.save_pretrained(tmp_path / "vlm")
+    folders = {"diffusion": ddpm_dir, "policy": policy_dir, "clip": _save_hub_layout(_tiny_clip(), tmp_path / "clip"),
+               "vlm": tmp_path / "vlm"}  # fmt: skip
+    assert set(folders) == set(SPECS) == set(CONFIG_FILES)  # a new kind needs its config file and a folder here
+    for kind, folder in folders.items():
+        assert infer_kind(folder) == kind
+        files, _ = select_files(folder)
+        assert CONFIG_FILES[kind] in files, (kind, files)
 
 
 def test_diffusion_directory_returns_seeded_images(ddpm_dir):

@@ -16,7 +16,7 @@ import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import save_file
 
-from zoo.cards import validate_card, write_card
+from zoo.cards import CARDS_DIR, validate_card, write_card
 from zoo.cli import main
 from zoo.hub import CHECKPOINTS_DIR
 from zoo.push import PushError, plan_push, push
@@ -36,7 +36,7 @@ def test_dry_run_prints_exactly_the_files_and_the_card(name, capsys, tmp_path, m
     if (folder / "model_index.json").is_file():  # a diffusers pipeline: its component folders go up too
         model_files += sorted(str(p.relative_to(folder)) for p in folder.glob("*/*") if p.is_file())
     expected_card = write_card(name, out_dir=tmp_path)
-    assets = sorted(p.name for p in expected_card.parent.iterdir() if p.name != "README.md")
+    assets = sorted(p.name for p in (CARDS_DIR / name).iterdir() if p.name != "README.md")  # the card's figures
     assert listed == [*model_files, "README.md", *assets]
     assert any(n.split("/")[-1].endswith("model.safetensors") for n in listed) and "training.json" in listed
     assert card.rstrip("\n") == expected_card.read_text().rstrip("\n")
@@ -73,7 +73,7 @@ def test_refuses_folders_without_safetensors_or_config(tmp_path):
         plan_push("gui-grounding-tiny", "my-org/x", source=str(folder))
     folder = _folder(tmp_path, "model.safetensors")
     (folder / "config.json").unlink()
-    with pytest.raises(PushError, match="has none of config.json"):
+    with pytest.raises(PushError, match="has none of model_index.json, open_clip_config.json, policy_config.json, config.json"):
         plan_push("gui-grounding-tiny", "my-org/x", source=str(folder))
 
 
@@ -133,8 +133,8 @@ def test_upload_creates_the_repo_sends_the_plan_in_one_commit_and_records_the_re
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_tokenizer_configs_carry_no_loading_context(name):
     """What transformers saves about how this machine read the files (offline, from a folder) would
-    travel to the Hub with a push; the release drivers drop it (zoo.release.drop_loading_context)."""
-    from zoo.release import LOADING_CONTEXT_KEYS
+    travel to the Hub with a push; the release drivers drop it (lab.ladder.drop_loading_context)."""
+    from lab.ladder import LOADING_CONTEXT_KEYS
 
     for path in (CHECKPOINTS_DIR / name).rglob("tokenizer_config.json"):
         assert not set(json.loads(path.read_text())) & set(LOADING_CONTEXT_KEYS), path

@@ -17,20 +17,19 @@ Built in:
   base); the methods are registered by domains (:mod:`zoo.engines.policy.methods`).
 
 A third-party package adds an engine by registering an :class:`Engine` with the same two parts.
-Modules are named by import strings so that listing engines imports no trainer.
+Modules are named by import strings so that listing engines imports no trainer. This registry sits
+below :mod:`zoo.recipe`, whose ``load_recipe`` looks the engine up here: an engine entry never reads
+a recipe, it only checks one against the class its own import string names and hands it on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from zoo.import_strings import resolve
 from zoo_common.registry import Registry
-
-if TYPE_CHECKING:
-    from zoo.recipe import Recipe
 
 
 @dataclass(frozen=True)
@@ -51,11 +50,11 @@ class Engine:
     train: str
     aliases: tuple[str, ...] = ()
 
-    def recipe_class(self) -> type[Recipe]:
-        """The engine's recipe dataclass (imported on first use)."""
+    def recipe_class(self) -> type:
+        """The engine's recipe dataclass, a :class:`~zoo.recipe.Recipe` subclass (imported on first use)."""
         return resolve(self.recipe, what=f"engine {self.name!r}")
 
-    def run(self, recipe: Recipe, out_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+    def run(self, recipe: Any, out_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
         """Train ``recipe`` into ``out_dir``; returns the run directory."""
         if not isinstance(recipe, self.recipe_class()):
             raise TypeError(f"engine {self.name!r} runs {self.recipe_class().__name__} recipes, "

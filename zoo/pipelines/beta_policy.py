@@ -10,14 +10,12 @@ Beta-PPO driving policy (CaRL, arXiv 2504.17838) acts at evaluation.
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-if TYPE_CHECKING:  # zoo.pipelines.policy imports this module to register the architecture
-    from zoo.pipelines.policy import PolicyConfig
+from zoo.pipelines.policy import PolicyConfig
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 

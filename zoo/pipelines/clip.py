@@ -36,12 +36,13 @@ import torch
 
 from zoo.hub import ResolvedModel, hub_offline
 from zoo.images import ImageInput, load_image
+from zoo.model_files import CONFIG_FILES
 from zoo.registry import ModelEntry
 from zoo.safe_weights import convert_pickled
 
 logger = logging.getLogger(__name__)
 
-OPEN_CLIP_CONFIG = "open_clip_config.json"
+OPEN_CLIP_CONFIG = CONFIG_FILES["clip"]
 OPEN_CLIP_WEIGHTS = "open_clip_model.safetensors"
 #: Where a template puts the class name: the zoo's ``{}`` / ``{label}``, or ``CLASSNAME`` as in the
 #: Patho-CLIP authors' prompt files (Wenchuan-Zhang/Patho-R1@3494816:clip/val/zero_shot_evaluation.py:86).

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
-if TYPE_CHECKING:  # zoo.pipelines.policy imports this module to register the architecture
-    from zoo.pipelines.policy import PolicyConfig
+from zoo.pipelines.policy import PolicyConfig, feedforward
 
 RANDN_CLIP = 3.0  # DPPO's randn_clip_value in its fine-tuning configs
 ACTION_CLIP = 1.0  # denoised_clip_value and final_action_clip_value
@@ -53,8 +51,6 @@ def time_embedding(t: torch.Tensor, dim: int = TIME_DIM) -> torch.Tensor:
 
 def noise_net(config: PolicyConfig) -> nn.Module:
     """``[x_t, time embedding, obs] -> epsilon`` MLP with Mish activations."""
-    from zoo.pipelines.policy import feedforward
-
     chunk = config.action_chunk * config.action_dim
     return feedforward([chunk + TIME_DIM + config.observation_dim, *config.hidden, chunk], nn.Mish)
 

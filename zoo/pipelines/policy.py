@@ -7,21 +7,16 @@ de-normalises actions, so a caller works in the environment's units, as lerobot'
 A chunked policy (``action_chunk > 1``) keeps its queue: :meth:`PolicyPipeline.act` returns the
 next queued action and only runs the network when the queue is empty.
 
-The built-in architectures are ``mlp`` (the behaviour-cloned base policies of the robot recipes),
-``residual-mlp`` (a frozen base plus a per-step residual, :mod:`zoo.pipelines.residual_policy`),
-``beta-mlp`` (a Beta-distribution head acting with its mean, :mod:`zoo.pipelines.beta_policy`)
-and ``diffusion-mlp`` (a DDPM action-chunk policy, :mod:`zoo.pipelines.diffusion_policy`);
-others register a builder in :data:`ARCHITECTURES` (and, for a stateful policy, a pipeline class
-in :data:`PIPELINES`).
+This module holds what every architecture builds on (the config, :func:`mlp`, the pipeline); which
+architectures exist and how a directory becomes a pipeline is :mod:`zoo.pipelines.policy_architectures`,
+which imports them all.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import logging
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +26,9 @@ import torch
 from torch import nn
 
 from zoo.hub import ResolvedModel
-from zoo.model_files import check_safetensors, read_json
+from zoo.model_files import read_json
 from zoo.outputs import ActionOutput
 from zoo.registry import ModelEntry
-
-logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "policy_config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -85,10 +78,6 @@ def feedforward(sizes: list[int], activation: type[nn.Module] = nn.ReLU) -> nn.S
 def mlp(config: PolicyConfig) -> nn.Module:
     """Observation -> ``action_chunk * action_dim`` values, ReLU hidden layers."""
     return feedforward([config.observation_dim, *config.hidden, config.action_chunk * config.action_dim])
-
-
-#: architecture name -> builder ``fn(PolicyConfig) -> nn.Module``.
-ARCHITECTURES: dict[str, Callable[[PolicyConfig], nn.Module]] = {"mlp": mlp}
 
 
 @dataclass(frozen=True)
@@ -185,39 +174,3 @@ def save_policy(folder: Path, model: nn.Module, config: PolicyConfig, normalizat
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / WEIGHTS_FILE))
     (folder / "normalization.json").write_text(json.dumps(normalization.to_json()))
     return folder
-
-
-def load_policy_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str, dtype: torch.dtype) -> PolicyPipeline:
-    """Build the network from ``policy_config.json`` and load its safetensors weights strictly."""
-    from safetensors.torch import load_file
-
-    config = read_policy_config(resolved.path)
-    builder = ARCHITECTURES.get(config.architecture)
-    if builder is None:
-        raise ValueError(f"{resolved.path}: unknown policy architecture {config.architecture!r}; "
-                         f"known: {', '.join(ARCHITECTURES)}")  # fmt: skip
-    weights = resolved.path / WEIGHTS_FILE
-    if not weights.is_file():
-        raise FileNotFoundError(f"{resolved.path} has no {WEIGHTS_FILE}; the zoo loads safetensors only")
-    check_safetensors(weights)
-    model = builder(config)
-    model.load_state_dict(load_file(str(weights)), strict=True)
-    pipeline = PIPELINES.get(config.architecture, PolicyPipeline)
-    stats_file = resolved.path / entry.spec.normalization
-    if stats_file.is_file():
-        normalization = Normalization.read(stats_file, config)
-    else:
-        logger.warning("%s has no %s; observations and actions are used unnormalised", resolved.path, stats_file.name)
-        normalization = Normalization.identity(config)
-    return pipeline(model.to(device=device, dtype=dtype), config, normalization, entry, resolved)
-
-
-from zoo.pipelines.beta_policy import BetaMLP  # (these extend this module)
-from zoo.pipelines.diffusion_policy import DiffusionPolicy
-from zoo.pipelines.residual_policy import ResidualPolicy, ResidualPolicyPipeline
-
-ARCHITECTURES["residual-mlp"] = ResidualPolicy
-ARCHITECTURES["beta-mlp"] = BetaMLP
-ARCHITECTURES["diffusion-mlp"] = DiffusionPolicy
-#: architecture name -> pipeline class, for architectures whose pipeline is not :class:`PolicyPipeline`.
-PIPELINES: dict[str, type[PolicyPipeline]] = {"residual-mlp": ResidualPolicyPipeline}

@@ -18,7 +18,7 @@ from PIL import Image
 
 from zoo.hub import ResolvedModel
 from zoo.images import ImageInput, load_image
-from zoo.load import from_pretrained_checked
+from zoo.load import load_vlm_weights
 from zoo.outputs import Prediction
 from zoo.registry import ModelEntry
 from zoo_common.coords import to_original
@@ -194,13 +194,10 @@ def _convert_action(action: dict[str, Any], convert: Any) -> dict[str, Any]:
 
 
 def load_vlm_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: str, dtype: str | torch.dtype) -> VLMPipeline:
-    """Build the model and processor from ``resolved.path`` (safetensors only) and wrap them."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    """Build the model (:func:`~zoo.load.load_vlm_weights`) and processor from ``resolved.path`` and wrap them."""
+    from transformers import AutoProcessor
 
-    model = from_pretrained_checked(
-        AutoModelForImageTextToText, resolved.path, dtype=dtype, use_safetensors=True,
-        trust_remote_code=entry.trust_remote_code,
-    )  # fmt: skip
+    model = load_vlm_weights(resolved.path, dtype=dtype, trust_remote_code=entry.trust_remote_code)
     processor = AutoProcessor.from_pretrained(resolved.path, trust_remote_code=entry.trust_remote_code)
     if getattr(processor, "tokenizer", None) is not None:
         processor.tokenizer.padding_side = "left"  # batched generation appends after the prompt

@@ -27,11 +27,12 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
+from zoo.domains import load_algorithms
 from zoo_common.registry import Registry
 
 GroupIds = torch.Tensor | Sequence[Hashable]
 
-ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator")
+ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator", discover=load_algorithms)
 """Name -> estimator ``fn(rewards, group_ids, *, mask=None, **options)``."""
 
 _WHITEN_EPS = 1e-8  # verl.utils.torch_functional.masked_mean / masked_whiten constant

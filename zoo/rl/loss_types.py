@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zoo.domains import load_algorithms
 from zoo.rl.losses import AGG_MODES, POLICY_LOSSES, TRL_LOSS_TYPES
 from zoo_common.registry import Registry
 
@@ -62,7 +63,7 @@ class LossType:
         return None if self.loss_scale_factor is None else float(self.loss_scale_factor)
 
 
-LOSS_TYPES: Registry[LossType] = Registry("loss type")
+LOSS_TYPES: Registry[LossType] = Registry("loss type", discover=load_algorithms)  # + the domains' own rows
 
 
 def register_loss_type(loss_type: LossType) -> LossType:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import torch
 
+from zoo.domains import load_algorithms
 from zoo_common.registry import Registry
 
 AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
@@ -38,7 +39,7 @@ Aggregation = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """A :func:`aggregate` mode name, or any ``fn(loss_mat, mask) -> scalar``
 (e.g. ``functools.partial(trl_aggregate, loss_type="dr_grpo", max_completion_length=256)``)."""
 
-POLICY_LOSSES: Registry = Registry("policy loss")
+POLICY_LOSSES: Registry = Registry("policy loss", discover=load_algorithms)
 """Name -> ``fn(logp, old_logp, advantages, mask, **options) -> (loss, stats)``."""
 
 _KL_NAMES = {"k1": "k1", "kl": "k1", "k2": "k2", "mse": "k2", "k3": "k3", "low_var_kl": "k3", "abs": "abs"}

@@ -93,15 +93,3 @@ def test_resume_continues_from_the_newest_checkpoint(tmp_path):
 def test_a_base_policy_is_refused(tmp_path):
     with pytest.raises(ValueError, match="from scratch"):
         run(str(RECIPES / "carl-highway-smoke.yaml"), ["base.model=fetch-push-bc-tiny"], output_dir=str(tmp_path / "r"))
-
-
-def test_release_ships_the_policy_with_its_record(carl_run, tmp_path):
-    from domains.driving.carl_release import release
-
-    with pytest.raises(FileNotFoundError, match="bench/driving_carl.py"):
-        release(carl_run, tmp_path / "ship")
-    (carl_run / "driving_carl.json").write_text(json.dumps({"training": {"cpu_minutes": 0.1}, "trained": {"x": 1}}))
-    target = release(carl_run, tmp_path / "ship")
-    record = json.loads((target / "training.json").read_text())
-    assert record["training"] == {"cpu_minutes": 0.1} and record["evaluation"]["trained"] == {"x": 1}
-    assert "carl-ppo" in record["recipe"] and zoo.load(str(target)).config.architecture == "beta-mlp"

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from zoo.records import read_record
+
 ROOT = Path(__file__).resolve().parents[3]
 CHECKPOINT = ROOT / "checkpoints" / "gui-agent-tiny"
 
 
 def record() -> dict:
-    return json.loads((CHECKPOINT / "training.json").read_text())
+    return read_record(CHECKPOINT / "training.json").measurements
 
 
 def test_checkpoint_is_small_safetensors_with_its_training_record():
@@ -21,7 +23,7 @@ def test_checkpoint_is_small_safetensors_with_its_training_record():
     assert "model.safetensors" in files and not any(n.endswith((".bin", ".pt", ".pth")) for n in files)
     assert (CHECKPOINT / "model.safetensors").stat().st_size < 8e6 and (CHECKPOINT / "sft" / "model.safetensors").is_file()
     r = record()
-    assert r["entry"] == "gui-agent-tiny" and r["recipe_rl"]["algorithm"]["adv_estimator"] == "ui-s1"
+    assert read_record(CHECKPOINT / "training.json").entry == "gui-agent-tiny" and r["recipe_rl"]["algorithm"]["adv_estimator"] == "ui-s1"
     assert r["summary"]["sft_start"]["step_success"] == r["sft"]["final"]["step_success"]
     assert len(r["rl"]) >= 2 and [c["seed"] for c in r["sft_continue_equal_time"]] == [g["seed"] for g in r["rl"]]
     for rl, control in zip(r["rl"], r["sft_continue_equal_time"]):  # the control was read at RL's CPU minutes

@@ -8,7 +8,7 @@ import pytest
 
 from domains.gui.data import load_synthetic_episodes, load_ui_s1_jsonl
 from domains.gui.episodes import episode_samples, write_android_control_jsonl
-from domains.gui.prompts import UI_S1_SYSTEM, parse_ui_s1, ui_s1_action_response
+from domains.gui.prompts import UI_S1_SYSTEM, parse_ui_s1, ui_s1_action_response, with_ui_s1_turns
 from domains.gui.rewards import UI_S1
 
 
@@ -60,8 +60,6 @@ def test_ui_s1_turns_system_first_then_format_only():
     assert [m["role"] for m in samples[1].prompt] == ["user"]
     assert samples[1].prompt[0]["content"].startswith("Output Format: ```")
     low = load_synthetic_episodes(n=1, seed=0, min_steps=3, max_steps=3, ui_s1_prompt=False)
-    from domains.gui.data import with_ui_s1_turns
-
     assert with_ui_s1_turns(low, "low")[1].prompt[0]["content"].endswith(low[1].meta["step_instruction"])
     with pytest.raises(ValueError, match="instruction_level"):
         with_ui_s1_turns(low, "medium")

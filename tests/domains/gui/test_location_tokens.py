@@ -8,7 +8,7 @@ import pytest
 
 from domains.gui.episodes import episode_samples
 from domains.gui.location_tokens import NUM_BINS, PIXEL_BIN, TOKENS, decode, encode_action, to_pixel, to_token
-from domains.gui.prompts import parse_ui_s1, ui_s1_action_response
+from domains.gui.prompts import parse_ui_s1, ui_s1_action_response, ui_s1_location_response
 from domains.gui.rewards import UiS1Reward, ui_s1_score
 from rewards.base import RewardSample
 
@@ -39,8 +39,6 @@ def test_an_action_is_written_as_uis1s_json_with_tokens_in_place_of_numbers():
 
 def test_every_expert_turn_scores_as_the_numeric_one(samples):
     """The expert's token turn earns what its JSON turn earns from UI-S1's reward (clicks hit after rounding)."""
-    from domains.gui.location_tokens import ui_s1_location_response
-
     reward = UiS1Reward()
     clicks = 0
     for sample in samples:
@@ -71,7 +69,7 @@ def test_malformed_token_clicks_are_failures_with_a_reason(samples, completion, 
 
 
 def test_the_tokens_are_whole_tokens_of_a_tiny_tokenizer(samples):
-    from domains.gui.location_tokens import in_vocabulary, ui_s1_location_response
+    from domains.gui.location_tokens import in_vocabulary
     from zoo.tiny import build_tokenizer
 
     corpus = [f"{s.prompt} {ui_s1_location_response(s)}" for s in samples]

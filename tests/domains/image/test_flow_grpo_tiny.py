@@ -12,6 +12,7 @@ from PIL import Image
 
 from rewards.base import RewardSample, get
 from zoo.engines.diffusion.synthetic import BACKGROUND, synthetic_images
+from zoo.records import read_record
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,7 +48,7 @@ def test_released_checkpoint_draws_offline_with_zoo_run(tmp_path: Path) -> None:
 
 
 def test_released_record_carries_before_and_after_per_seed() -> None:
-    record = json.loads((ROOT / "checkpoints" / "flow-grpo-tiny-colour" / "training.json").read_text())
+    record = read_record(ROOT / "checkpoints" / "flow-grpo-tiny-colour" / "training.json").measurements
     held = record["held_out"]
     assert set(held["before"]) == set(held["after"]) == {str(s) for s in held["seeds"]}
     card = (ROOT / "checkpoints" / "flow-grpo-tiny-colour" / "README.md").read_text()

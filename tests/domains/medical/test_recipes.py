@@ -6,13 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import domains.medical.entries  # registers the datasets
-import domains.medical.rewards  # noqa: F401  (registers the rewards)
-from rewards.base import REWARDS, discover
+from rewards.base import REWARDS
 from zoo.data import DATASETS, load_dataset
 from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 
-discover()  # the built-in primitives (format-think-answer) register on discovery
 RECIPES = sorted((Path(__file__).parents[3] / "domains" / "medical" / "recipes").glob("*.yaml"))
 
 

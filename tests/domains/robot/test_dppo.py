@@ -186,7 +186,7 @@ def test_dppo_recipe_errors_are_named(tmp_path):
         run(SMOKE, ["algorithm.ft_denoising_steps=7"], output_dir=str(tmp_path / "a"))
     with pytest.raises(ValueError, match="leave base.model empty"):
         run(SMOKE, ["base.model=fetch-push-bc-tiny"], output_dir=str(tmp_path / "b"))
-    with pytest.raises(RecipeError, match="not DPPO settings"):
-        run(SMOKE, ["algorithm.kwargs={clip_finale: 0.1}"], output_dir=str(tmp_path / "d"))
+    with pytest.raises(RecipeError, match="unknown recipe key 'algorithm.clip_finale'. Did you mean algorithm.clip_"):
+        run(SMOKE, ["algorithm.clip_finale=0.1"], output_dir=str(tmp_path / "d"))
     with pytest.raises(ValueError, match="offline_episodes"):
         run(SMOKE, ["algorithm.offline_episodes=0"], output_dir=str(tmp_path / "c"))

@@ -33,6 +33,8 @@ fine-tunes PickScore's CLIP instead and steps it in the rounds where the referen
 generations: :mod:`zoo.engines.diffusion.adversarial_pickscore`. This module holds what the two share: the
 references, :class:`AdversarialReward` (scoring, one optimiser step, checkpoint state; its hooks are where
 the PickScore reward differs), the gradient averaging of multi-process runs, and :data:`DISCRIMINATORS`.
+The run picks one and loads its references (:func:`zoo.engines.diffusion.setup.attach_discriminator`), above
+both modules.
 """
 
 from __future__ import annotations
@@ -40,15 +42,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from rewards.base import RewardResult
-
-if TYPE_CHECKING:
-    from zoo.engines.diffusion.setup import Run
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -269,45 +268,3 @@ def average_gradients(module: nn.Module) -> None:
     mean = torch.stack(gather_object([torch.cat([g.flatten() for g in grads]).cpu()])).mean(0)
     for grad, part in zip(grads, mean.split([g.numel() for g in grads]), strict=True):
         grad.copy_(part.view_as(grad))
-
-
-def load_references(run: Run) -> References:
-    """The reference dataset's images, resized to the model's output size and indexed by their sample's prompt;
-    every training prompt must have one (the authors' run stops at a prompt without references)."""
-    from torchvision.transforms.functional import pil_to_tensor
-
-    from zoo.images import load_image
-
-    size = run.model.latent_shape[-1] * 2 ** (len(run.model.vae.config.block_out_channels) - 1)
-    name = run.recipe.algorithm.reference_images.name
-    images, rows = [], {}
-    for sample in run.recipe.algorithm.reference_images.load():
-        for image in sample.images:
-            rows.setdefault(sample.question, []).append(len(images))
-            images.append(pil_to_tensor(load_image(image).resize((size, size))).float() / 255)
-    if not images:
-        raise ValueError(f"adv_grpo: dataset {name!r} has no images")
-    references = References(torch.stack(images), rows)
-    if absent := references.missing(run.prompts):
-        raise ValueError(f"adv_grpo: {len(absent)} training prompt(s) have no reference image in {name!r} (e.g. "
-                         f"{absent[:3]}); its samples' prompts must name the training prompts they depict")  # fmt: skip
-    return references
-
-
-def attach_discriminator(run: Run) -> None:
-    """Make the run's reward its discriminator (an adversarial recipe lists no other) and keep it for checkpoints;
-    the recipe's ``null`` backbone and learning rate take the discriminator's own (:data:`DISCRIMINATORS`)."""
-    alg = run.recipe.algorithm
-    kind, seed = DISCRIMINATORS[alg.discriminator], run.recipe.training.seed
-    backbone = alg.discriminator_backbone or kind.weights
-    lr = kind.lr if alg.discriminator_lr is None else alg.discriminator_lr
-    if alg.discriminator == "pickscore":
-        from zoo.engines.diffusion.adversarial_pickscore import PickScoreReward, load_pickscore
-
-        clip = load_pickscore(backbone, alg.discriminator_tune_layer, seed, run.accelerator.device)
-        reward = PickScoreReward(load_references(run), lr, run.generator, clip)
-    else:
-        dino = DinoDiscriminator(load_backbone(backbone, seed))
-        reward = AdversarialReward(load_references(run), lr, run.generator, dino, alg.d_times)
-    run.reward = reward
-    run.extra["discriminator"] = reward

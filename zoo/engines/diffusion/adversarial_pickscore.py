@@ -62,7 +62,7 @@ from torch import nn
 
 from rewards.base import require, target_of
 from zoo.engines.diffusion.adversarial import DISCRIMINATORS, AdversarialReward, References, weights_path
-from zoo.engines.diffusion.setup import gather_all
+from zoo.engines.diffusion.distributed import gather_all
 
 PROCESSOR = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 """The processor PickScore was trained with and theirs loads (``pickscore_scorer.py:8``)."""

@@ -2,7 +2,10 @@
 
 A row says which sampler family the method needs (flow matching, DDIM, LCM), which policy step
 (:mod:`zoo.rl.diffusion_steps`) its stochastic steps use, how rewards become advantages, whether
-rollouts are flat groups or trees, and the paper's defaults for every ``null`` recipe field:
+rollouts are flat groups or trees, and the paper's values of the sampling and loss knobs
+(:class:`StepSettings`) that a ``null`` recipe field takes. A row knows nothing of the recipe; the recipe reads
+its row (:mod:`zoo.engines.diffusion.recipe`: the defaults in ``DiffusionAlgorithmConfig.settings``, the model
+family in its checks), and each method's own fields and their checks are its config class there:
 
 =============  ======  ================  =====  ====  ======  ========  ==========  =====================  ===  ======
 method         family  step              noise  clip  A clip  fraction  shuffle     advantage              CFG  A = 0
@@ -36,21 +39,34 @@ the zoo's own construction, and its sliding tree window is not implemented.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from zoo.recipe import RecipeError
 from zoo.rl.advantages import grpo
 from zoo.rl.diffusion_loss import PerPromptStatTracker
 from zoo_common.registry import Registry
 
-if TYPE_CHECKING:
-    from zoo.engines.diffusion.recipe import DiffusionAlgorithmConfig, DiffusionRecipe
 
-FAMILY_OF_TINY = {"tiny:sd3": "flow", "tiny:unet": "ddim", "tiny:lcm": "lcm"}
+@dataclass(frozen=True)
+class StepSettings:
+    """What a round's sampling and loss read, resolved: a method's paper values (:attr:`Method.defaults`) with
+    the recipe's non-null fields of the same names over them (``DiffusionAlgorithmConfig.settings``). A knob a
+    method's config class lacks keeps the row's value, which that method's step or rollout does not read (RLCM's
+    ``noise_level``, a tree's ``shuffle_timesteps``)."""
+
+    noise_level: float
+    clip_range: float
+    adv_clip_max: float
+    timestep_fraction: float
+    shuffle_timesteps: bool
+    init_same_noise: bool
+    guidance_scale: float
+    filter_zero_advantage: bool
+    detach_uncond: bool
+    """Guidance's null-prompt branch carries no gradient in the trained step (Flow-GRPO's ``compute_log_prob``;
+    DDPO's keeps it); no recipe field, the method's own choice."""
 
 
 @dataclass(frozen=True)
@@ -73,39 +89,12 @@ class Method:
     name: str
     family: str
     step: str
-    defaults: dict[str, Any]
+    defaults: StepSettings
     tracker: Callable[[], PerPromptStatTracker] | None = None
     clear_tracker: bool = True
     rollout: str = "flat"
     adversarial: bool = False
     paper: str = ""
-    extra_checks: tuple[Callable[[DiffusionRecipe], None], ...] = field(default=())
-
-    def settings(self, alg: DiffusionAlgorithmConfig) -> dict[str, Any]:
-        """The recipe's values, with the paper's default wherever the recipe says ``null``."""
-        keys = (
-            "noise_level",
-            "clip_range",
-            "adv_clip_max",
-            "timestep_fraction",
-            "shuffle_timesteps",
-            "init_same_noise",
-            "guidance_scale",
-            "filter_zero_advantage",
-        )
-        settings = {k: self.defaults[k] if getattr(alg, k) is None else getattr(alg, k) for k in keys}
-        settings["detach_uncond"] = self.defaults["detach_uncond"]
-        return settings
-
-    def validate(self, recipe: DiffusionRecipe) -> None:
-        """Method-specific recipe checks (model family, tree shape)."""
-        family = FAMILY_OF_TINY.get(recipe.model.name)
-        if family is not None and family != self.family:
-            fit = [k for k, v in FAMILY_OF_TINY.items() if v == self.family]
-            raise RecipeError(f"algorithm.method={self.name!r} needs a {self.family} model (e.g. model.name={fit[0]!r}), "
-                              f"got model.name={recipe.model.name!r}")  # fmt: skip
-        for check in self.extra_checks:
-            check(recipe)
 
     def advantages(self, tracker: PerPromptStatTracker | None, prompts: list[str], group_ids: torch.Tensor,
                    rewards: torch.Tensor) -> torch.Tensor:  # fmt: skip
@@ -126,56 +115,24 @@ class Method:
         return out
 
 
-def _tree_shape(recipe: DiffusionRecipe) -> None:
-    alg = recipe.algorithm
-    steps = sorted(set(alg.branch_steps))
-    if not steps or steps[0] < 0 or steps[-1] >= alg.num_steps - 1 or len(steps) != len(alg.branch_steps):
-        raise RecipeError(f"algorithm.branch_steps={list(alg.branch_steps)} must be distinct step indices in "
-                          f"[0, num_steps - 2] = [0, {alg.num_steps - 2}]")  # fmt: skip
-    if alg.branch_factor < 2 or alg.group_size != alg.branch_factor ** len(steps):
-        raise RecipeError(f"tree_grpo: group_size={alg.group_size} must equal branch_factor ** len(branch_steps) = "
-                          f"{alg.branch_factor}**{len(steps)} = {alg.branch_factor ** len(steps)} (branch_factor >= 2)")  # fmt: skip
-
-
-def _adversarial(recipe: DiffusionRecipe) -> None:
-    from zoo.engines.diffusion.adversarial import DISCRIMINATORS
-
-    alg = recipe.algorithm
-    if alg.discriminator not in DISCRIMINATORS:
-        raise RecipeError(f"algorithm.discriminator={alg.discriminator!r}: Adv-GRPO's are {sorted(DISCRIMINATORS)}")
-    tiny = {kind.tiny: name for name, kind in DISCRIMINATORS.items()}
-    if tiny.get(alg.discriminator_backbone, alg.discriminator) != alg.discriminator:
-        raise RecipeError(f"algorithm.discriminator_backbone={alg.discriminator_backbone!r} is the "
-                          f"{tiny[alg.discriminator_backbone]} discriminator's tiny model; the {alg.discriminator} one's "
-                          f"is {DISCRIMINATORS[alg.discriminator].tiny!r}")  # fmt: skip
-    if not alg.reference_images.name:
-        raise RecipeError("adv_grpo needs algorithm.reference_images.name: a registered dataset whose images are "
-                          "the discriminator's positives")  # fmt: skip
-    if alg.d_times < 1:
-        raise RecipeError(f"algorithm.d_times={alg.d_times} must be >= 1 (every d_times-th round trains "
-                          "the generator, the others the discriminator)")  # fmt: skip
-
-
 METHODS: Registry[Method] = Registry("diffusion method")
-_FLOW = {"noise_level": 0.7, "clip_range": 1e-4, "adv_clip_max": 5.0, "timestep_fraction": 0.99,
-         "shuffle_timesteps": False, "init_same_noise": False, "guidance_scale": 4.5, "filter_zero_advantage": True,
-         "detach_uncond": True}  # fmt: skip
-_NO_FILTER = {"filter_zero_advantage": False}
+_FLOW = StepSettings(noise_level=0.7, clip_range=1e-4, adv_clip_max=5.0, timestep_fraction=0.99, shuffle_timesteps=False,
+                     init_same_noise=False, guidance_scale=4.5, filter_zero_advantage=True, detach_uncond=True)  # fmt: skip
 for _method in (
     Method("flow_grpo", "flow", "flow", _FLOW, lambda: PerPromptStatTracker(global_std=True, eps=1e-4),
            paper="2505.05470"),
-    Method("dance_grpo", "flow", "dance", {**_FLOW, **_NO_FILTER, "noise_level": 0.3, "timestep_fraction": 0.6,
-           "shuffle_timesteps": True, "init_same_noise": True, "guidance_scale": 1.0}, None, paper="2505.07818"),
-    Method("ddpo", "ddim", "ddim", {**_FLOW, **_NO_FILTER, "noise_level": 1.0, "timestep_fraction": 1.0,
-           "shuffle_timesteps": True, "guidance_scale": 5.0, "detach_uncond": False},
+    Method("dance_grpo", "flow", "dance", replace(_FLOW, filter_zero_advantage=False, noise_level=0.3,
+           timestep_fraction=0.6, shuffle_timesteps=True, init_same_noise=True, guidance_scale=1.0), None,
+           paper="2505.07818"),
+    Method("ddpo", "ddim", "ddim", replace(_FLOW, filter_zero_advantage=False, noise_level=1.0, timestep_fraction=1.0,
+           shuffle_timesteps=True, guidance_scale=5.0, detach_uncond=False),
            lambda: PerPromptStatTracker(16, 16, eps=1e-6), clear_tracker=False, paper="2305.13301"),
-    Method("rlcm", "lcm", "lcm", {**_FLOW, **_NO_FILTER, "noise_level": 0.0, "adv_clip_max": 10.0,
-           "timestep_fraction": 1.0, "shuffle_timesteps": True, "guidance_scale": 1.0},
+    Method("rlcm", "lcm", "lcm", replace(_FLOW, filter_zero_advantage=False, noise_level=0.0, adv_clip_max=10.0,
+           timestep_fraction=1.0, shuffle_timesteps=True, guidance_scale=1.0),
            lambda: PerPromptStatTracker(32, 16, eps=1e-6), clear_tracker=False, paper="2404.03673"),
-    Method("tree_grpo", "flow", "flow", {**_FLOW, **_NO_FILTER, "timestep_fraction": 1.0, "init_same_noise": True},
-           None, rollout="tree", paper="2512.08153", extra_checks=(_tree_shape,)),
-    Method("adv_grpo", "flow", "cps", {**_FLOW, "noise_level": 0.8, "clip_range": 1e-5},
-           lambda: PerPromptStatTracker(global_std=True, eps=1e-4), adversarial=True, paper="2511.20256",
-           extra_checks=(_adversarial,)),
+    Method("tree_grpo", "flow", "flow", replace(_FLOW, filter_zero_advantage=False, timestep_fraction=1.0,
+           init_same_noise=True), None, rollout="tree", paper="2512.08153"),
+    Method("adv_grpo", "flow", "cps", replace(_FLOW, noise_level=0.8, clip_range=1e-5),
+           lambda: PerPromptStatTracker(global_std=True, eps=1e-4), adversarial=True, paper="2511.20256"),
 ):  # fmt: skip
     METHODS.register(_method.name, _method)

@@ -1,6 +1,8 @@
 """The recipe of the ``diffusion`` engine: RL of a text-to-image diffusion or flow model.
 
-The method is a field (``algorithm.method``); its paper defaults come from the method table
+The method is a field (``algorithm.method``) that picks the ``algorithm`` block's class: the knobs every method
+reads (:class:`DiffusionAlgorithmConfig`) and the method's own (a tree's shape, Adv-GRPO's discriminator, the flat
+methods' SDE window), so a key of another method is an unknown key. Its paper defaults come from the method table
 (:mod:`zoo.engines.diffusion.methods`) and any field left ``null`` takes them. YAML layout::
 
     name: flow-grpo-tiny
@@ -14,10 +16,17 @@ The method is a field (``algorithm.method``); its paper defaults come from the m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
-from zoo.recipe import DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
+from zoo.recipe import ChoiceConfig, DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
+from zoo_common.registry import Registry
+
+if TYPE_CHECKING:
+    from zoo.engines.diffusion.methods import Method, StepSettings
+
+#: The sampler family of each tiny model: a method is refused a tiny model of another family.
+FAMILY_OF_TINY = {"tiny:sd3": "flow", "tiny:unet": "ddim", "tiny:lcm": "lcm"}
 
 
 @dataclass(frozen=True)
@@ -64,8 +73,12 @@ class PromptsConfig:
 
 
 @dataclass(frozen=True)
-class DiffusionAlgorithmConfig:
-    """The method and its knobs; ``null`` takes the method's paper default."""
+class DiffusionAlgorithmConfig(ChoiceConfig):
+    """The knobs every method reads. ``algorithm.method`` picks the method's own class (registered below), which adds
+    the fields that method alone reads, so a key of another method is refused by name instead of silently ignored;
+    ``null`` takes the method's paper default (:meth:`settings`)."""
+
+    choices = Registry("diffusion method config")
 
     method: str = "flow_grpo"
     """``flow_grpo``, ``dance_grpo``, ``ddpo``, ``rlcm``, ``tree_grpo`` or ``adv_grpo`` (``zoo engines``)."""
@@ -76,8 +89,6 @@ class DiffusionAlgorithmConfig:
     eval_num_steps: int | None = None
     """Denoising steps of the held-out evaluation (Flow-GRPO trains on 10-step rollouts and evaluates with 40,
     its ``eval_num_steps``); ``null``: ``num_steps``."""
-    noise_level: float | None = None
-    """Flow-GRPO's ``a`` (0.7), DanceGRPO's ``eta`` (0.3), DDPO's DDIM ``eta`` (1.0); unused by RLCM."""
     clip_range: float | None = None
     """PPO clip epsilon on the per-step ratio (papers: 1e-4)."""
     adv_clip_max: float | None = None
@@ -85,11 +96,8 @@ class DiffusionAlgorithmConfig:
     beta: float = 0.0
     """KL-to-reference coefficient on the step means (Flow-GRPO 0.04); 0 skips the reference."""
     timestep_fraction: float | None = None
-    """Fraction of the stochastic steps trained per image (Flow-GRPO 0.99, DanceGRPO 0.6, DDPO 1.0)."""
-    shuffle_timesteps: bool | None = None
-    """Train a random subset of steps per image (DDPO, DanceGRPO) instead of the first ones (Flow-GRPO)."""
-    init_same_noise: bool | None = None
-    """All images of a group start from the same noise (DanceGRPO)."""
+    """Fraction of the stochastic steps trained per image (Flow-GRPO 0.99, DanceGRPO 0.6, DDPO 1.0); TreeGRPO trains
+    every branch transition, so 1 is its only value."""
     guidance_scale: float | None = None
     """Classifier-free guidance ``w``, in sampling *and* in the trained step's mean:
     ``out = out_null + w (out_prompt - out_null)``, the null prompt being the encoded empty string
@@ -97,18 +105,149 @@ class DiffusionAlgorithmConfig:
     filter_zero_advantage: bool | None = None
     """Drop images whose advantage is exactly 0 before training (Flow-GRPO: a group whose rewards all
     tie carries no signal); their share is logged as ``kept_fraction``."""
+    num_inner_epochs: int = 1
+    """Passes over each batch of rollouts."""
+
+    def __post_init__(self) -> None:
+        """The class must be the one ``method`` registered (a config built by hand, or ``replace``-d to another
+        method, would carry the wrong method's fields), and the shared knobs must make a rollout and a loss."""
+        chosen = DiffusionAlgorithmConfig.chosen({"method": self.method}, "algorithm.")
+        if chosen is not type(self):
+            raise RecipeError(
+                f"algorithm.method={self.method!r} is read into {chosen.__name__}, not {type(self).__name__}"
+            )
+        if self.group_size < 2:
+            raise RecipeError(f"algorithm.group_size={self.group_size}; group-relative advantages need >= 2")
+        for key in ("num_steps", "eval_num_steps"):
+            if getattr(self, key) is not None and getattr(self, key) < 2:
+                raise RecipeError(f"algorithm.{key}={getattr(self, key)}; a rollout needs at least 2 denoising steps")
+        if self.timestep_fraction is not None and not 0 < self.timestep_fraction <= 1:
+            raise RecipeError(f"algorithm.timestep_fraction={self.timestep_fraction} must be in (0, 1]")
+        for key in ("clip_range", "adv_clip_max"):
+            if getattr(self, key) is not None and getattr(self, key) <= 0:
+                raise RecipeError(f"algorithm.{key} must be > 0, got {getattr(self, key)}")
+        if self.guidance_scale is not None and self.guidance_scale < 1:
+            raise RecipeError(f"algorithm.guidance_scale={self.guidance_scale} must be >= 1 (1 is no guidance)")
+
+    def settings(self, method: Method) -> StepSettings:
+        """``method``'s paper values with this config's non-null ones over them; a knob this method's class lacks
+        keeps the row's value (see :class:`~zoo.engines.diffusion.methods.StepSettings`)."""
+        own = {f.name for f in fields(self)}
+        return replace(method.defaults, **{f.name: getattr(self, f.name) for f in fields(method.defaults)
+                                           if f.name in own and getattr(self, f.name) is not None})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NoisyStepConfig(DiffusionAlgorithmConfig):
+    """The noise scale of a policy step that is given one: every method's but RLCM's, whose LCM step re-noises with
+    the std its schedule fixes (:func:`zoo.rl.diffusion_steps.lcm_step_with_logprob`)."""
+
+    noise_level: float | None = None
+    """Flow-GRPO's ``a`` (0.7), DanceGRPO's ``eta`` (0.3), DDPO's DDIM ``eta`` (1.0)."""
+
+
+@dataclass(frozen=True)
+class FlatRolloutConfig(DiffusionAlgorithmConfig):
+    """Where a method samples each prompt's images as separate chains (every method but TreeGRPO): whether a group
+    starts from one noise, which of a chain's steps are trained, and Flow-GRPO-Fast's window of stochastic steps."""
+
+    shuffle_timesteps: bool | None = None
+    """Train a random subset of steps per image (DDPO, DanceGRPO) instead of the first ones (Flow-GRPO)."""
+    init_same_noise: bool | None = None
+    """All images of a group start from the same noise (DanceGRPO)."""
     sde_window_size: int = 0
     """Flow-GRPO-Fast: > 0 makes only ``sde_window_size`` consecutive steps stochastic (ODE elsewhere),
     at a start drawn each round, and trains exactly those steps (``timestep_fraction`` unused); 0: off."""
     sde_window_range: tuple[int, int] | None = None
     """``[lo, hi)`` step range the window lies in (start uniform in ``[lo, hi - size]``); ``null``:
     ``[0, num_steps // 2)``, the authors' fast presets."""
-    num_inner_epochs: int = 1
-    """Passes over each batch of rollouts."""
+
+    def __post_init__(self) -> None:
+        """The SDE window must fit the policy steps of the rollout."""
+        super().__post_init__()
+        size = self.sde_window_size
+        if size == 0:
+            return
+        if size < 0:
+            raise RecipeError(f"algorithm.sde_window_size={size}: needs >= 0 (0: no window)")
+        from zoo.engines.diffusion.methods import METHODS
+        from zoo.engines.diffusion.sampling import policy_steps
+
+        lo, hi = sde_window_range(self)
+        stochastic = policy_steps(METHODS.get(self.method).step, self.num_steps)
+        if not 0 <= lo or not lo + size <= hi <= stochastic:
+            raise RecipeError(f"algorithm.sde_window_range=[{lo}, {hi}) with sde_window_size={size} must satisfy "
+                              f"0 <= lo, lo + size <= hi <= {stochastic} (the stochastic steps)")  # fmt: skip
+
+
+@DiffusionAlgorithmConfig.register("flow_grpo")
+@dataclass(frozen=True)
+class FlowGRPOConfig(FlatRolloutConfig, NoisyStepConfig):
+    """Flow-GRPO (arXiv 2505.05470), and Flow-GRPO-Fast with ``sde_window_size``: the shared knobs, a noise scale
+    and flat chains, nothing of its own."""
+
+
+@DiffusionAlgorithmConfig.register("dance_grpo")
+@dataclass(frozen=True)
+class DanceGRPOConfig(FlatRolloutConfig, NoisyStepConfig):
+    """DanceGRPO (arXiv 2505.07818): what sets it apart (its shifted schedule, the untrained last step) is the method
+    row's, not a recipe field."""
+
+    method: str = "dance_grpo"
+
+
+@DiffusionAlgorithmConfig.register("ddpo")
+@dataclass(frozen=True)
+class DDPOConfig(FlatRolloutConfig, NoisyStepConfig):
+    """DDPO (arXiv 2305.13301): the DDIM step's ``eta`` is its noise scale."""
+
+    method: str = "ddpo"
+
+
+@DiffusionAlgorithmConfig.register("rlcm")
+@dataclass(frozen=True)
+class RLCMConfig(FlatRolloutConfig):
+    """RLCM (arXiv 2404.03673): flat chains of LCM steps, which take no noise scale."""
+
+    method: str = "rlcm"
+
+
+@DiffusionAlgorithmConfig.register("tree_grpo")
+@dataclass(frozen=True)
+class TreeGRPOConfig(NoisyStepConfig):
+    """TreeGRPO (arXiv 2512.08153): a prompt's group is one tree (:mod:`zoo.engines.diffusion.tree`) whose leaves share
+    their start and whose branch transitions are all trained, so the flat chains' knobs do not apply."""
+
+    method: str = "tree_grpo"
     branch_steps: tuple[int, ...] = (1, 2, 3)
     """TreeGRPO: step indices where each node splits into ``branch_factor`` children (SDE there, ODE elsewhere)."""
     branch_factor: int = 2
     """TreeGRPO: children per split; ``group_size`` must equal ``branch_factor ** len(branch_steps)``."""
+
+    def __post_init__(self) -> None:
+        """A tree of ``group_size`` leaves that branches before the last step."""
+        super().__post_init__()
+        if self.timestep_fraction not in (None, 1.0):
+            raise RecipeError(f"algorithm.timestep_fraction={self.timestep_fraction}: tree_grpo trains every branch "
+                              "transition (1 or null)")  # fmt: skip
+        steps = sorted(set(self.branch_steps))
+        if not steps or steps[0] < 0 or steps[-1] >= self.num_steps - 1 or len(steps) != len(self.branch_steps):
+            raise RecipeError(f"algorithm.branch_steps={list(self.branch_steps)} must be distinct step indices in "
+                              f"[0, num_steps - 2] = [0, {self.num_steps - 2}]")  # fmt: skip
+        b = self.branch_factor
+        if b < 2 or self.group_size != b ** len(steps):
+            raise RecipeError(f"tree_grpo: group_size={self.group_size} must equal branch_factor ** len(branch_steps) = "
+                              f"{b}**{len(steps)} = {b ** len(steps)} (branch_factor >= 2)")  # fmt: skip
+
+
+@DiffusionAlgorithmConfig.register("adv_grpo")
+@dataclass(frozen=True)
+class AdvGRPOConfig(FlatRolloutConfig, NoisyStepConfig):
+    """Adv-GRPO (arXiv 2511.20256): Flow-GRPO's chains rewarded by a discriminator trained online against reference
+    images (:mod:`zoo.engines.diffusion.adversarial`). Its fields stay flat under ``algorithm``, as the recipes,
+    their provenance rows and ``--set algorithm.discriminator=...`` name them."""
+
+    method: str = "adv_grpo"
     discriminator: str = "dinov2"
     """Adv-GRPO: whose score is the reward: ``dinov2`` (a head on a frozen DINOv2, their
     ``train_sd3_fast_dino_patch.py``) or ``pickscore`` (PickScore's CLIP, its last vision layers fine-tuned,
@@ -131,6 +270,27 @@ class DiffusionAlgorithmConfig:
     reference_images: DataConfig = field(default_factory=DataConfig)
     """Adv-GRPO: a registered dataset whose sample images are the discriminator's positives for their sample's prompt
     (every training prompt needs at least one; the authors pair references with prompts)."""
+
+    def __post_init__(self) -> None:
+        """A known discriminator, a tiny backbone of its own kind, references, and a period that trains the generator."""
+        super().__post_init__()
+        from zoo.engines.diffusion.adversarial import DISCRIMINATORS
+
+        if self.discriminator not in DISCRIMINATORS:
+            raise RecipeError(
+                f"algorithm.discriminator={self.discriminator!r}: Adv-GRPO's are {sorted(DISCRIMINATORS)}"
+            )
+        tiny = {kind.tiny: name for name, kind in DISCRIMINATORS.items()}
+        if tiny.get(self.discriminator_backbone, self.discriminator) != self.discriminator:
+            raise RecipeError(f"algorithm.discriminator_backbone={self.discriminator_backbone!r} is the "
+                              f"{tiny[self.discriminator_backbone]} discriminator's tiny model; the {self.discriminator} "
+                              f"one's is {DISCRIMINATORS[self.discriminator].tiny!r}")  # fmt: skip
+        if not self.reference_images.name:
+            raise RecipeError("adv_grpo needs algorithm.reference_images.name: a registered dataset whose images are "
+                              "the discriminator's positives")  # fmt: skip
+        if self.d_times < 1:
+            raise RecipeError(f"algorithm.d_times={self.d_times} must be >= 1 (every d_times-th round trains "
+                              "the generator, the others the discriminator)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -194,20 +354,18 @@ class DiffusionRecipe(Recipe):
     """Training and held-out prompts."""
     model: DiffusionModelConfig = field(default_factory=DiffusionModelConfig)
     """The model."""
-    algorithm: DiffusionAlgorithmConfig = field(default_factory=DiffusionAlgorithmConfig)
+    algorithm: DiffusionAlgorithmConfig = field(default_factory=FlowGRPOConfig)
     """The method."""
     training: DiffusionTrainingConfig = field(default_factory=DiffusionTrainingConfig)
     """Rounds, optimiser, checkpoints."""
 
     def validate(self) -> None:
+        """What the method asks of the rest of the recipe (its own fields checked themselves): the rewards it
+        trains on, prompts, a model of its sampler family, and usable training settings."""
         from zoo.engines.diffusion.methods import METHODS
-        from zoo_common.registry import UnknownNameError
 
         alg, tr = self.algorithm, self.training
-        try:
-            method = METHODS.get(alg.method)
-        except UnknownNameError as err:
-            raise RecipeError(f"algorithm.method: {err}") from None
+        method = METHODS.get(alg.method)
         if method.adversarial and self.rewards:
             raise RecipeError(f"rewards: {alg.method} is rewarded by its discriminator alone; remove the rewards list "
                               f"(got {[r.name for r in self.rewards]})")  # fmt: skip
@@ -215,47 +373,18 @@ class DiffusionRecipe(Recipe):
             raise RecipeError("rewards is empty; list at least one image reward, e.g. {name: brightness}")
         if not self.prompts.train and not self.prompts.data.name:
             raise RecipeError("prompts.train is empty and prompts.data.name is unset; give training prompts")
-        if alg.group_size < 2:
-            raise RecipeError(f"algorithm.group_size={alg.group_size}; group-relative advantages need >= 2")
-        for key in ("num_steps", "eval_num_steps"):
-            if getattr(alg, key) is not None and getattr(alg, key) < 2:
-                raise RecipeError(f"algorithm.{key}={getattr(alg, key)}; a rollout needs at least 2 denoising steps")
-        settings = method.settings(alg)
-        if not 0 < settings["timestep_fraction"] <= 1:
-            raise RecipeError(f"algorithm.timestep_fraction={settings['timestep_fraction']} must be in (0, 1]")
-        for key in ("clip_range", "adv_clip_max"):
-            if settings[key] <= 0:
-                raise RecipeError(f"algorithm.{key} must be > 0, got {settings[key]}")
-        if settings["guidance_scale"] < 1:
-            raise RecipeError(f"algorithm.guidance_scale={settings['guidance_scale']} must be >= 1 (1 is no guidance)")
-        _check_window(alg, method)
         if tr.train_batch_size < 1 or tr.prompts_per_step < 1 or (tr.grad_accum is not None and tr.grad_accum < 1):
             raise RecipeError("training.train_batch_size, prompts_per_step and grad_accum must be >= 1")
         if tr.ema_decay is not None and not 0 < tr.ema_decay < 1:
             raise RecipeError(f"training.ema_decay={tr.ema_decay} must be in (0, 1) or null")
-        method.validate(self)
+        family = FAMILY_OF_TINY.get(self.model.name)
+        if family is not None and family != method.family:
+            fit = [k for k, v in FAMILY_OF_TINY.items() if v == method.family]
+            raise RecipeError(f"algorithm.method={method.name!r} needs a {method.family} model (e.g. model.name={fit[0]!r}), "
+                              f"got model.name={self.model.name!r}")  # fmt: skip
 
 
-def _check_window(alg: DiffusionAlgorithmConfig, method: Any) -> None:
-    """The SDE window must fit the policy steps of a flat rollout."""
-    if alg.sde_window_size == 0:
-        return
-    from zoo.engines.diffusion.sampling import policy_steps as stochastic_steps
-
-    lo, hi = sde_window_range(alg)
-    policy_steps = stochastic_steps(method.step, alg.num_steps)
-    if alg.sde_window_size < 0 or method.rollout != "flat":
-        raise RecipeError(f"algorithm.sde_window_size={alg.sde_window_size}: needs >= 0 and a flat-rollout method "
-                          f"({alg.method} rolls out {method.rollout})")  # fmt: skip
-    if 0 <= lo and lo + alg.sde_window_size <= hi <= policy_steps:
-        return
-    raise RecipeError(
-        f"algorithm.sde_window_range=[{lo}, {hi}) with sde_window_size={alg.sde_window_size} must "
-        f"satisfy 0 <= lo, lo + size <= hi <= {policy_steps} (the stochastic steps)"
-    )
-
-
-def sde_window_range(alg: DiffusionAlgorithmConfig) -> tuple[int, int]:
+def sde_window_range(alg: FlatRolloutConfig) -> tuple[int, int]:
     """``[lo, hi)`` the SDE window is drawn in: the recipe's, or ``[0, num_steps // 2)``."""
     if alg.sde_window_range is None:
         return 0, alg.num_steps // 2

@@ -20,7 +20,16 @@ import torch
 
 from rewards.base import RewardSample, WeightedSum
 from zoo.data import load_dataset
-from zoo.engines.diffusion.methods import METHODS, Method
+from zoo.engines.diffusion.adversarial import (
+    DISCRIMINATORS,
+    AdversarialReward,
+    DinoDiscriminator,
+    References,
+    load_backbone,
+)
+from zoo.engines.diffusion.adversarial_pickscore import PickScoreReward, load_pickscore
+from zoo.engines.diffusion.distributed import gather_all
+from zoo.engines.diffusion.methods import METHODS, Method, StepSettings
 from zoo.engines.diffusion.models import DiffusionModel, load_model
 from zoo.engines.diffusion.recipe import DiffusionRecipe, sde_window_range
 from zoo.engines.diffusion.sampling import Sampler
@@ -43,7 +52,7 @@ class Run:
     reward: Any
     prompts: list[str]
     eval_prompts: list[str]
-    settings: dict[str, Any]
+    settings: StepSettings
     generator: torch.Generator
     output_dir: Path
     tracker: PerPromptStatTracker | None = None
@@ -92,8 +101,8 @@ class Run:
         else the first J (Flow-GRPO) or a random J per image (DDPO, DanceGRPO)."""
         if window is not None:
             return torch.arange(window.start, window.stop).expand(n_images, len(window))
-        count = max(1, int(policy_steps * self.settings["timestep_fraction"]))
-        if not self.settings["shuffle_timesteps"]:
+        count = max(1, int(policy_steps * self.settings.timestep_fraction))
+        if not self.settings.shuffle_timesteps:
             return torch.arange(count).expand(n_images, count)
         return torch.stack([torch.randperm(policy_steps, generator=self.generator)[:count] for _ in range(n_images)])
 
@@ -222,13 +231,6 @@ class Run:
         self.recipe.to_yaml(directory / "recipe.yaml")
 
 
-def gather_all(values: torch.Tensor) -> torch.Tensor:
-    """Every process's ``values`` concatenated in rank order (this process's alone in a one-process run)."""
-    from accelerate.utils import gather_object
-
-    return torch.tensor(gather_object(values.tolist()), dtype=values.dtype)
-
-
 def rank_seed(seed: int, rank: int, step: int = 0) -> int:
     """The seed of process ``rank``'s generator: apart per rank, so that the processes draw different prompts and
     noise; ``step`` (a resume that cannot restore the ranks' generators) moves it off the first rounds' draws."""
@@ -295,10 +297,10 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
         constant = {} if tr.ema_warmup else {"min_decay": tr.ema_decay, "update_after_step": -1}  # from step 1
         ema = EMAModel(trainable, decay=tr.ema_decay, **constant)
     generator = torch.Generator().manual_seed(rank_seed(tr.seed, accelerator.process_index))
-    settings = method.settings(alg)
-    null_cond = _encode(model, [""]) if settings["guidance_scale"] != 1.0 else None  # the authors' null prompt
-    guidance = {"guidance_scale": settings["guidance_scale"], "null_cond": null_cond,
-                "detach_uncond": settings["detach_uncond"]}  # fmt: skip
+    settings = alg.settings(method)
+    null_cond = _encode(model, [""]) if settings.guidance_scale != 1.0 else None  # the authors' null prompt
+    guidance = {"guidance_scale": settings.guidance_scale, "null_cond": null_cond,
+                "detach_uncond": settings.detach_uncond}  # fmt: skip
     sampler = Sampler(model, method.step, alg.num_steps, **guidance)
     eval_sampler = None
     if alg.eval_num_steps not in (None, alg.num_steps):  # its own scheduler: DDIM's step reads the step count from it
@@ -310,8 +312,6 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
               output_dir=Path(output_dir), tracker=method.tracker() if method.tracker else None, ema=ema,
               reference_model=reference_model, eval_sampler=eval_sampler)  # fmt: skip
     if method.adversarial:
-        from zoo.engines.diffusion.adversarial import attach_discriminator
-
         attach_discriminator(run)
     logger.info("%s: %d trainable parameters (%s), method %s", recipe.name, sum(p.numel() for p in trainable),
                 "LoRA" if tr.lora.enabled else "full", alg.method)  # fmt: skip
@@ -345,3 +345,44 @@ def _reward(recipe: DiffusionRecipe) -> WeightedSum | None:
     if not recipe.rewards:
         return None
     return WeightedSum([(spec.build(), spec.weight) for spec in recipe.rewards], name="reward")
+
+
+def load_references(run: Run) -> References:
+    """The reference dataset's images, resized to the model's output size and indexed by their sample's prompt;
+    every training prompt must have one (the authors' run stops at a prompt without references)."""
+    from torchvision.transforms.functional import pil_to_tensor
+
+    from zoo.images import load_image
+
+    size = run.model.latent_shape[-1] * 2 ** (len(run.model.vae.config.block_out_channels) - 1)
+    name = run.recipe.algorithm.reference_images.name
+    images, rows = [], {}
+    for sample in run.recipe.algorithm.reference_images.load():
+        for image in sample.images:
+            rows.setdefault(sample.question, []).append(len(images))
+            images.append(pil_to_tensor(load_image(image).resize((size, size))).float() / 255)
+    if not images:
+        raise ValueError(f"adv_grpo: dataset {name!r} has no images")
+    references = References(torch.stack(images), rows)
+    if absent := references.missing(run.prompts):
+        raise ValueError(f"adv_grpo: {len(absent)} training prompt(s) have no reference image in {name!r} (e.g. "
+                         f"{absent[:3]}); its samples' prompts must name the training prompts they depict")  # fmt: skip
+    return references
+
+
+def attach_discriminator(run: Run) -> None:
+    """Make the run's reward its discriminator (an adversarial recipe lists no other) and keep it for checkpoints;
+    the recipe's ``null`` backbone and learning rate take the discriminator's own
+    (:data:`~zoo.engines.diffusion.adversarial.DISCRIMINATORS`)."""
+    alg = run.recipe.algorithm
+    kind, seed = DISCRIMINATORS[alg.discriminator], run.recipe.training.seed
+    backbone = alg.discriminator_backbone or kind.weights
+    lr = kind.lr if alg.discriminator_lr is None else alg.discriminator_lr
+    if alg.discriminator == "pickscore":
+        clip = load_pickscore(backbone, alg.discriminator_tune_layer, seed, run.accelerator.device)
+        reward = PickScoreReward(load_references(run), lr, run.generator, clip)
+    else:
+        dino = DinoDiscriminator(load_backbone(backbone, seed))
+        reward = AdversarialReward(load_references(run), lr, run.generator, dino, alg.d_times)
+    run.reward = reward
+    run.extra["discriminator"] = reward

@@ -25,13 +25,14 @@ from typing import Any
 import torch
 
 from zoo.engines.diffusion.checkpoint import RunState, load_checkpoint, save_checkpoint
-from zoo.engines.diffusion.methods import METHODS, Method
+from zoo.engines.diffusion.distributed import gather_all
+from zoo.engines.diffusion.methods import METHODS, Method, StepSettings
 from zoo.engines.diffusion.recipe import DiffusionRecipe
 from zoo.engines.diffusion.sampling import Transitions, flat_transitions
-from zoo.engines.diffusion.setup import Run, build_run, gather_all
+from zoo.engines.diffusion.setup import Run, build_run
 from zoo.rl.diffusion_loss import mean_kl, nonzero_advantage_mask, step_policy_loss, zero_std_ratio
 from zoo.run_logging import MetricsLog
-from zoo.runs import latest_checkpoint
+from zoo.runs import start_run
 
 logger = logging.getLogger(__name__)
 
@@ -41,16 +42,12 @@ def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dr
     if dry_run:
         return output_dir
     run = build_run(recipe, output_dir)
+    start = start_run(output_dir, resume=resume)
     state = RunState()
-    if resume:
-        checkpoint = latest_checkpoint(output_dir, remove_incomplete=True)
-        if checkpoint is None:
-            logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
-        else:
-            state = load_checkpoint(run, checkpoint)
-            logger.info("resumed from %s (round %d)", checkpoint, state.step)
-    log = MetricsLog(output_dir)
-    log.start(state.step if state.step else -1)  # a fresh run drops rows an earlier run left in the directory
+    if start.checkpoint is not None:
+        state = load_checkpoint(run, start.checkpoint)
+        logger.info("resumed from %s (round %d)", start.checkpoint, state.step)
+    log = MetricsLog.for_run(start)
     if state.step == 0:
         log.log(0, run.over_processes(run.evaluate(0)))
     from tqdm.auto import tqdm
@@ -96,7 +93,7 @@ def train_round(run: Run, index: int) -> dict[str, Any]:
         if steps:
             metrics.update(discriminator.update(images, scored))
             return metrics
-    if run.settings["filter_zero_advantage"]:  # Flow-GRPO: samples with A = 0 carry no signal
+    if run.settings.filter_zero_advantage:  # Flow-GRPO: samples with A = 0 carry no signal
         keep = nonzero_advantage_mask(transitions.advantages)
         metrics["kept_fraction"] = float(keep.float().mean())
         transitions = transitions.select(keep.nonzero().flatten())
@@ -114,9 +111,9 @@ def flat_round(run: Run, method: Method, prompts: list[str]) -> tuple[Transition
     images_prompts = [p for p in prompts for _ in range(group)]
     cond = run.encode(prompts)
     cond_index = torch.arange(len(prompts)).repeat_interleave(group)
-    start = run.initial_noise(len(prompts), group, same_within_group=settings["init_same_noise"])
+    start = run.initial_noise(len(prompts), group, same_within_group=settings.init_same_noise)
     window = run.sde_window()
-    latents, outputs = run.sampler.run(start, run.select_cond(cond, cond_index), settings["noise_level"], run.generator,
+    latents, outputs = run.sampler.run(start, run.select_cond(cond, cond_index), settings.noise_level, run.generator,
                                        sde_steps=None if window is None else set(window))  # fmt: skip
     rewards, reward_metrics = run.score(latents, images_prompts)
     advantages = run.advantages(method, images_prompts, cond_index, rewards)
@@ -156,22 +153,22 @@ def optimise(run: Run, transitions: Transitions) -> dict[str, float]:
     return metrics
 
 
-def step_loss(run: Run, part: Transitions, settings: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+def step_loss(run: Run, part: Transitions, settings: StepSettings) -> tuple[torch.Tensor, dict[str, float]]:
     """Re-score each row's K children under the current denoiser: clipped loss (+ beta * KL on the means)."""
     device = run.model.device
     latents, k = part.latents.to(device), part.next_latents.shape[1]
     cond = run.select_cond(run.round_cond, part.cond)
     model_output = run.sampler.predict(latents, part.index, cond)
     repeat = lambda x: x.repeat_interleave(k, dim=0)
-    out = run.sampler.step(repeat(part.index), repeat(latents), repeat(model_output), settings["noise_level"],
+    out = run.sampler.step(repeat(part.index), repeat(latents), repeat(model_output), settings.noise_level,
                            prev_sample=part.next_latents.flatten(0, 1).to(device))  # fmt: skip
     loss, info = step_policy_loss(out.log_prob, part.old_log_prob.flatten().to(device), part.advantages.flatten().to(device),
-                                  clip_range=settings["clip_range"], adv_clip_max=settings["adv_clip_max"])  # fmt: skip
+                                  clip_range=settings.clip_range, adv_clip_max=settings.adv_clip_max)  # fmt: skip
     stats = {"loss": loss.item(), "clipfrac": float(info["clipfrac"]), "approx_kl": float(info["approx_kl"])}
     if run.recipe.algorithm.beta > 0:
         with torch.no_grad(), run.reference():
             ref_output = run.sampler.predict(latents, part.index, cond)
-        ref = run.sampler.step(part.index, latents, ref_output.float(), settings["noise_level"], prev_sample=latents)
+        ref = run.sampler.step(part.index, latents, ref_output.float(), settings.noise_level, prev_sample=latents)
         kl = mean_kl(out.prev_sample_mean[::k], ref.prev_sample_mean, out.std_dev_t[::k])
         loss = loss + run.recipe.algorithm.beta * kl
         stats["kl"] = kl.item()

@@ -55,7 +55,7 @@ def tree_rollout(
             nodes = sampler.step(index, nodes, output, 0.0, generator=run.generator).prev_sample_mean
             continue
         rep = lambda x: x.repeat_interleave(b, dim=0)
-        out = sampler.step(rep(index), rep(nodes), rep(output), run.settings["noise_level"], generator=run.generator)
+        out = sampler.step(rep(index), rep(nodes), rep(output), run.settings.noise_level, generator=run.generator)
         records.append({"parents": nodes, "children": out.prev_sample.view(len(nodes), b, *nodes.shape[1:]),
                         "log_prob": out.log_prob.view(len(nodes), b), "index": i, "per_tree": len(nodes) // n_prompts})  # fmt: skip
         nodes, tree_of = out.prev_sample, rep(tree_of)

@@ -33,15 +33,7 @@ from zoo.engines.policy.recipe import PolicyRecipe
 from zoo.engines.policy.state import env_states, refuse_pickled, require_restorable, restore_env_states
 from zoo.recipe import RecipeError
 from zoo.run_logging import MetricsLog
-from zoo.runs import (
-    checkpoint_step,
-    latest_checkpoint,
-    mark_complete,
-    prune_checkpoints,
-    read_state,
-    rng_state,
-    set_rng_state,
-)
+from zoo.runs import mark_complete, prune_checkpoints, read_state, rng_state, set_rng_state, start_run
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -60,21 +52,18 @@ EVAL_FILE = "eval.json"
 
 def make_environment(name: str, **kwargs: Any) -> gym.Env:
     """The environment ``name`` from the domain that registered it (``Domain.environments``)."""
-    from zoo.domains import discover
-
-    found = {env: target for domain in discover() for env, target in domain.environments.items()}
-    if name not in found:
-        raise RecipeError(f"env.name={name!r} is not a registered environment; known: {', '.join(sorted(found)) or 'none'}")
+    from zoo.engines.policy.methods import ENVIRONMENTS
     from zoo.import_strings import resolve
 
-    return resolve(found[name], what=f"environment {name!r}")(**kwargs)
+    if name not in ENVIRONMENTS:
+        known = ", ".join(ENVIRONMENTS.list()) or "none"
+        raise RecipeError(f"env.name={name!r} is not a registered environment; known: {known}")
+    return resolve(ENVIRONMENTS.get(name), what=f"environment {name!r}")(**kwargs)
 
 
 def _method(recipe: PolicyRecipe) -> PolicyMethod:
-    from zoo.domains import load_algorithms
     from zoo.engines.policy.methods import POLICY_METHODS
 
-    load_algorithms()
     return POLICY_METHODS.get(recipe.algorithm.method)
 
 
@@ -117,17 +106,14 @@ def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_r
     env = DummyVecEnv([make] * a.n_envs)
     env.seed(tr.seed)
     require_restorable(env, recipe.env.name)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
-    if resume and checkpoint is None:
-        logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
-    if checkpoint:
-        model, iteration = _resume(method, checkpoint, env, recipe), checkpoint_step(checkpoint)
-        logger.info("resumed from %s (iteration %d)", checkpoint, iteration)
+    start = start_run(output_dir, resume=resume)
+    iteration = start.step
+    if start.checkpoint is not None:
+        model = _resume(method, start.checkpoint, env, recipe)
+        logger.info("resumed from %s (iteration %d)", start.checkpoint, iteration)
     else:
-        model, iteration = method.build(env, recipe), 0
-    log = MetricsLog(output_dir, curve="success_rate")
-    log.start(iteration)
+        model = method.build(env, recipe)
+    log = MetricsLog.for_run(start, curve="success_rate")
     outcomes = EpisodeOutcomes()
     per_iteration = a.n_envs * a.rollout_steps
     while iteration < tr.steps:

@@ -1,6 +1,7 @@
 """What a policy-RL method contributes to the ``policy`` engine, and the table they register in.
 
-A method (ResiP's residual PPO, ResFiT's residual TD3, DPPO, ...) knows how to wrap one environment
+A method (ResiP's residual PPO, ResFiT's residual TD3, DPPO, ...) states its settings class (``config``,
+registered under the method's name, which ``algorithm.method`` picks) and knows how to wrap one environment
 (around the frozen base, or into action chunks), how to build the algorithm, how to save its
 state and load it back for ``--resume`` and how to export the trained policy as a zoo policy
 directory. Saved state is tensors and JSON only (:mod:`zoo.engines.policy.state`: a handed run
@@ -20,6 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from zoo.domains import load_algorithms, register_all
+from zoo.engines.policy.recipe import PolicyAlgorithmConfig
 from zoo_common.registry import Registry
 
 if TYPE_CHECKING:
@@ -32,10 +35,12 @@ if TYPE_CHECKING:
 
 
 class PolicyMethod(Protocol):
-    """The four parts of a method; see the module docstring."""
+    """The settings class and the four parts of a method; see the module docstring."""
 
     name: str
     summary: str
+    config: type[PolicyAlgorithmConfig]
+    """The class of ``recipe.algorithm`` this method reads: the one registered under :attr:`name`."""
 
     def wrap(self, env: gym.Env, base: PolicyPipeline | None, recipe: PolicyRecipe) -> gym.Env:
         """One training environment as the learner sees it (e.g. residual observation and action)."""
@@ -53,9 +58,23 @@ class PolicyMethod(Protocol):
         """The trained policy as a directory :func:`zoo.load` reads."""
 
 
-POLICY_METHODS: Registry[PolicyMethod] = Registry("policy method")
+POLICY_METHODS: Registry[PolicyMethod] = Registry("policy method", discover=load_algorithms)
 
 
 def register_method(method: PolicyMethod) -> PolicyMethod:
-    """Add a method (a different one under a taken name is an error)."""
+    """Add a method (a different one under a taken name is an error).
+
+    Its ``config`` must be the class registered under its name, so the ``algorithm`` block that
+    ``algorithm.method`` picks holds exactly the fields this method reads.
+    """
+    config, choices = getattr(method, "config", None), PolicyAlgorithmConfig.choices
+    registered = choices.get(method.name) if method.name in choices else None
+    if registered is None or config is not registered:
+        raise TypeError(f"policy method {method.name!r} states config={config!r}, but the config registered under "
+                        f"its name is {registered!r}: register its settings with @PolicyAlgorithmConfig.register("
+                        f"{method.name!r}) and set the method's config to that class")  # fmt: skip
     return POLICY_METHODS.register(method.name, method)
+
+
+#: The environments the domains declare (``Domain.environments``), name -> ``"module:factory"``.
+ENVIRONMENTS: Registry[str] = Registry("environment", discover=lambda: register_all(ENVIRONMENTS, "environments"))

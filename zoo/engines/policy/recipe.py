@@ -11,6 +11,8 @@ YAML layout::
 
 One ``training.steps`` step is one iteration: ``n_envs * rollout_steps`` environment steps, then
 the method's updates (PPO's epochs; for off-policy methods, its gradient steps per env step).
+``algorithm.method`` picks the method's own settings class (a :class:`PolicyAlgorithmConfig`
+registered next to the method), so the block takes that method's keys and no other's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from zoo.recipe import Recipe, RecipeError, TrainingBase
+from zoo.domains import load_algorithms
+from zoo.recipe import ChoiceConfig, Recipe, RecipeError, TrainingBase
+from zoo_common.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -40,55 +44,66 @@ class BaseConfig:
 
 
 @dataclass(frozen=True)
-class PolicyAlgorithmConfig:
-    """The method and its settings (defaults: the CPU residual-PPO settings measured on FetchPush)."""
+class PolicyAlgorithmConfig(ChoiceConfig):
+    """What every method reads: ``method`` picks the method's own config class (registered next to the method),
+    so a key only another method takes is an unknown key, and no method reads a field it does not own."""
 
+    choices = Registry("policy method config", discover=load_algorithms)
     method: str = "resip-ppo"
-    """Registered method (:data:`zoo.engines.policy.methods.POLICY_METHODS`): ``resip-ppo``, ``resfit-td3``, ``dppo``."""
-    residual_scale: float = 0.1
-    """Scale of the residual added to the base action (ResiP 0.1; ResFiT 0.1-0.2)."""
+    """Registered method (:data:`zoo.engines.policy.methods.POLICY_METHODS`): ``resip-ppo``, ``resfit-td3``, ``dppo``,
+    ``carl-ppo``; it picks the config class, and so the other keys this block takes."""
     n_envs: int = 8
     """Environments stepped together (stable-baselines3 DummyVecEnv)."""
     rollout_steps: int = 256
     """Environment steps per environment per iteration (PPO's ``n_steps``)."""
     batch_size: int = 512
     """Minibatch size."""
-    epochs: int = 5
-    """PPO epochs per iteration."""
     gamma: float = 0.98
     """Discount."""
     hidden: tuple[int, ...] = (256, 256)
-    """Hidden sizes of the residual actor and of the critic."""
-    learning_starts: int = 2000
-    """Off-policy methods: environment steps of exploration before the first update."""
-    critic_warmup: int = 0
-    """Gradient steps (off-policy methods) or iterations (``dppo``) that update the critic only."""
-    offline_episodes: int = 0
-    """Scripted demonstration episodes: ResFiT's offline half of each batch, DPPO's BC data (0: none)."""
-    critic_lr: float = 5e-3
-    """Residual PPO: the critic's own learning rate (ResiP 5e-3; 0: ``training.lr``)."""
-    network_init: str = "resip"
-    """Residual PPO: ``resip`` (Kaiming hidden layers, value head gain 0.25 and bias 0.25, as the authors) or ``sb3``."""
-    normalize_reward: bool = True
-    """Residual PPO: divide rewards by their running std, uncentred (ResiP's ``normalize_reward``)."""
-    clip_reward: float = 5.0
-    """Residual PPO: clip the scaled rewards to ``±clip_reward`` (ResiP 5)."""
+    """Hidden sizes of the learned actor (a residual, a diffusion noise network, a Beta-policy trunk) and of the
+    critic."""
+
+    def __post_init__(self) -> None:
+        """The class must be the one ``method`` registered (a config built by hand, or ``replace``-d to another
+        method, would carry the wrong method's fields), and the shared fields must make a rollout; each subclass
+        checks the fields it owns and calls ``super().__post_init__()``."""
+        chosen = PolicyAlgorithmConfig.chosen({"method": self.method}, "algorithm.")
+        if chosen is not type(self):
+            raise RecipeError(f"algorithm.method={self.method!r} is read into {chosen.__name__}, "
+                              f"not {type(self).__name__}")  # fmt: skip
+        if self.n_envs < 1 or self.rollout_steps < 1 or self.batch_size < 1:
+            raise RecipeError("algorithm.n_envs, rollout_steps and batch_size must be >= 1")
+        if not 0 < self.gamma <= 1:
+            raise RecipeError(f"algorithm.gamma={self.gamma} must be in (0, 1]")
+
+
+@dataclass(frozen=True)
+class PPOConfig(PolicyAlgorithmConfig):
+    """Methods that run PPO epochs over each iteration's rollout (``resip-ppo``, ``carl-ppo``, ``dppo``)."""
+
+    epochs: int = 5
+    """PPO epochs per iteration."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.epochs < 1:
+            raise RecipeError("algorithm.epochs must be >= 1")
+
+
+@dataclass(frozen=True)
+class SB3PPOConfig(PPOConfig):
+    """stable-baselines3's PPO over environment steps (``resip-ppo``, ``carl-ppo``), where a time limit's place in GAE
+    is a choice; DPPO's own trainer always bootstraps a truncated episode (:mod:`zoo.engines.policy.dppo`)."""
+
     truncation_as_done: bool = True
-    """Residual PPO and ``carl-ppo``: a time limit ends the episode without bootstrapping its last value (ResiP's GAE;
-    CaRL's ``dd_ppo.py`` treats truncation as done)."""
-    reset_every_iteration: bool = False
-    """Residual PPO: reset every environment before each iteration's rollout (ResiP: on; see ``domains/robot/resip.py``)."""
-    denoising_steps: int = 20
-    """Diffusion policies (``dppo``): DDPM steps K of the chain."""
-    ft_denoising_steps: int = 10
-    """Diffusion policies (``dppo``): the last K' steps that are fine-tuned (DPPO: 10 of 20)."""
-    action_chunk: int = 4
-    """Diffusion policies (``dppo``): actions per chunk, all executed (DPPO's horizon_steps = act_steps)."""
-    bc_steps: int = 3000
-    """Diffusion policies (``dppo``): behaviour-cloning steps on ``offline_episodes`` demonstrations before RL."""
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra keyword arguments for the method's builder: e.g. ``resfit_td3``'s ``n_critics``, stable-baselines3's,
-    or :class:`~zoo.engines.policy.dppo.DPPOSettings`."""
+    """A time limit ends the episode without bootstrapping its last value (ResiP's GAE; CaRL's ``dd_ppo.py`` treats
+    truncation as done)."""
+
+
+def _default_algorithm() -> PolicyAlgorithmConfig:
+    """The default method's settings, as a recipe without an ``algorithm`` block reads them."""
+    return PolicyAlgorithmConfig.chosen({}, "algorithm.")()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,27 +126,13 @@ class PolicyRecipe(Recipe):
     """The environment."""
     base: BaseConfig = field(default_factory=BaseConfig)
     """The frozen base policy."""
-    algorithm: PolicyAlgorithmConfig = field(default_factory=PolicyAlgorithmConfig)
-    """Method and settings."""
+    algorithm: PolicyAlgorithmConfig = field(default_factory=_default_algorithm)
+    """Method and settings: the config class registered under ``algorithm.method``."""
     training: PolicyTrainingConfig = field(default_factory=PolicyTrainingConfig)
     """Budget, checkpoints and output."""
 
     def validate(self) -> None:
         if not self.env.name:
             raise RecipeError("a policy recipe needs env.name (an environment a domain registered)")
-        a = self.algorithm
-        if a.n_envs < 1 or a.rollout_steps < 1 or a.batch_size < 1 or a.epochs < 1:
-            raise RecipeError("algorithm.n_envs, rollout_steps, batch_size and epochs must be >= 1")
-        if a.residual_scale <= 0:
-            raise RecipeError(f"algorithm.residual_scale={a.residual_scale} must be > 0")
-        if a.critic_lr < 0 or a.clip_reward <= 0:
-            raise RecipeError(f"algorithm.critic_lr={a.critic_lr} must be >= 0 and clip_reward={a.clip_reward} > 0")
-        if not 1 <= a.ft_denoising_steps <= a.denoising_steps or a.action_chunk < 1 or a.bc_steps < 0:
-            raise RecipeError(f"algorithm: need 1 <= ft_denoising_steps ({a.ft_denoising_steps}) <= denoising_steps "
-                              f"({a.denoising_steps}), action_chunk >= 1 and bc_steps >= 0")
-        if a.network_init not in ("resip", "sb3"):
-            raise RecipeError(f"algorithm.network_init={a.network_init!r}: choose 'resip' (the authors') or 'sb3'")
-        if not 0 < a.gamma <= 1:
-            raise RecipeError(f"algorithm.gamma={a.gamma} must be in (0, 1]")
         if self.training.eval_episodes < 0:
             raise RecipeError("training.eval_episodes must be >= 0")

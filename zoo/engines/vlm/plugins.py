@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from zoo.domains import load_algorithms
 from zoo_common.registry import Registry
 
 Messages = list[dict[str, Any]]
@@ -106,7 +107,7 @@ class RolloutPlugin:
         return type(self).before_rewards is not RolloutPlugin.before_rewards
 
 
-ROLLOUT_PLUGINS: Registry[type[RolloutPlugin]] = Registry("rollout plug-in")
+ROLLOUT_PLUGINS: Registry[type[RolloutPlugin]] = Registry("rollout plug-in", discover=load_algorithms)
 """Name -> :class:`RolloutPlugin` subclass; domains register theirs from their ``algorithms`` module."""
 
 

@@ -1,22 +1,41 @@
-"""The policy a VLM recipe trains: a tiny model built offline, a local directory, a zoo entry or a Hub base model."""
+"""The policy a VLM recipe trains: a tiny model built offline, a local directory, a zoo entry, a Hub base model
+or the checkpoint a resumed run wrote; and the LoRA adapters it gets."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zoo.recipe import RecipeError
 
 if TYPE_CHECKING:
+    from peft import LoraConfig
+
     from zoo.data import Sample
-    from zoo.engines.vlm.recipe import VLMRecipe
-    from zoo.engines.vlm.sft_engine import SFTRecipe
+    from zoo.engines.vlm.recipe import ModelConfig, VLMRecipe
+    from zoo.recipe import TrainingBase
 
 #: How a recipe opts in to code shipped with its model.
 _OPT_IN = "model.trust_remote_code: true (or --set model.trust_remote_code=true)"
 
 
+class PolicyRecipe(Protocol):
+    """What the policy is built from: the ``model`` and ``training`` sections that every VLM recipe has
+    (the GRPO :class:`~zoo.engines.vlm.recipe.VLMRecipe`, the ``vlm-sft`` engine's ``SFTRecipe``).
+
+    A protocol rather than a union of the two classes, so this module, which both engines import,
+    imports neither engine back.
+    """
+
+    @property
+    def model(self) -> ModelConfig: ...
+
+    @property
+    def training(self) -> TrainingBase: ...
+
+
 def load_policy(
-    recipe: VLMRecipe | SFTRecipe, samples: list[Sample] | None = None, corpus: list[str] | None = None
+    recipe: PolicyRecipe, samples: list[Sample] | None = None, corpus: list[str] | None = None
 ) -> tuple[Any, Any]:
     """``(model, processor)`` for ``recipe.model.name``: ``tiny:<arch>``, a local directory or a zoo name.
 
@@ -24,9 +43,9 @@ def load_policy(
     unless ``model.tiny`` gives its own.
     """
     import torch
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoProcessor
 
-    from zoo.load import from_pretrained_checked
+    from zoo.load import load_vlm_weights
 
     name = recipe.model.name
     dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -50,11 +69,7 @@ def load_policy(
         return (model if dtype[recipe.model.dtype] == "auto" else model.to(dtype[recipe.model.dtype])), processor
     source, revision = policy_source(recipe)
     trust = recipe.model.trust_remote_code
-    # safetensors only, as zoo.load: a pickled checkpoint can run code when it is read
-    model = from_pretrained_checked(
-        AutoModelForImageTextToText, source, dtype=dtype[recipe.model.dtype], revision=revision,
-        use_safetensors=True, trust_remote_code=trust,
-    )  # fmt: skip
+    model = load_vlm_weights(source, dtype=dtype[recipe.model.dtype], revision=revision, trust_remote_code=trust)
     processor = AutoProcessor.from_pretrained(source, revision=revision, trust_remote_code=trust)
     set_pixel_limits(processor, *pixel_limits(recipe))
     missing = [t for t in added_tokens(recipe.model.added_tokens) if t not in processor.tokenizer.get_vocab()]
@@ -65,7 +80,37 @@ def load_policy(
     return model, processor
 
 
-def pixel_limits(recipe: VLMRecipe | SFTRecipe) -> tuple[int | None, int | None]:
+def resumed_policy(recipe: PolicyRecipe, checkpoint: Path) -> tuple[Any, Any]:
+    """``(model, processor)`` saved in a run's ``checkpoint``: a resumed run goes on from the weights it wrote
+    (in the dtype they were saved in), not from ``recipe.model.name``."""
+    from transformers import AutoProcessor
+
+    from zoo.load import load_vlm_weights
+
+    trust = recipe.model.trust_remote_code
+    return (load_vlm_weights(checkpoint, trust_remote_code=trust),
+            AutoProcessor.from_pretrained(checkpoint, trust_remote_code=trust))  # fmt: skip
+
+
+def peft_config(recipe: VLMRecipe) -> LoraConfig | None:
+    """A peft ``LoraConfig`` when ``training.lora.enabled``, else ``None`` (full fine-tune)."""
+    lora = recipe.training.lora
+    if not lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        # Only language-model projections: the vision tower's attention is named qkv/proj, so these
+        # names leave it frozen, as the papers do.
+        target_modules=list(lora.target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def pixel_limits(recipe: PolicyRecipe) -> tuple[int | None, int | None]:
     """``(min_pixels, max_pixels)`` for the policy's processor: ``model.min_pixels``/``model.max_pixels``
     when set, else the zoo entry's :class:`~zoo.kinds.VLMSpec` limits when ``model.name`` is one (its
     authors' resolution), else ``None`` (the processor keeps its own)."""
@@ -108,7 +153,7 @@ def added_tokens(target: str | None) -> list[str]:
     return list(tokens)
 
 
-def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
+def policy_source(recipe: PolicyRecipe) -> tuple[str, str | None]:
     """``(path or repo id, revision)`` of a non-tiny ``recipe.model.name``, read as :func:`zoo.hub.lookup`
     reads every model name.
 
@@ -136,7 +181,6 @@ def policy_source(recipe: VLMRecipe) -> tuple[str, str | None]:
     except ValueError as err:
         raise RecipeError(f"model.name={name!r}: {err}") from err
     return str(path), None
-
 
 
 def _corpus(samples: list[Sample]) -> list[str]:

@@ -340,11 +340,9 @@ class VLMRecipe(Recipe):
         check_backend(ro.backend)
 
     def _validate_tables(self) -> None:
-        from zoo.domains import load_algorithms
         from zoo.rl import ADVANTAGE_ESTIMATORS
         from zoo_common.registry import UnknownNameError
 
-        load_algorithms()
         alg = self.algorithm
         try:
             loss = alg.loss

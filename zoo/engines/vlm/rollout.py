@@ -1,6 +1,7 @@
 """Rollout backends of the ``vlm-trl`` engine, chosen by the recipe's ``rollout.backend``.
 
-No new trainer: each backend is a setting of TRL's ``GRPOTrainer`` (:func:`grpo_config_kwargs`)
+No new trainer: each backend is a setting of TRL's ``GRPOTrainer`` (the ``vlm-trl`` engine's
+``GRPOConfig``, :func:`zoo.engines.vlm.trl_engine.grpo_config`, for the backend :func:`resolve_backend` picks)
 plus, for the truncated importance-sampling correction, the rollout's own log-probability of each
 sampled token (:func:`recording_rollout_logps`; vLLM reports them itself).
 
@@ -26,8 +27,6 @@ from zoo.recipe import RecipeError
 
 if TYPE_CHECKING:
     import torch
-
-    from zoo.engines.vlm.recipe import RolloutConfig
 
 BACKENDS = ("hf", "static", "vllm")
 
@@ -60,25 +59,6 @@ def resolve_backend(backend: str) -> str:
     if not _cuda():
         return "hf"
     return "vllm" if importlib.util.find_spec("vllm") is not None else "static"
-
-
-def grpo_config_kwargs(rollout: RolloutConfig) -> dict[str, Any]:
-    """The ``trl.GRPOConfig`` arguments of the resolved backend."""
-    backend = resolve_backend(rollout.backend)
-    if backend == "static":
-        return {"cache_implementation": "static"}
-    if backend == "vllm":
-        return {
-            "use_vllm": True,
-            "vllm_mode": "colocate",
-            "vllm_gpu_memory_utilization": rollout.vllm_gpu_memory_utilization,
-            # TRL then also computes the trainer's log-probs at rollout time (old_per_token_logps), which
-            # zoo.rl.importance needs; the weights themselves are the zoo's (ZooGRPOTrainer._compute_loss).
-            "vllm_importance_sampling_correction": rollout.importance_sampling,
-            "vllm_importance_sampling_mode": "token_truncate",
-            "vllm_importance_sampling_clip_max": rollout.is_cap,
-        }
-    return {}
 
 
 def compiled_decode_config(device_type: str) -> Any:

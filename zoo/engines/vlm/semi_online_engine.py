@@ -43,7 +43,7 @@ from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
 from zoo.rl.batching import GroupTopUp
 from zoo.run_logging import MetricsLog
-from zoo.runs import latest_checkpoint, read_state
+from zoo.runs import read_state, start_run
 
 if TYPE_CHECKING:
     from zoo.engines.vlm.recipe import VLMRecipe
@@ -58,9 +58,8 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     if dry_run:
         return output_dir
     from zoo.data import answer_format
-    from zoo.engines.vlm.policy_model import load_policy
+    from zoo.engines.vlm.policy_model import load_policy, resumed_policy
 
-    output_dir.mkdir(parents=True, exist_ok=True)
     tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
     samples = recipe.data.load()
     episodes = group_episodes(samples)
@@ -70,12 +69,10 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
 
         raise RecipeError("--resume of a LoRA semi-online run is not supported (checkpoints hold adapters only); "
                           "start again, or train without training.lora")  # fmt: skip
-    checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
+    start = start_run(output_dir, resume=resume)
+    checkpoint = start.checkpoint
     if checkpoint is not None:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        logger.info("resuming from %s", checkpoint)
-        model, processor = AutoModelForImageTextToText.from_pretrained(checkpoint), AutoProcessor.from_pretrained(checkpoint)
+        model, processor = resumed_policy(recipe, checkpoint)
     else:
         corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
         model, processor = load_policy(recipe, samples, corpus=corpus)
@@ -98,8 +95,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
             match_component=match_key,
         )  # fmt: skip
 
-    log = MetricsLog(output_dir)
-    log.start(learner.step)
+    log = MetricsLog.for_run(start)
     bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=None)
     while learner.step < tr.steps:
         batch, generated, gen_batches = collect(roll, sampler, learner)
@@ -198,8 +194,8 @@ class SemiOnlineLearner:
     """Batch selection, advantages and the mini-batch optimiser steps over a rollout's turns; owns the optimiser."""
 
     def __init__(self, recipe: VLMRecipe, model: torch.nn.Module, processor: Any) -> None:
+        from zoo.engines.vlm.policy_model import peft_config
         from zoo.engines.vlm.sft import freeze_vision_tower
-        from zoo.engines.vlm.trl_engine import peft_config
 
         tr = recipe.training
         torch.manual_seed(tr.seed)

@@ -28,7 +28,7 @@ from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
 from zoo.engines.vlm.recipe import ModelConfig
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
-from zoo.runs import latest_checkpoint, read_state
+from zoo.runs import read_state, start_run
 
 if TYPE_CHECKING:
     from zoo.data import Sample
@@ -110,19 +110,14 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     """Run ``recipe`` into ``output_dir`` (``final/`` holds the model); returns ``output_dir``."""
     if dry_run:
         return output_dir
-    from zoo.engines.vlm.policy_model import load_policy
+    from zoo.engines.vlm.policy_model import load_policy, resumed_policy
     from zoo.engines.vlm.sft import SFTLoop
 
-    output_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
-    if resume and checkpoint is None:
-        logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
+    start = start_run(output_dir, resume=resume)
+    checkpoint = start.checkpoint
     sampler = ExampleStream(recipe)
     if checkpoint is not None:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        logger.info("resuming from %s", checkpoint)
-        model, processor = AutoModelForImageTextToText.from_pretrained(checkpoint), AutoProcessor.from_pretrained(checkpoint)
+        model, processor = resumed_policy(recipe, checkpoint)
     else:
         corpus = sampler.corpus() if recipe.model.name.startswith("tiny:") else None
         model, processor = load_policy(recipe, corpus=corpus)
@@ -136,8 +131,7 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         loop.load_state_dict(state)
         sampler.load_state_dict(state.get("examples", {"order": []}))
         used = float(state["cpu_seconds"])
-    log = MetricsLog(output_dir, curve="loss")
-    log.start(loop.step_count)
+    log = MetricsLog.for_run(start, curve="loss")
     budget = None if tr.max_minutes is None else tr.max_minutes * 60
     bar = tqdm(total=tr.steps, initial=loop.step_count, desc=f"sft {recipe.name}", disable=None)
     while loop.step_count < tr.steps and (budget is None or used < budget):

@@ -50,7 +50,7 @@ from zoo.engines.vlm.plugins import Rollout, ScoredBatch, build_plugin, take_row
 from zoo.engines.vlm.recipe import AlgorithmConfig, RolloutConfig
 from zoo.engines.vlm.rollout import compiled_decode_config, recording_rollout_logps
 from zoo.engines.vlm.trl_data import META_COLUMN
-from zoo.load import from_pretrained_checked
+from zoo.load import load_vlm_weights
 from zoo.rl import batching, losses
 from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
 from zoo.rl.importance import truncated_is_weights
@@ -337,7 +337,7 @@ class ZooGRPOTrainer(GRPOTrainer):
         model = self.model if model is None else model
         if _is_peft(model) or not hasattr(model, "config") or not hasattr(type(model), "from_pretrained"):
             return super()._load_from_checkpoint(resume_from_checkpoint, model)
-        restored = from_pretrained_checked(type(model), resume_from_checkpoint, dtype=model.dtype)
+        restored = load_vlm_weights(resume_from_checkpoint, dtype=model.dtype, model_class=type(model))
         model.load_state_dict(restored.state_dict(), strict=True)
         del restored
         logger.info("restored weights from %s", resume_from_checkpoint)

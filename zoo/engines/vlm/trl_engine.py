@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from rewards.adapters import to_trl
 from zoo.engines.vlm import rollout
-from zoo.engines.vlm.policy_model import load_policy
-from zoo.engines.vlm.recipe import VLMRecipe
-from zoo.runs import checkpoint_step, latest_checkpoint
+from zoo.engines.vlm.policy_model import load_policy, peft_config
+from zoo.engines.vlm.recipe import RolloutConfig, VLMRecipe
+from zoo.runs import start_run
 
 if TYPE_CHECKING:
-    from peft import LoraConfig
     from trl import GRPOConfig
 
     from zoo.engines.vlm.trainer import ZooGRPOTrainer
@@ -44,15 +43,10 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
 
         return semi_online_engine.train(recipe, output_dir, resume=resume)
 
-    checkpoint = None
-    if resume:
-        checkpoint = latest_checkpoint(output_dir, remove_incomplete=True)
-        if checkpoint is None:
-            logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
-        else:
-            logger.info("resuming from %s", checkpoint)
+    start = start_run(output_dir, resume=resume)  # metrics.csv is TRL's callback's (MetricsCallback)
+    checkpoint = start.checkpoint
     trainer = build_trainer(recipe, output_dir)
-    if checkpoint is not None and checkpoint_step(checkpoint) >= recipe.training.steps:
+    if checkpoint is not None and start.step >= recipe.training.steps:
         # Resuming a finished run: HF's loop would still take one more step. Keep the result instead.
         logger.info("%s already reached training.steps=%d; nothing to resume", checkpoint, recipe.training.steps)
         trainer._load_from_checkpoint(str(checkpoint))
@@ -131,8 +125,31 @@ def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
         log_completions=False,
         dataloader_num_workers=0,
         shuffle_dataset=tr.shuffle,
-        **rollout.grpo_config_kwargs(recipe.rollout),
+        **_rollout_kwargs(recipe.rollout),
     )
+
+
+def _rollout_kwargs(config: RolloutConfig) -> dict[str, Any]:
+    """The ``trl.GRPOConfig`` arguments of the rollout backend :func:`zoo.engines.vlm.rollout.resolve_backend` picks.
+
+    Here, with the rest of the recipe-to-``GRPOConfig`` translation, so that :mod:`zoo.engines.vlm.rollout`
+    (which the recipe's validation calls) reads no recipe class.
+    """
+    backend = rollout.resolve_backend(config.backend)
+    if backend == "static":
+        return {"cache_implementation": "static"}
+    if backend == "vllm":
+        return {
+            "use_vllm": True,
+            "vllm_mode": "colocate",
+            "vllm_gpu_memory_utilization": config.vllm_gpu_memory_utilization,
+            # TRL then also computes the trainer's log-probs at rollout time (old_per_token_logps), which
+            # zoo.rl.importance needs; the weights themselves are the zoo's (ZooGRPOTrainer._compute_loss).
+            "vllm_importance_sampling_correction": config.importance_sampling,
+            "vllm_importance_sampling_mode": "token_truncate",
+            "vllm_importance_sampling_clip_max": config.is_cap,
+        }
+    return {}
 
 
 def _checkpointing_arg() -> str:
@@ -141,24 +158,6 @@ def _checkpointing_arg() -> str:
 
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
     return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
-
-
-def peft_config(recipe: VLMRecipe) -> LoraConfig | None:
-    """A peft ``LoraConfig`` when ``training.lora.enabled``, else ``None`` (full fine-tune)."""
-    lora = recipe.training.lora
-    if not lora.enabled:
-        return None
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=lora.r,
-        lora_alpha=lora.alpha,
-        lora_dropout=lora.dropout,
-        # Only language-model projections: the vision tower's attention is named qkv/proj, so these
-        # names leave it frozen, as the papers do.
-        target_modules=list(lora.target_modules),
-        task_type="CAUSAL_LM",
-    )
 
 
 def _has_gpu() -> bool:

@@ -24,7 +24,6 @@ from typing import Any
 
 import torch
 
-from zoo.domains import load_algorithms
 from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
 from zoo.rl.losses import POLICY_LOSSES
 
@@ -128,7 +127,6 @@ def register_estimators() -> list[str]:
     return names
 
 
-# The domains' own losses and estimators (StableReinforce in domains/perception) join the tables first.
-load_algorithms()
+# Listing the tables discovers the domains' own losses and estimators (StableReinforce in domains/perception).
 ESTIMATORS = register_estimators()
 LOSSES = register_losses()

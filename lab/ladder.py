@@ -1,11 +1,11 @@
 """The release ladder of a tiny in-repo checkpoint: SFT start -> GRPO -> equal-CPU-time SFT control.
 
-A domain's ``release.py`` (``python -m domains.<d>.release``) describes its ladder with a
-:class:`Ladder` — three recipes and a held-out metric — and keeps only what is its own (the
-checkpoint record, the card, a demo). The stages here run each recipe through ``zoo train`` into
-``<run_dir>/<stage>/`` and write ``<run_dir>/<stage>.json``; curves are read back from the run's
-``checkpoint-N`` folders after training, so evaluation never runs inside (or slows) a training run,
-and CPU minutes are the runs' own ``metrics.csv`` column (:class:`zoo.run_logging.MetricsLog`).
+A domain's ladder module ``lab/<d>/release.py`` (``python -m lab.<d>.release``) describes its ladder
+with a :class:`Ladder` — three recipes of ``domains/<d>/recipes/`` and a held-out metric — and keeps
+only what is its own (the checkpoint record, the card, a demo). The stages here run each recipe
+through ``zoo train`` into ``<run_dir>/<stage>/`` and write ``<run_dir>/<stage>.json``; curves are read
+back from the run's ``checkpoint-N`` folders after training, so evaluation never runs inside (or slows)
+a training run, and CPU minutes are the runs' own ``metrics.csv`` column (:class:`zoo.run_logging.MetricsLog`).
 
 The control arm is the honest baseline of an RL stage: the same SFT continued from the same start
 for the CPU minutes the GRPO seed used (``training.max_minutes``). If it matches GRPO, RL bought nothing.
@@ -480,7 +480,7 @@ def plot_curves(training: dict[str, Any], path: Path, metric: str) -> None:
 
 def main(ladder: Ladder, defaults: ReleaseArgs, finalize: Callable[[ReleaseArgs, list[int]], None],
          prog: str, description: str, argv: list[str] | None = None) -> None:  # fmt: skip
-    """The ``python -m domains.<d>.release STAGE`` command line around ``ladder``."""
+    """The ``python -m lab.<d>.release STAGE`` command line around ``ladder``."""
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("stage", choices=STAGES)

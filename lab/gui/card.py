@@ -1,6 +1,6 @@
 """The Hugging Face model card of ``gui-grounding-tiny``, rendered from its ``training.json``.
 
-Every number in the card is read from the training record written by ``python -m domains.gui.release``;
+Every number in the card is read from the training record written by ``python -m lab.gui.release``;
 nothing is typed in by hand, so re-running the release re-writes a card that matches its checkpoint.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.release import ladder_minutes, plot_curves, write_model_card
+from lab.ladder import ladder_minutes, plot_curves, write_model_card
 
 TEMPLATE = """
 # gui-grounding-tiny
@@ -71,10 +71,10 @@ are in `training.json` (`sft.curve`, `grpo[*].curve`, `sft_continue_equal_time[*
   {temperature}, {grpo_steps} steps of 4 prompts × 8 completions. Reward: `gui-g1` (the authors' formula,
   parse failure = 0).
 * **Data**: `domains/gui/synthetic.py` one-button screens (5 themes, 8 colours, random size and place).
-* **Reproduce**: `python -m domains.gui.release all` (about {total_minutes:.0f} CPU-minutes) runs the three
+* **Reproduce**: `python -m lab.gui.release all` (about {total_minutes:.0f} CPU-minutes) runs the three
   recipes (SFT, GRPO, equal-time SFT control) and evaluates their checkpoints; seeds are in `training.json`.
   The GRPO stage alone starts from the shipped SFT weights in `sft/`:
-  `python -m domains.gui.release grpo --seed 3 --run-dir runs/repro` (reports held-out hit per checkpoint),
+  `python -m lab.gui.release grpo --seed 3 --run-dir runs/repro` (reports held-out hit per checkpoint),
   or `zoo train domains/gui/recipes/gui-g1-tiny-cpu.yaml`.
 
 ## Files

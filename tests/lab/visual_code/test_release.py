@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from domains.visual_code import release
+from lab.visual_code import release
+from zoo.records import read_record
 
 
 def test_summarise_reports_means_and_the_standard_error_of_the_reward():
@@ -48,14 +49,20 @@ def test_finalize_writes_the_record_per_scene_scores_and_the_curve(tmp_path, mon
         (run / f"{name}.json").write_text(json.dumps(record))
     release.finalize(argparse.Namespace(run_dir=run, final_eval_n=30, eval_n=10), [0, 1])
 
-    record = json.loads((tmp_path / "checkpoint" / "training.json").read_text())
+    typed = read_record(tmp_path / "checkpoint" / "training.json")
+    record = typed.measurements
     assert record["paired"]["grpo_minus_control"]["seed0"]["diff"] == pytest.approx(0.15)
     assert "final_scores" not in record["grpo"][0]
     diagnostics = record["grpo"][0]["diagnostics"]  # the summary row (no reward) is skipped
     assert diagnostics["train_reward"]["first"] == pytest.approx(0.21)
     assert diagnostics["train_reward"]["last"] == pytest.approx(0.33)
     assert diagnostics["frac_groups_all_equal"] == pytest.approx(0.05)
-    assert "does not beat the control" in record["evaluation_note"]  # seed 1 is noise around the start
+    evaluation = next(section.markdown for section in typed.sections if section.title == "Evaluation")
+    assert "does not beat the control" in evaluation  # seed 1 is noise around the start
+    cleared = {c.label for c in typed.comparisons if c.clears}
+    assert "GRPO - control, seed 0" in cleared and "GRPO - control, seed 1" not in cleared
+    card = (tmp_path / "card" / "README.md").read_text()
+    assert "| GRPO - control, seed 1 |" in card and "\nlicense: apache-2.0\n" in card
     rows = [json.loads(line) for line in (tmp_path / "checkpoint" / "eval" / "predictions.jsonl").open()]
     assert len(rows) == 30 and rows[3]["grpo-s0"] == pytest.approx(sft[3] + 0.2, abs=1e-5)
     assert (tmp_path / "card" / "curves.png").stat().st_size > 0

@@ -1,4 +1,4 @@
-"""Ship a finished CaRL run as ``checkpoints/carl-highway-tiny``: ``python -m domains.driving.carl_release --run-dir RUN``.
+"""Ship a finished CaRL run as ``checkpoints/carl-highway-tiny``: ``python -m lab.driving.carl_release --run-dir RUN``.
 
 ``RUN`` is a ``carl-highway`` run that ``bench/driving_carl.py`` evaluated (it holds
 ``driving_carl.json``). The policy directory (``final/``), the training curve and ``metrics.csv``
@@ -13,6 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
+from lab.records import publish_with_current_card
 from zoo.hub import CHECKPOINTS_DIR
 
 NAME = "carl-highway-tiny"
@@ -32,10 +33,10 @@ def release(run_dir: Path, target: Path | None = None) -> Path:
     for name in ("metrics.csv", "success_rate_curve.png"):
         shutil.copy(run_dir / name, target / name)
     report = json.loads(report_file.read_text())
-    info = {"entry": NAME, "script": "python bench/driving_carl.py && python -m domains.driving.carl_release",
+    info = {"entry": NAME, "script": "python bench/driving_carl.py && python -m lab.driving.carl_release",
             "recipe": (run_dir / "recipe.yaml").read_text(), "training": report.pop("training"),
             "evaluation": report}  # fmt: skip
-    (target / "training.json").write_text(json.dumps(info, indent=2))
+    publish_with_current_card(info, target)
     return target
 
 

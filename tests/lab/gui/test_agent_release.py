@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from domains.gui.agent_release import CONTROL_RECIPE, RL_RECIPE, SFT_RECIPE, first_episodes, matched_checkpoint
+from lab.gui.agent_release import CONTROL_RECIPE, RL_RECIPE, SFT_RECIPE, first_episodes, matched_checkpoint
+from zoo.records import read_record
 from zoo.runs import mark_complete
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,7 +49,7 @@ def test_the_three_recipes_write_the_answer_in_one_format():
 
 
 def test_card_calls_rl_ahead_of_its_control_only_past_two_standard_errors():
-    from domains.gui.agent_card import _over_seeds
+    from lab.gui.agent_card import _over_seeds
 
     paired = {"rl_minus_control": {"seed0": {"diff": 0.03, "se": 0.01}, "seed1": {"diff": 0.02, "se": 0.008}}}
     shown = _over_seeds(paired, {"rl_minus_control": {"diff": 0.025, "se": 0.005, "seeds": 2}})
@@ -64,7 +65,7 @@ def test_card_calls_rl_ahead_of_its_control_only_past_two_standard_errors():
 def test_release_stages_run_end_to_end_small(tmp_path):
     """SFT, UI-S1 RL, the equal-time control and the report at toy scale (minutes, not the release run)."""
     common = ["--run-dir", str(tmp_path), "--eval-n", "2", "--final-eval-n", "2", "--sft-eval-n", "2", "--seed", "0"]
-    release = [sys.executable, "-m", "domains.gui.agent_release"]
+    release = [sys.executable, "-m", "lab.gui.agent_release"]
     subprocess.run([*release, "sft", "--sft-set", "training.steps=2", "--sft-set", "training.save_steps=1",
                     "--sft-set", "training.decay_steps=1", *common], check=True, cwd=ROOT)  # fmt: skip
     subprocess.run([*release, "rl", "--set", "training.steps=2", "--set", "training.save_steps=1",
@@ -86,7 +87,7 @@ def test_release_stages_run_end_to_end_small(tmp_path):
     card = tmp_path / "card" / "README.md"
     subprocess.run([*release, "finalize", "--checkpoint", str(tmp_path / "ckpt"), "--card", str(card), *control_set,
                     *common], check=True, cwd=ROOT)  # fmt: skip
-    record = json.loads((tmp_path / "ckpt" / "training.json").read_text())
+    record = read_record(tmp_path / "ckpt" / "training.json").measurements
     assert record["summary"]["sft_start"]["step_success"] == record["sft"]["final"]["step_success"]
     assert record["recipe_control"]["training"]["lr"] == 0.0015  # --control-set reached the record
     assert record["confirmation"] == confirm

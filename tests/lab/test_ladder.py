@@ -1,4 +1,4 @@
-"""``zoo.release``: the SFT -> GRPO -> equal-time control ladder's bookkeeping, on hand-made run folders."""
+"""``lab.ladder``: the SFT -> GRPO -> equal-time control ladder's bookkeeping, on hand-made run folders."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zoo.release import (
+from lab.ladder import (
     Ladder,
     ReleaseArgs,
     across_seeds,

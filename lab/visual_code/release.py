@@ -4,11 +4,11 @@ A randomly initialised Qwen2.5-VL of ~1M parameters learns to write the SVG of a
 one circle or rectangle. Every stage is a recipe ``zoo train`` runs; this driver runs them in order,
 evaluates their checkpoints on held-out scenes and writes the record::
 
-    python -m domains.visual_code.release sft                    # svg-tiny-sft.yaml
-    python -m domains.visual_code.release grpo --seed 0          # svg-tiny-grpo.yaml from the SFT model
-    python -m domains.visual_code.release sft-continue --seed 0  # control: SFT for GRPO's CPU time
-    python -m domains.visual_code.release finalize --seed 0 --seed 1
-    python -m domains.visual_code.release all                    # everything above, seeds 0 1
+    python -m lab.visual_code.release sft                    # svg-tiny-sft.yaml
+    python -m lab.visual_code.release grpo --seed 0          # svg-tiny-grpo.yaml from the SFT model
+    python -m lab.visual_code.release sft-continue --seed 0  # control: SFT for GRPO's CPU time
+    python -m lab.visual_code.release finalize --seed 0 --seed 1
+    python -m lab.visual_code.release all                    # everything above, seeds 0 1
 
 Without an ``sft`` stage in the run directory, the stages start from the SFT model shipped in
 ``checkpoints/svg-scenes-tiny/sft`` (re-evaluated), so GRPO and its control re-run in minutes.
@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import (
+from lab.ladder import (
     clears,
     format_difference,
     mean_difference,
@@ -40,10 +40,11 @@ from zoo.release import (
     standard_error,
     train_reward_trend,
 )  # fmt: skip
+from zoo.records import read_record
 
-logger = logging.getLogger("domains.visual_code.release")
+logger = logging.getLogger("lab.visual_code.release")
 ROOT = Path(__file__).resolve().parents[2]
-RECIPES = Path(__file__).resolve().parent / "recipes"
+RECIPES = ROOT / "domains" / "visual_code" / "recipes"
 SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE = (RECIPES / f"svg-tiny-{s}.yaml" for s in ("sft", "grpo", "sft-control"))
 ENTRY = "svg-scenes-tiny"
 CHECKPOINT = ROOT / "checkpoints" / ENTRY
@@ -141,7 +142,7 @@ def adopt_shipped_sft(args: argparse.Namespace) -> None:
     the RL stages and the control can be re-run without paying for SFT again."""
     if (args.run_dir / "sft.json").is_file():
         return
-    shipped = json.loads((CHECKPOINT / "training.json").read_text())["sft"]
+    shipped = read_record(CHECKPOINT / "training.json").measurements["sft"]
     shutil.copytree(CHECKPOINT / "sft", args.run_dir / "sft" / "final", dirs_exist_ok=True)
     scores = scene_scores(args.run_dir / "sft" / "final", args.final_eval_n)
     record = {**shipped, "final": summarise(scores), "final_scores": scores["reward"],
@@ -151,6 +152,7 @@ def adopt_shipped_sft(args: argparse.Namespace) -> None:
 
 def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
     """Copy the first seed's GRPO model (and its SFT start, in ``sft/``) to checkpoints/ with ``training.json``."""
+    from lab.records import publish
     from zoo.eval_results import write_results
     from zoo.recipe import load_recipe
 
@@ -166,7 +168,7 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
     ship_weights(args.run_dir / f"grpo-s{seeds[0]}" / "final", args.run_dir / "sft" / "final", CHECKPOINT,
                  {"entry": ENTRY, "stage": "SFT start (GRPO's starting point)", "held_out": sft["final"]})  # fmt: skip
     record = {
-        "entry": ENTRY, "release": "python -m domains.visual_code.release all",
+        "entry": ENTRY, "release": "python -m lab.visual_code.release all",
         "recipe_sft": load_recipe(SFT_RECIPE).to_dict(), "recipe_grpo": load_recipe(GRPO_RECIPE).to_dict(),
         "recipe_control": load_recipe(CONTROL_RECIPE).to_dict(),
         "seeds": {"grpo": seeds, "grpo_data": [100 + s for s in seeds], "control": [1000 + s for s in seeds],
@@ -178,9 +180,9 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
         "paired": paired_comparisons(per_scene["sft"], {s: per_scene[f"grpo-s{s}"] for s in seeds},
                                      {c["seed"]: per_scene[f"control-s{c['seed']}"] for c in control}, mean_difference),
     }
-    record.update(card_fields(record))
-    (CHECKPOINT / "training.json").write_text(json.dumps(record, indent=2))
     plot(record, CARD_DIR / "curves.png")
+    (CARD_DIR / "README.md").write_text(card_text(record))
+    publish(record, CARD_DIR / "README.md", CHECKPOINT)
     write_results(CHECKPOINT / "eval", {"held_out_eval_seed": EVAL_SEED, "scenes": args.final_eval_n,
                                         "metric": "svg-shape-iou", "paired": record["paired"]},
                   ({"scene": i, **{arm: round(v[i], 6) for arm, v in per_scene.items()}}
@@ -189,7 +191,7 @@ def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
 
 def grpo_diagnostics(run: Path) -> dict[str, Any]:
     """What says whether GRPO could learn, from its ``metrics.csv``: the sampled training reward over
-    the first and last quarter of the logged steps (:func:`zoo.release.train_reward_trend`), the share
+    the first and last quarter of the logged steps (:func:`lab.ladder.train_reward_trend`), the share
     of groups whose rewards were all equal (no advantage), of answers that failed to render, and of
     completions cut at the length cap."""
     rows = [r for r in csv.DictReader((run / "metrics.csv").open()) if r.get("reward")]
@@ -205,9 +207,9 @@ def grpo_diagnostics(run: Path) -> dict[str, Any]:
 
 
 def plot(record: dict[str, Any], path: Path) -> None:
-    """Held-out reward against training CPU-minutes (:func:`zoo.release.plot_curves`): the SFT start's
+    """Held-out reward against training CPU-minutes (:func:`lab.ladder.plot_curves`): the SFT start's
     curve, then each GRPO seed against its equal-time control from the SFT checkpoint."""
-    from zoo.release import plot_curves
+    from lab.ladder import plot_curves
 
     def arm(r: dict[str, Any]) -> dict[str, Any]:
         return {"seed": r.get("seed"), "curve": r["curve"], "final_reward": r["final"]["reward"]}
@@ -217,8 +219,30 @@ def plot(record: dict[str, Any], path: Path) -> None:
                  "sft_continue_equal_time": [arm(c) for c in record["sft_continue_equal_time"]]}, path, "reward")
 
 
+def card_text(record: dict[str, Any]) -> str:
+    """The release's card: Hub metadata with the released model's held-out score, then its sections."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    from zoo.card_kinds import card_kind
+    from zoo.registry import info
+
+    fields, entry = card_fields(record), info(ENTRY)
+    final = next(r for r in fields["metrics"] if r["stage"] == "final")
+    data = ModelCardData(license=entry.license, model_name=ENTRY, tags=["rl-model-zoo", "visual_code", "svg", "grpo", "cpu-trained"],
+                         eval_results=[EvalResult(task_type="image-text-to-text", dataset_type=final["dataset"],
+                                                  dataset_name=final["dataset"], dataset_split=final["split"],
+                                                  metric_type=final["metric"], metric_value=final["value"])])  # fmt: skip
+    table = "\n".join(["| dataset | split | stage | metric | value |", "|---|---|---|---|---|"] + [
+        f"| {r['dataset']} | {r['split']} | {r['stage']} | {r['metric']} | {r['value']} |" for r in fields["metrics"]])
+    sections = {"How to use": f"```python\n{card_kind(entry).usage(entry)}\n```", "Intended use": fields["intended_use"],
+                "Training": fields["training_text"], "Evaluation": f"{table}\n\n{fields['evaluation_note']}",
+                "Limitations": fields["limitations"]}  # fmt: skip
+    body = "\n\n".join([f"# {ENTRY}", fields["summary"], *(f"## {t}\n\n{text}" for t, text in sections.items())])
+    return f"---\n{data.to_yaml()}\n---\n\n{body}\n"
+
+
 def card_fields(record: dict[str, Any]) -> dict[str, Any]:
-    """What the generic card (:func:`zoo.cards.render_card`) reads: measured rows, summary, training text."""
+    """What the card says, from the release's numbers: measured rows, summary, training text."""
     sft, grpo, control = record["sft"], record["grpo"], record["sft_continue_equal_time"]
     split = f"held-out seed {record['seeds']['held_out_eval']}, {record['held_out']['scenes']} scenes"
     rows = [{"dataset": "svg-synthetic one-shape scenes", "split": split, "stage": "SFT start",
@@ -263,7 +287,7 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
                           f"G={algo['num_generations']} a step, lr {tr['lr']:g}, {tr['steps']} steps, beta "
                           f"{algo['beta']:g}, reward svg-shape-iou rendered in the sandbox). Control: "
                           "svg-tiny-sft-control.yaml for GRPO's CPU time. Rebuild: python -m "
-                          "domains.visual_code.release all."),
+                          "lab.visual_code.release all."),
         "intended_use": "Running and reading the visual-code RL loop end to end on a laptop; tests and demos.",
         "limitations": ("Knows only synthetic one-shape scenes in four colours on a 56-unit canvas; numbers are on "
                         "that held-out set only. Compare GRPO with the control rows: when continued SFT gains more "
@@ -273,7 +297,7 @@ def card_fields(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m domains.visual_code.release", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m lab.visual_code.release", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", choices=["sft", "grpo", "sft-continue", "finalize", "all"])
     parser.add_argument("--seed", type=int, action="append", help="GRPO / control seed(s) (default 0 1)")

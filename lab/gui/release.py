@@ -4,11 +4,11 @@ A randomly initialised Qwen2.5-VL of ~1M parameters learns to put a box on the o
 112-px synthetic screen. Every stage is a recipe ``zoo train`` runs; this driver only runs them in
 order, evaluates their checkpoints on held-out screens and writes the record::
 
-    python -m domains.gui.release sft                    # zoo train domains/gui/recipes/gui-g1-tiny-sft.yaml
-    python -m domains.gui.release grpo --seed 0          # zoo train domains/gui/recipes/gui-g1-tiny-cpu.yaml
-    python -m domains.gui.release sft-continue --seed 0  # control: gui-g1-tiny-sft-control.yaml, GRPO's CPU time
-    python -m domains.gui.release finalize               # checkpoint + training.json + model card
-    python -m domains.gui.release all                    # everything above, seeds 0 1 2
+    python -m lab.gui.release sft                    # zoo train domains/gui/recipes/gui-g1-tiny-sft.yaml
+    python -m lab.gui.release grpo --seed 0          # zoo train domains/gui/recipes/gui-g1-tiny-cpu.yaml
+    python -m lab.gui.release sft-continue --seed 0  # control: gui-g1-tiny-sft-control.yaml, GRPO's CPU time
+    python -m lab.gui.release finalize               # checkpoint + training.json + model card
+    python -m lab.gui.release all                    # everything above, seeds 0 1 2
 
 Accuracy is "hit": the centre of the predicted box inside the target box (ScreenSpot's criterion),
 greedy decoding through the same :class:`~zoo.pipelines.vlm.VLMPipeline` that ``zoo.load`` returns,
@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from domains.gui.evaluate import SYNTHETIC_TINY_SEED, hit_rate
+from lab.ladder import Ladder, ReleaseArgs, copy_weights, ladder_record, load_stages, summarise, write_json
+from lab.ladder import main as release_main
 from zoo.data import Sample
-from zoo.release import Ladder, ReleaseArgs, copy_weights, ladder_record, load_stages, summarise, write_json
-from zoo.release import main as release_main
 
-logger = logging.getLogger("domains.gui.release")
+logger = logging.getLogger("lab.gui.release")
 ROOT = Path(__file__).resolve().parents[2]
-RECIPES = Path(__file__).resolve().parent / "recipes"
+RECIPES = ROOT / "domains" / "gui" / "recipes"
 SFT_RECIPE = RECIPES / "gui-g1-tiny-sft.yaml"
 GRPO_RECIPE = RECIPES / "gui-g1-tiny-cpu.yaml"
 CONTROL_RECIPE = RECIPES / "gui-g1-tiny-sft-control.yaml"
@@ -70,14 +70,14 @@ LADDER = Ladder(SFT_RECIPE, GRPO_RECIPE, CONTROL_RECIPE, metric="hit", evaluate=
 def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
     """Copy the seed-0 GRPO model (and its SFT start, in ``sft/``) to checkpoints/, write training.json,
     the demo example and the model card."""
-    from domains.gui.card import write_card
+    from lab.gui.card import write_card
+    from lab.records import publish
 
     sft, grpo, control = load_stages(args, seeds)
     copy_weights(args, seeds[0], "gui-grounding-tiny", {"held_out_hit": sft["final_hit"]})
     training = {
         "entry": "gui-grounding-tiny",
-        "card": "domains.gui.card:write_card",  # `zoo card gui-grounding-tiny` renders with it
-        "release": "python -m domains.gui.release all",
+        "release": "python -m lab.gui.release all",
         **ladder_record(LADDER, args, seeds, EVAL_SEED),
         "held_out": {"task": "synthetic single-button 112x112 screens", "metric": "hit (box centre in target box)",
                      "n_final": args.final_eval_n, "n_curve": args.eval_n},
@@ -87,8 +87,8 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "summary": summarise(LADDER, sft, grpo, control),
     }  # fmt: skip
     training["demo_example"] = write_example(args.checkpoint, ROOT / "examples/screen.png")
-    write_json(args.checkpoint / "training.json", training)  # before the card, which reads the checkpoint
     write_card(args.card, training, args.checkpoint)
+    publish(training, args.card, args.checkpoint)
     logger.info("summary: %s", json.dumps(training["summary"], indent=2))
 
 
@@ -127,7 +127,7 @@ def _upscaled_sample(seed: int) -> Sample:
 
 
 def main(argv: list[str] | None = None) -> None:
-    release_main(LADDER, DEFAULTS, stage_finalize, "python -m domains.gui.release", __doc__, argv)
+    release_main(LADDER, DEFAULTS, stage_finalize, "python -m lab.gui.release", __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Train and package ``flow-grpo-tiny-colour``: a tiny SD3 pipeline, pre-trained on synthetic shapes, then Flow-GRPO.
 
-Stages (``python -m domains.image.release all``; each reads the previous one's output under ``--run-dir``):
+Stages (``python -m lab.image.release all``; each reads the previous one's output under ``--run-dir``):
 
 1. ``pretrain``: a ``StableDiffusion3Pipeline`` built from configs (SD3 transformer, VAE, two tiny CLIP
    text encoders with a word-level tokenizer, no T5), its VAE and transformer fitted to synthetic
@@ -27,13 +27,14 @@ from typing import Any
 
 import torch
 
+from lab.ladder import drop_loading_context
 from rewards.prompt_colour import PALETTE, PromptColour
+from zoo.cards import CARDS_DIR
 from zoo.engines.diffusion.synthetic import HELD_OUT, SHAPES
-from zoo.release import drop_loading_context
 
 NAME = "flow-grpo-tiny-colour"
 ROOT = Path(__file__).resolve().parents[2]
-RECIPE = Path(__file__).parent / "recipes" / f"{NAME}.yaml"
+RECIPE = ROOT / "domains" / "image" / "recipes" / f"{NAME}.yaml"
 EVAL_SEEDS = (0, 1, 2)
 logger = logging.getLogger(__name__)
 
@@ -159,15 +160,17 @@ def package(run_dir: Path, pretrain_record: dict[str, Any], rl_cpu_minutes: floa
     pipe.save_pretrained(target, safe_serialization=True)
     drop_loading_context(target)
     shutil.copy(run_dir / "rl" / "metrics.csv", target / "metrics.csv")
-    record = {"entry": NAME, "script": "python -m domains.image.release all", "recipe": recipe.to_dict(),
+    record = {"entry": NAME, "script": "python -m lab.image.release all", "recipe": recipe.to_dict(),
               "pretrain": pretrain_record, "rl_cpu_minutes": rl_cpu_minutes,
               "held_out": {"prompts": list(HELD_OUT), "per_prompt": 4, "num_inference_steps": steps,
                            "guidance_scale": guidance, "seeds": list(EVAL_SEEDS), "before": before, "after": after},
               "engine_eval_curve": _curve(run_dir / "rl" / "metrics.csv")}  # fmt: skip
-    (target / "training.json").write_text(json.dumps(record, indent=1) + "\n")
-    from domains.image.card import write_card
+    from lab.image.card import write_card
+    from lab.records import publish
 
     write_card(record, target / "README.md")
+    publish(record, target / "README.md", target)
+    shutil.copy(target / "README.md", CARDS_DIR / NAME / "README.md")
     return target
 
 

@@ -3,15 +3,15 @@
 A randomly initialised Qwen2.5-VL of ~1M parameters learns to write 8 waypoints for a 112-px
 synthetic bird's-eye scene: supervised warm start on the logged drives, then GRPO on the PDMS-style
 reward, against the control of spending GRPO's CPU minutes on more SFT. Every stage is a recipe
-``zoo train`` runs (:mod:`zoo.release` runs them in order); this module names the recipes, the
+``zoo train`` runs (:mod:`lab.ladder` runs them in order); this module names the recipes, the
 held-out metric and writes the record::
 
-    python -m domains.driving.release sft                    # zoo train domains/driving/recipes/driving-vla-tiny-sft.yaml
-    python -m domains.driving.release grpo --seed 0          # zoo train domains/driving/recipes/driving-vla-tiny-cpu.yaml
-    python -m domains.driving.release sft-continue --seed 0  # control: driving-vla-tiny-sft-control.yaml, GRPO's CPU time
-    python -m domains.driving.release rescore --final-eval-n 1000 --seed 0 --seed 1  # finals on more scenes
-    python -m domains.driving.release finalize --seed 0 --seed 1  # checkpoint + training.json + eval + card
-    python -m domains.driving.release all --seed 0 --seed 1  # everything above
+    python -m lab.driving.release sft                    # zoo train domains/driving/recipes/driving-vla-tiny-sft.yaml
+    python -m lab.driving.release grpo --seed 0          # zoo train domains/driving/recipes/driving-vla-tiny-cpu.yaml
+    python -m lab.driving.release sft-continue --seed 0  # control: driving-vla-tiny-sft-control.yaml, GRPO's CPU time
+    python -m lab.driving.release rescore --final-eval-n 1000 --seed 0 --seed 1  # finals on more scenes
+    python -m lab.driving.release finalize --seed 0 --seed 1  # checkpoint + training.json + eval + card
+    python -m lab.driving.release all --seed 0 --seed 1  # everything above
 
 The metric is the mean v1 PDMS (NAVSIM's aggregation on this project's synthetic-scene geometry; a
 parse failure scores 0) of greedy answers through the pipeline ``zoo.load`` returns, on held-out
@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 
 from domains.driving.data import EVAL_SEED
-from zoo.data import Sample
-from zoo.release import (
+from lab.ladder import (
     Ladder,
     ReleaseArgs,
     copy_weights,
@@ -43,12 +42,13 @@ from zoo.release import (
     summarise,
     write_json,
 )  # fmt: skip
-from zoo.release import main as release_main
+from lab.ladder import main as release_main
+from zoo.data import Sample
 
-logger = logging.getLogger("domains.driving.release")
+logger = logging.getLogger("lab.driving.release")
 ENTRY = "driving-vla-tiny"
 ROOT = Path(__file__).resolve().parents[2]
-RECIPES = Path(__file__).resolve().parent / "recipes"
+RECIPES = ROOT / "domains" / "driving" / "recipes"
 SFT_RECIPE = RECIPES / "driving-vla-tiny-sft.yaml"
 GRPO_RECIPE = RECIPES / "driving-vla-tiny-cpu.yaml"
 CONTROL_RECIPE = RECIPES / "driving-vla-tiny-sft-control.yaml"
@@ -126,7 +126,7 @@ def plan_scores(n: int) -> dict[str, dict[str, float]]:
 
 def standard_errors(args: ReleaseArgs, seeds: list[int]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Over the held-out scenes: the standard error of every arm's final mean, the paired differences
-    (:func:`zoo.release.paired_comparisons`: GRPO - SFT start, control - SFT start and GRPO - control per
+    (:func:`lab.ladder.paired_comparisons`: GRPO - SFT start, control - SFT start and GRPO - control per
     seed; every arm is scored on the same scenes) and :func:`seed_mean_differences`."""
 
     def scores(run: str) -> list[float]:
@@ -148,7 +148,7 @@ def seed_mean_differences(sft: list[float], grpo: dict[int, list[float]],
                           control: dict[int, list[float]]) -> dict[str, dict[str, float]]:  # fmt: skip
     """Each comparison with the seeds averaged scene by scene, ± its standard error over the scenes.
 
-    Every seed is scored on the same held-out scenes, so the spread over seeds (:func:`zoo.release.seed_level`) says
+    Every seed is scored on the same held-out scenes, so the spread over seeds (:func:`lab.ladder.seed_level`) says
     nothing of which scenes were drawn; this one does, and says nothing of training's run-to-run spread.
     A gain is shown only where both clear it."""
 
@@ -188,7 +188,8 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
     ``zoo eval``'s driving benchmark into ``eval/`` (metrics, predictions, trajectories.png), write
     training.json and the model card."""
     from domains.driving import evaluate as driving_eval
-    from domains.driving.card import write_card
+    from lab.driving.card import write_card
+    from lab.records import publish
 
     sft, grpo, control = load_stages(args, seeds)
     errors, paired, over_scenes = standard_errors(args, seeds)
@@ -198,8 +199,7 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
     released = driving_eval.run(pipeline(args.checkpoint), benchmark, None, args.checkpoint / "eval", limit=n)
     training = {
         "entry": ENTRY,
-        "card": "domains.driving.card:write_card",  # `zoo card driving-vla-tiny` renders with it
-        "release": "python -m domains.driving.release all " + " ".join(f"--seed {s}" for s in seeds),
+        "release": "python -m lab.driving.release all " + " ".join(f"--seed {s}" for s in seeds),
         **ladder_record(LADDER, args, seeds, EVAL_SEED),
         "held_out": {"task": "synthetic 112-px bird's-eye scenes (cruise, follow, stop, curve)",
                      "metric": "mean v1 PDMS-style score (parse failure = 0), greedy decoding",
@@ -218,8 +218,8 @@ def stage_finalize(args: ReleaseArgs, seeds: list[int]) -> None:
         "released_eval": {"benchmark": benchmark, "files": "eval/", **released["overall"]},
     }  # fmt: skip
     training["example"] = write_example(ROOT / "examples/driving-scene.png")
-    write_json(args.checkpoint / "training.json", training)  # before the card, which reads the checkpoint
     write_card(args.card, training, args.checkpoint)
+    publish(training, args.card, args.checkpoint)
     logger.info("summary: %s", json.dumps(training["summary"], indent=2))
 
 
@@ -234,7 +234,7 @@ def write_example(out: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    release_main(LADDER, DEFAULTS, stage_finalize, "python -m domains.driving.release", __doc__, argv)
+    release_main(LADDER, DEFAULTS, stage_finalize, "python -m lab.driving.release", __doc__, argv)
 
 
 if __name__ == "__main__":

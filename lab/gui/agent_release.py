@@ -6,14 +6,14 @@ format, each step in its dialogue with two screenshots of memory. Every stage is
 ``zoo train`` runs; this driver runs them in order, evaluates their checkpoints on held-out
 episodes and writes the record::
 
-    python -m domains.gui.agent_release sft                    # ui-s1-tiny-sft.yaml: the SFT start
-    python -m domains.gui.agent_release rl --seed 0            # ui-s1-tiny-cpu.yaml: UI-S1 from it
-    python -m domains.gui.agent_release sft-continue --seed 0  # ui-s1-tiny-sft-control.yaml, RL's CPU time
-    python -m domains.gui.agent_release confirm                # every arm again on 3,000 other episodes
-    python -m domains.gui.agent_release report                 # before/after table of both arms
-    python -m domains.gui.agent_release finalize               # checkpoint + training.json + card
+    python -m lab.gui.agent_release sft                    # ui-s1-tiny-sft.yaml: the SFT start
+    python -m lab.gui.agent_release rl --seed 0            # ui-s1-tiny-cpu.yaml: UI-S1 from it
+    python -m lab.gui.agent_release sft-continue --seed 0  # ui-s1-tiny-sft-control.yaml, RL's CPU time
+    python -m lab.gui.agent_release confirm                # every arm again on 3,000 other episodes
+    python -m lab.gui.agent_release report                 # before/after table of both arms
+    python -m lab.gui.agent_release finalize               # checkpoint + training.json + card
                                                                # (when the result is worth releasing)
-    python -m domains.gui.agent_release all                    # everything above, seeds 0 1
+    python -m lab.gui.agent_release all                    # everything above, seeds 0 1
 
 ``record`` re-evaluates runs already trained (e.g. started by hand with ``zoo train`` and the
 same overrides) without training again. The metric is AndroidControl's step-wise protocol
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from domains.gui.agent_eval import SYNTHETIC_EPISODES_SEED
-from zoo.release import (
+from lab.ladder import (
     knobs_record,
     minutes,
     paired_cluster_se,
@@ -48,9 +48,9 @@ from zoo.release import (
     write_json,
 )  # fmt: skip
 
-logger = logging.getLogger("domains.gui.agent_release")
+logger = logging.getLogger("lab.gui.agent_release")
 ROOT = Path(__file__).resolve().parents[2]
-RECIPES = Path(__file__).resolve().parent / "recipes"
+RECIPES = ROOT / "domains" / "gui" / "recipes"
 SFT_RECIPE = RECIPES / "ui-s1-tiny-sft.yaml"
 RL_RECIPE = RECIPES / "ui-s1-tiny-cpu.yaml"
 CONTROL_RECIPE = RECIPES / "ui-s1-tiny-sft-control.yaml"
@@ -96,15 +96,16 @@ _EPISODES: dict[tuple[int, int], list[list[Any]]] = {}
 
 def evaluate(model_dir: Path, n: int, seed: int = SYNTHETIC_EPISODES_SEED) -> dict[str, Any]:
     """Step and episode success of the model in ``model_dir`` on ``n`` held-out episodes of ``seed`` (greedy)."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoProcessor
 
     from domains.gui.agent_eval import evaluate_agent
     from domains.gui.data import load_synthetic_episodes
     from zoo.engines.vlm.semi_online_rollout import group_episodes
+    from zoo.load import load_vlm_weights
 
     if (n, seed) not in _EPISODES:  # the training recipes' layout: no MOBILE_USE system prompt, goal in every turn
         _EPISODES[n, seed] = group_episodes(load_synthetic_episodes(n=n, seed=seed, ui_s1_prompt=False))
-    model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
+    model = load_vlm_weights(model_dir).eval()
     rows, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n, seed], max_new_tokens=48)
     steps, episodes = summary["steps"], summary["episodes"]
     hits: dict[Any, list[int]] = {}  # per episode, in order: the arms' differences are paired on them
@@ -315,7 +316,8 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
     predictions.jsonl, predictions.png), write training.json and the model card."""
     import zoo
     from domains.gui import agent_eval
-    from domains.gui.agent_card import write_card
+    from lab.gui.agent_card import write_card
+    from lab.records import publish
     from zoo.recipe import load_recipe
 
     table, summary = report(args, seeds)
@@ -334,8 +336,7 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
     paths = [f"sft-continue-s{s}.json" for s in seeds]
     training = {
         "entry": ENTRY,
-        "card": "domains.gui.agent_card:write_card",
-        "release": "python -m domains.gui.agent_release all",
+        "release": "python -m lab.gui.agent_release all",
         "args": knobs_record(args),
         "recipe_sft": load_recipe(SFT_RECIPE, list(args.sft_overrides)).to_dict(),
         "recipe_rl": load_recipe(RL_RECIPE, list(args.overrides)).to_dict(),
@@ -354,13 +355,13 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
                           "step_success": released["steps"]["exact_match"],
                           "episode_success": released["episodes"]["episode_success"]},
     }  # fmt: skip
-    write_json(args.checkpoint / "training.json", training)
     write_card(args.card, training, args.checkpoint)
+    publish(training, args.card, args.checkpoint)
     logger.info("summary: %s", json.dumps(summary, indent=2))
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m domains.gui.agent_release", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m lab.gui.agent_release", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     stages = ["sft", "rl", "sft-continue", "record", "confirm", "report", "finalize", "all"]
     parser.add_argument("stage", choices=stages, help="what to run (record: evaluate existing runs only; confirm: "

@@ -1,4 +1,4 @@
-"""The card of ``flow-grpo-tiny-colour``, written from the record ``python -m domains.image.release`` measures.
+"""The card of ``flow-grpo-tiny-colour``, written from the record ``python -m lab.image.release`` measures.
 
 Every number comes from ``training.json``; nothing is typed in by hand.
 """
@@ -57,7 +57,7 @@ A CPU demonstration of the zoo's diffusion engine, not an image model for any re
 zoo run flow-grpo-tiny-colour --prompt "a green circle" --out green-circle.png
 ```
 
-## Held-out results (measured by `python -m domains.image.release package`)
+## Held-out results (measured by `python -m lab.image.release package`)
 
 Prompts never seen in pre-training or RL (compositions of seen words): {", ".join(held['prompts'])};
 {held['per_prompt']} images each, seeds {held['seeds']}, sampled by this diffusers pipeline
@@ -79,7 +79,7 @@ shows whether the objects grew (a way to change a colour share without drawing t
   dropout {pre['uncond_prob']}), seed {pre['seed']}, {pre['cpu_minutes']:.1f} CPU-minutes.
 * RL: recipe `domains/image/recipes/flow-grpo-tiny-colour.yaml`, {tr['steps']} rounds x {tr['prompts_per_step']}
   prompts x {alg['group_size']} images, full weights, lr {tr['lr']}, clip {alg['clip_range']}, {record['rl_cpu_minutes']:.1f} CPU-minutes.
-* Reproduce: `python -m domains.image.release all` (records in `training.json`, curve in `metrics.csv`).
+* Reproduce: `python -m lab.image.release all` (records in `training.json`, curve in `metrics.csv`).
 """
     path.write_text(text)
     return path

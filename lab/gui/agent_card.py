@@ -1,6 +1,6 @@
 """The Hugging Face model card of ``gui-agent-tiny``, rendered from its ``training.json``.
 
-Every number is read from the record ``python -m domains.gui.agent_release finalize`` writes, so a
+Every number is read from the record ``python -m lab.gui.agent_release finalize`` writes, so a
 re-run release re-writes a card that matches its checkpoint.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.release import clears, format_difference, train_reward_trend, write_model_card
+from lab.ladder import clears, format_difference, train_reward_trend, write_model_card
 
 PAIRS = (("rl_minus_sft", "RL − SFT start"), ("control_minus_sft", "control − SFT start"),
          ("rl_minus_control", "RL − control"))  # fmt: skip
@@ -77,7 +77,7 @@ click (magenta) and the target box (green).
   {rl_n} copies per step, lr {rl_lr}, β 0, {rl_steps} steps, {rl_filter}.
 * **Control** (`ui-s1-tiny-sft-control.yaml`): the same SFT from the same start at lr {control_lr}, stopped at
   RL's CPU time.
-* **Reproduce**: `python -m domains.gui.agent_release all` (seeds in `training.json`).
+* **Reproduce**: `python -m lab.gui.agent_release all` (seeds in `training.json`).
 
 ## Limitations and out-of-scope use
 
@@ -145,14 +145,14 @@ def _confirmation(training: dict[str, Any]) -> str:
 
     versus = c["step_success_paired"].get("rl_minus_control", {})
     return (f" On a second held-out set ({c['episodes']} episodes of seed {c['episode_seed']}, {c['n_steps']} steps; "
-            f"`python -m domains.gui.agent_release confirm`): SFT start {c['sft_start']['step_success']:.4f} "
+            f"`python -m lab.gui.agent_release confirm`): SFT start {c['sft_start']['step_success']:.4f} "
             f"({c['sft_start']['wrong_steps']} steps wrong), UI-S1 RL {arm(c['rl'])}, continued SFT {arm(c['control'])}; "
             "RL − control " + ", ".join(f"{v['diff']:+.4f} ± {v['se']:.4f} ({seed})" for seed, v in versus.items()) + ".")  # fmt: skip
 
 
 def _over_seeds(paired: dict[str, Any], pooled: dict[str, dict[str, float]]) -> str:
     """RL against its control seed by seed and with the training run as the unit, and whether the edge is shown:
-    more than two standard errors on every seed and over seeds (:func:`zoo.release.clears`)."""
+    more than two standard errors on every seed and over seeds (:func:`lab.ladder.clears`)."""
     versus = list(paired.get("rl_minus_control", {}).values())
     if not versus:
         return ""

@@ -1,6 +1,6 @@
 """The Hugging Face model card of ``driving-vla-tiny``, rendered from its ``training.json``.
 
-Every number in the card is read from the training record written by ``python -m domains.driving.release``;
+Every number in the card is read from the training record written by ``python -m lab.driving.release``;
 nothing is typed in by hand, so re-running the release re-writes a card that matches its checkpoint.
 """
 
@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zoo.release import clears, format_difference, ladder_minutes, plot_curves, write_model_card
+from lab.ladder import clears, format_difference, ladder_minutes, plot_curves, write_model_card
 
 TEMPLATE = """
 # driving-vla-tiny
@@ -82,7 +82,7 @@ and plotted in `curves.png` next to this card.
   same start for each GRPO seed's CPU minutes, at lr {control_lr}{control_schedule}.
 * **Reproduce**: `{release}` (about {total_minutes:.0f} CPU-minutes of training) runs the three
   recipes and evaluates their checkpoints; seeds are in `training.json`. The GRPO stage alone starts
-  from the shipped SFT weights in `sft/`: `python -m domains.driving.release grpo --seed 2 --run-dir runs/repro`.
+  from the shipped SFT weights in `sft/`: `python -m lab.driving.release grpo --seed 2 --run-dir runs/repro`.
 
 ## Files
 
@@ -201,7 +201,7 @@ def _sft_schedule(recipe_training: dict[str, Any]) -> str:
 
 
 def _control_schedule(args: dict[str, Any]) -> str:
-    """How the control's budget was set (:func:`zoo.release.control_budget`), in words."""
+    """How the control's budget was set (:func:`lab.ladder.control_budget`), in words."""
     rate = args.get("control_steps_per_minute")
     if rate is None:
         return ", constant, stopped at those minutes (`training.max_minutes`)"

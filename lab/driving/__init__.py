@@ -1,0 +1,1 @@
+"""The experiments behind the driving domain's shipped checkpoints."""

@@ -1,0 +1,1 @@
+"""The experiments behind the gui domain's shipped checkpoints."""

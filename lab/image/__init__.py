@@ -1,0 +1,1 @@
+"""The experiments behind the image domain's shipped checkpoints."""

@@ -1,0 +1,237 @@
+"""The typed record of each shipped checkpoint, built from what its release measured.
+
+A release keeps its raw numbers (per-seed curves, paired differences, per-sample scores) in the
+shape its experiment needed; :func:`build_record` turns them into the library's one
+:class:`~zoo.records.TrainingRecord`: the stages and comparisons by the release's own reading
+(one function per release shape below), the card's summary, sections, tags and ``model-index``
+from the card the release renders (:func:`card_parts`), and the raw numbers verbatim under
+``measurements``. The library renders the card from the record; nothing here runs at ``zoo card``.
+
+A release without a narrative card module of its own (the robot and CaRL policies) publishes with
+the sections of the card it replaces (``model_cards/<name>/README.md``): edit those by hand when a
+re-run changes what they say; the stages, comparisons and measurements are always the new run's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from zoo.cards import TABLE_TITLE
+from zoo.records import Comparison, CurvePoint, EvaluationRow, Section, Stage, TrainingRecord
+
+GUI_RECIPES = "domains/gui/recipes/"
+DRIVING_RECIPES = "domains/driving/recipes/"
+SVG_RECIPES = "domains/visual_code/recipes/"
+
+
+def card_parts(card: str) -> dict[str, Any]:
+    """A rendered card as record fields: ``summary``, ``sections``, ``tags``, ``evaluation``, ``base_model``.
+
+    The stage table the library appends (:data:`zoo.cards.TABLE_TITLE`) is left out: it is rendered
+    from the record's stages, so a card published again gives the same record."""
+    from huggingface_hub import ModelCard
+
+    parsed = ModelCard(card)
+    body = parsed.text.strip()
+    head, *sections = re.split(r"^## ", body, flags=re.MULTILINE)
+    summary = re.sub(r"^# .*\n", "", head.strip()).strip()
+    meta = parsed.data
+    return {
+        "summary": summary,
+        "sections": tuple(Section(*_title_and_text(s)) for s in sections if not s.startswith(f"{TABLE_TITLE}\n")),
+        "tags": tuple(meta.tags or ()),
+        "base_model": meta.base_model if isinstance(meta.base_model, str) else None,
+        "evaluation": tuple(
+            EvaluationRow(task_type=r.task_type, dataset_type=r.dataset_type, dataset_name=r.dataset_name,
+                          metric_type=r.metric_type, value=float(r.metric_value), metric_name=r.metric_name or "",
+                          task_name=r.task_name or "", dataset_split=r.dataset_split or "")
+            for r in meta.eval_results or ()
+        ),
+    }  # fmt: skip
+
+
+def _title_and_text(section: str) -> tuple[str, str]:
+    title, _, text = section.partition("\n")
+    return title.strip(), text.strip()
+
+
+def build_record(training: Mapping[str, Any], card: str, reproduce: str) -> TrainingRecord:
+    """The record of a release: its numbers (``training``), the card it renders, the command that re-runs it."""
+    entry = training["entry"]
+    stages, comparisons = SHAPES[entry](training)
+    measurements = {k: v for k, v in training.items() if k not in ("entry", "card")}  # "card": a hook, code
+    return TrainingRecord(entry=entry, reproduce=reproduce, stages=tuple(stages), comparisons=tuple(comparisons),
+                          measurements=measurements, **card_parts(card))  # fmt: skip
+
+
+def _curve(points: list[Mapping[str, Any]], metric: str) -> tuple[CurvePoint, ...]:
+    return tuple(CurvePoint(int(p["step"]), float(p[metric])) for p in points if metric in p)
+
+
+def _paired(paired: Mapping[str, Mapping[str, Mapping[str, float]]], names: Mapping[str, str], unit: str,
+            n: int) -> list[Comparison]:  # fmt: skip
+    """The ladders' ``paired[arm_minus_base][seedK] = {diff, se}`` tables as comparisons."""
+    return [Comparison(f"{names[key]}, {seed.replace('seed', 'seed ')}", pair["diff"], pair["se"], unit, n)
+            for key in names for seed, pair in paired[key].items()]  # fmt: skip
+
+
+def _across(across: Mapping[str, Mapping[str, float]], names: Mapping[str, str], unit: str) -> list[Comparison]:
+    """Seed-level differences (``{diff, se, seeds}``): the standard error over seeds."""
+    return [Comparison(f"{names[key]}, over {pair['seeds']} seeds", pair["diff"], pair["se"], unit, pair["seeds"])
+            for key, pair in across.items() if key in names]  # fmt: skip
+
+
+def _gui_grounding(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    sft, steps = t["sft"], t["recipe_grpo"]["training"]["steps"]
+    stages = [Stage("SFT start", "start", GUI_RECIPES + "gui-g1-tiny-sft.yaml", None, sft["steps"],
+                    sft["train_minutes"], "hit", sft["final_hit"], _curve(sft["curve"], "hit"))]  # fmt: skip
+    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", GUI_RECIPES + "gui-g1-tiny-cpu.yaml", g["seed"], steps,
+                     g["train_minutes"], "hit", g["final_hit"], _curve(g["curve"], "hit")) for g in t["grpo"]]  # fmt: skip
+    stages += [Stage(f"SFT continued for GRPO's time, seed {c['seed']}", "control",
+                     GUI_RECIPES + "gui-g1-tiny-sft-control.yaml", c["seed"], c["steps"], c["train_minutes"], "hit",
+                     c["final_hit"], _curve(c["curve"], "hit")) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    n = t["held_out"]["n_final"]
+    unit = "held-out hit rate"
+    comparisons = [Comparison(f"GRPO - SFT start, seed {g['seed']}", g["final_hit"] - sft["final_hit"], None, unit, n)
+                   for g in t["grpo"]]  # fmt: skip
+    comparisons += [Comparison(f"GRPO - control, seed {g['seed']}", g["final_hit"] - c["final_hit"], None, unit, n)
+                    for g, c in zip(t["grpo"], t["sft_continue_equal_time"])]  # fmt: skip
+    return stages, comparisons
+
+
+LADDER_NAMES = {"grpo_minus_sft": "GRPO - SFT start", "control_minus_sft": "control - SFT start",
+                "grpo_minus_control": "GRPO - control"}  # fmt: skip
+
+
+def _driving(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    sft, steps = t["sft"], t["recipe_grpo"]["training"]["steps"]
+    stages = [Stage("SFT start", "start", DRIVING_RECIPES + "driving-vla-tiny-sft.yaml", None, sft["steps"],
+                    sft["train_minutes"], "pdms", sft["final_pdms"], _curve(sft["curve"], "pdms"))]  # fmt: skip
+    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", DRIVING_RECIPES + "driving-vla-tiny-cpu.yaml", g["seed"], steps,
+                     g["train_minutes"], "pdms", g["final_pdms"], _curve(g["curve"], "pdms")) for g in t["grpo"]]  # fmt: skip
+    stages += [Stage(f"SFT continued for GRPO's time, seed {c['seed']}", "control",
+                     DRIVING_RECIPES + "driving-vla-tiny-sft-control.yaml", c["seed"], c["steps"], c["train_minutes"],
+                     "pdms", c["final_pdms"], _curve(c["curve"], "pdms")) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    unit = "held-out PDMS-style score"
+    comparisons = _paired(t["paired"], LADDER_NAMES, unit, t["held_out"]["n_final"])
+    return stages, comparisons + _across(t["across_seeds"], LADDER_NAMES, unit)
+
+
+def _svg(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    sft = t["sft"]
+    stages = [Stage("SFT start", "start", SVG_RECIPES + "svg-tiny-sft.yaml", None, sft["steps"], sft["total_minutes"],
+                    "reward", sft["final"]["reward"], _curve(sft["curve"], "reward"))]  # fmt: skip
+    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", SVG_RECIPES + "svg-tiny-grpo.yaml", g["seed"], g["steps"],
+                     g["total_minutes"], "reward", g["final"]["reward"], _curve(g["curve"], "reward"))
+               for g in t["grpo"]]  # fmt: skip
+    stages += [Stage(f"SFT continued for GRPO's time, seed {c['seed']}", "control",
+                     SVG_RECIPES + "svg-tiny-sft-control.yaml", c["seed"], c["steps"], c["total_minutes"], "reward",
+                     c["final"]["reward"], _curve(c["curve"], "reward")) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    return stages, _paired(t["paired"], LADDER_NAMES, "held-out svg-shape-iou", t["held_out"]["scenes"])
+
+
+def _gui_agent(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    sft, metric = t["sft"], "step_success"
+    stages = [Stage("SFT start", "start", GUI_RECIPES + "ui-s1-tiny-sft.yaml", None, sft["steps"], sft["train_minutes"],
+                    metric, sft["final"][metric], _curve(sft["curve"], metric))]  # fmt: skip
+    stages += [Stage(f"UI-S1 RL, seed {r['seed']}", "rl", GUI_RECIPES + "ui-s1-tiny-cpu.yaml", r["seed"], r["steps"],
+                     r["train_minutes"], metric, r["final"][metric], _curve(r["curve"], metric)) for r in t["rl"]]  # fmt: skip
+    stages += [Stage(f"SFT continued for RL's time, seed {c['seed']}", "control",
+                     GUI_RECIPES + "ui-s1-tiny-sft-control.yaml", c["seed"], c["matched_step"], c["matched_minutes"],
+                     metric, c["final"][metric], _curve(c["curve"], metric)) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    names = {"rl_minus_sft": "UI-S1 RL - SFT start", "control_minus_sft": "control - SFT start",
+             "rl_minus_control": "UI-S1 RL - control"}  # fmt: skip
+    unit = "held-out step success"
+    summary = t["summary"]
+    comparisons = _paired(summary["step_success_paired"], names, unit, sft["final"]["n_steps"])
+    return stages, comparisons + _across(summary["step_success_across_seeds"], names, unit)
+
+
+def _flow_grpo(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    pre, held = t["pretrain"], t["held_out"]
+    stages = [
+        Stage("pre-training (VAE and denoiser, from scratch)", "pretrain", "", pre["seed"],
+              pre["vae_steps"] + pre["denoiser_steps"], pre["cpu_minutes"]),
+        Stage("Flow-GRPO", "rl", "domains/image/recipes/flow-grpo-tiny-colour.yaml", t["recipe"]["training"]["seed"],
+              t["recipe"]["training"]["steps"], t["rl_cpu_minutes"], "prompt-colour",
+              t["engine_eval_curve"][-1]["eval/reward"], _curve(t["engine_eval_curve"], "eval/reward")),
+    ]  # fmt: skip
+    n = len(held["prompts"]) * held["per_prompt"]
+    comparisons = [Comparison(f"after - before Flow-GRPO, sampling seed {seed}", held["after"][seed]["reward"]
+                              - held["before"][seed]["reward"], None, "held-out prompt-colour reward", n)
+                   for seed in held["before"]]  # fmt: skip
+    return stages, comparisons
+
+
+def _fetch_push_bc(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    return [Stage("behaviour cloning on scripted demonstrations", "base", "", t["args"]["demo_seed"], t["args"]["steps"],
+                  None, "success_rate", t["eval"]["success_rate"])], []  # fmt: skip
+
+
+def _fetch_push_resip(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    import yaml
+
+    ev, run = t["eval"], yaml.safe_load(t["recipe"])["training"]
+    stages = [Stage("frozen BC base (fetch-push-bc-tiny)", "base", "", None, None, None, "success_rate",
+                    ev["base"]["success_rate"]),
+              Stage("ResiP residual PPO", "rl", "domains/robot/recipes/fetch-push-resip-scale0.3.yaml", run["seed"],
+                    run["steps"], t["cpu_minutes_training"], "success_rate", ev["trained"]["success_rate"])]  # fmt: skip
+    return stages, [Comparison("ResiP - frozen base", ev["trained"]["success_rate"] - ev["base"]["success_rate"], None,
+                               "success rate on the same seeded episodes", ev["trained"]["episodes"])]  # fmt: skip
+
+
+def _carl(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    import yaml
+
+    ev, metric, seed = t["evaluation"], "route_completion", yaml.safe_load(t["recipe"])["training"]["seed"]
+    stages = [Stage("untrained start (same seed)", "start", "", seed, 0, 0.0, metric, ev["untrained"][metric]),
+              Stage("CaRL Beta-PPO", "rl", "domains/driving/recipes/carl-highway.yaml", seed,
+                    t["training"]["iterations"], t["training"]["cpu_minutes"], metric, ev["trained"][metric])]  # fmt: skip
+    return stages, [Comparison("trained - untrained start", ev["trained"][metric] - ev["untrained"][metric], None,
+                               "route completion % on the same seeded episodes", ev["trained"]["episodes"])]  # fmt: skip
+
+
+#: checkpoint -> how its release's numbers read as stages and comparisons.
+SHAPES: dict[str, Callable[[Mapping[str, Any]], tuple[list[Stage], list[Comparison]]]] = {
+    "gui-grounding-tiny": _gui_grounding,
+    "driving-vla-tiny": _driving,
+    "svg-scenes-tiny": _svg,
+    "gui-agent-tiny": _gui_agent,
+    "flow-grpo-tiny-colour": _flow_grpo,
+    "fetch-push-bc-tiny": _fetch_push_bc,
+    "fetch-push-resip-tiny": _fetch_push_resip,
+    "carl-highway-tiny": _carl,
+}
+
+
+def publish_with_current_card(training: Mapping[str, Any], checkpoint: Path) -> TrainingRecord:
+    """:func:`publish` for a release without a card module: the narrative is the committed card's.
+
+    The card is re-rendered in place for the shipped checkpoint (``checkpoints/<name>``), and beside
+    any other target (a trial release into a scratch folder leaves ``model_cards/`` alone)."""
+    from zoo.cards import CARDS_DIR
+    from zoo.hub import CHECKPOINTS_DIR
+
+    name = training["entry"]
+    current = CARDS_DIR / name / "README.md"
+    card_path = current if checkpoint.resolve() == (CHECKPOINTS_DIR / name).resolve() else checkpoint / "README.md"
+    if card_path != current:
+        card_path.write_text(current.read_text())
+    return publish(training, card_path, checkpoint)
+
+
+def publish(training: Mapping[str, Any], card_path: Path, checkpoint: Path) -> TrainingRecord:
+    """Ship a release's record: ``checkpoint/training.json`` becomes the typed record of ``training``
+    (its numbers) and of the narrative card the release wrote to ``card_path``, and ``card_path`` is
+    re-rendered from entry + record by the library (:func:`zoo.cards.render_card`), as ``zoo card`` and
+    ``zoo push`` will render it."""
+    from zoo.cards import render_card
+    from zoo.registry import info
+
+    record = build_record(training, card_path.read_text(), training.get("release") or training["script"])
+    record.write(checkpoint / "training.json")
+    card_path.write_text(str(render_card(info(record.entry), record)))
+    return record

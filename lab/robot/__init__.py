@@ -1,0 +1,1 @@
+"""The experiments behind the robot domain's shipped checkpoints."""

@@ -1,0 +1,1 @@
+"""The experiments behind the visual code domain's shipped checkpoints."""
