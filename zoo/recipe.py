@@ -304,13 +304,40 @@ def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), e
             engine = engine or value.strip()
         else:
             rest.append(override)
+    written = data.get("engine")
     if engine is not None:
         data["engine"] = engine
     if not data.get("engine"):
         raise RecipeError(f"recipe {str(path)!r} names no engine; add e.g. `engine: vlm-trl` (see `zoo engines`)")
     spec = ENGINES.get(str(data["engine"]))
     data["engine"] = spec.name
+    if written and written != engine and engine is not None and written in ENGINES:
+        _move_between_engines(data, ENGINES.get(str(written)).recipe_class(), spec.recipe_class())
     return spec.recipe_class().from_dict(data, rest)
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """``value`` sets nothing but defaults (a mapping may leave keys out)."""
+    if isinstance(value, dict) and isinstance(default, dict):
+        return all(k in default and _is_default(v, default[k]) for k, v in value.items())
+    return value == default
+
+
+def _move_between_engines(data: dict[str, Any], source: type, target: type) -> None:
+    """Drop the blocks only ``source``'s loop reads when they hold its defaults (a resolved ``recipe.yaml``
+    writes every block), so ``--engine`` moves a recipe between loops; a block set to anything else is
+    refused by name, since the target loop would ignore it."""
+    own = {f.name: f for f in dataclasses.fields(source)}
+    for key in sorted(set(own) - set(_fields(target))):
+        if key not in data:
+            continue
+        factory = own[key].default_factory
+        default = own[key].default if factory is dataclasses.MISSING else factory()
+        if not _is_default(_plain(data[key]), _plain(dataclasses.asdict(default) if dataclasses.is_dataclass(default)
+                                                     else default)):  # fmt: skip
+            raise RecipeError(f"{key}: {data[key]!r} is read by {source.__name__}'s loop only; engine "
+                              f"{data['engine']!r} would ignore it: remove it to move the recipe")  # fmt: skip
+        del data[key]
 
 
 def import_named(key: str, target: str, expected: type | tuple[type, ...] = object) -> Any:

@@ -71,7 +71,7 @@ click (magenta) and the target box (green).
   byte-level BPE trained on the task's text (`zoo.tiny`){added_tokens}; {rope}.
 * **SFT** (`domains/gui/recipes/ui-s1-tiny-sft.yaml`): every step taught in its expert-history
   dialogue, fresh synthetic episodes each batch, lr {sft_lr}, batch 16{sft_schedule}.
-* **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-trl` engine's semi-online loop):
+* **UI-S1 RL** (`domains/gui/recipes/ui-s1-tiny-cpu.yaml`, the `vlm-semi-online` engine):
   the authors' patch module (threshold 2), step reward, episode + step advantages (γ 0.5,
   mean-std), token-mean clipped loss (ε 0.2, dual clip 3). CPU-scale changes: {rl_episodes} episodes ×
   {rl_n} copies per step, lr {rl_lr}, β 0, {rl_steps} steps, {rl_filter}.

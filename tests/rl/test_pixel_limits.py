@@ -16,6 +16,7 @@ from PIL import Image
 import zoo
 from rewards.adapters import to_trl
 from zoo.data import Sample
+from zoo.engines import ENGINES
 from zoo.engines.vlm.policy_model import load_policy, pixel_limits
 from zoo.engines.vlm.recipe import ModelConfig, VLMRecipe
 from zoo.engines.vlm.trl_data import to_trl_dataset
@@ -31,8 +32,10 @@ GROUND_TRUTH = [{"bbox": [120.0, 90.0, 600.0, 450.0], "label": "cat"}, {"bbox": 
 
 
 def _recipe(engine: str = "vlm-trl", **model: object) -> VLMRecipe:
-    return VLMRecipe(name="pixels", engine=engine, data=DataConfig(name="perception-synthetic"),
-                     rewards=(RewardSpec(name="vision-r1-precision"),), model=ModelConfig(**model))  # fmt: skip
+    """A recipe of ``engine``'s own class (:data:`zoo.engines.ENGINES`)."""
+    cls = ENGINES.get(engine).recipe_class()
+    return cls(name="pixels", engine=engine, data=DataConfig(name="perception-synthetic"),
+               rewards=(RewardSpec(name="vision-r1-precision"),), model=ModelConfig(**model))  # fmt: skip
 
 
 def _seen(processor: object, size: tuple[int, int]) -> list[int]:

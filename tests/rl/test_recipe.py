@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from safetensors.torch import save_file
 
+from zoo.engines import ENGINES
+from zoo.engines.vlm.recipe import SemiOnlineRecipe, VerlRecipe, VLMRLRecipe
 from zoo.engines.vlm.recipe import VLMRecipe as Recipe
 from zoo.recipe import RecipeError, load_recipe
 
@@ -25,8 +28,8 @@ def test_defaults_and_shorthand_reward():
 
 
 def test_overrides_are_typed():
-    recipe = Recipe.from_dict(
-        MINIMAL,
+    recipe = VerlRecipe.from_dict(
+        {**MINIMAL, "engine": "vlm-verl"},
         [
             "training.lr=1e-5",  # YAML 1.1 reads this as a string; the schema makes it a float
             "training.steps=7",
@@ -168,17 +171,39 @@ def test_policy_source_accepts_dirs_zoo_names_and_hub_base_models(tmp_path, monk
     monkeypatch.chdir(ROOT)  # shipped recipes name repository-relative directories
     for path in SHIPPED:
         recipe = load_recipe(path)
-        if isinstance(recipe, Recipe):  # the VLM recipes (policy_source is theirs)
+        if isinstance(recipe, VLMRLRecipe):  # the VLM RL recipes (policy_source is theirs)
             name = recipe.model.name  # a later stage may start from an earlier stage's run directory
             assert name.startswith(("tiny:", "runs/")) or source(name)[0], path
 
 
-def test_estimator_needing_rollout_ids_is_refused_by_engines_without_a_multi_turn_loop():
-    data = {"name": "x", "engine": "vlm-verl", "data": {"name": "synthetic-colour"},
-            "rewards": [{"name": "synthetic-colour"}], "algorithm": {"adv_estimator": "ui-s1"}}
-    with pytest.raises(RecipeError, match="traj_ids, step_ids, matches"):
-        Recipe.from_dict(data)
-    assert Recipe.from_dict({**data, "engine": "vlm-trl"}).is_multi_turn  # vlm-trl runs its semi-online loop
+def test_each_vlm_loop_has_its_recipe_class_and_refuses_what_it_does_not_run(tmp_path):
+    """One recipe class per loop: the engine picks it, and a setting only another loop reads is refused."""
+    assert [ENGINES.get(e).recipe_class() for e in ("vlm-trl", "vlm-semi-online", "vlm-verl")] == [
+        Recipe, SemiOnlineRecipe, VerlRecipe]  # fmt: skip
+    multi = {"name": "x", "data": {"name": "synthetic-colour"}, "rewards": [{"name": "synthetic-colour"}],
+             "algorithm": {"adv_estimator": "ui-s1"}}  # fmt: skip
+    for cls, engine in ((Recipe, "vlm-trl"), (VerlRecipe, "vlm-verl")):
+        with pytest.raises(RecipeError, match=f"needs a multi-turn rollout, which engine {engine} does not run; "
+                                              "use engine: vlm-semi-online"):  # fmt: skip
+            cls.from_dict({**multi, "engine": engine})
+    assert SemiOnlineRecipe.from_dict({**multi, "engine": "vlm-semi-online"}).is_multi_turn
+    with pytest.raises(RecipeError, match="'grpo' is single-turn; engine vlm-semi-online runs the multi-turn estimators"):
+        SemiOnlineRecipe.from_dict({**MINIMAL, "engine": "vlm-semi-online"})
+    def written(data: dict) -> Path:
+        (tmp_path / "r.yaml").write_text(yaml.safe_dump(data))
+        return tmp_path / "r.yaml"
+
+    # --engine moves a recipe when the blocks only the first loop reads hold its defaults (a resolved recipe.yaml
+    # writes them all); a block set otherwise is refused by name: verl rolls out with verl.rollout
+    assert load_recipe(written({**MINIMAL, "rollout": {"backend": "hf"}}), engine="vlm-verl").engine == "vlm-verl"
+    with pytest.raises(RecipeError, match="rollout: {'backend': 'vllm'} is read by VLMRecipe's loop only; engine "
+                                          "'vlm-verl' would ignore it"):  # fmt: skip
+        load_recipe(written({**MINIMAL, "rollout": {"backend": "vllm"}}), engine="vlm-verl")
+    with pytest.raises(RecipeError, match="unknown recipe key 'multi_turn'"):
+        load_recipe(written({**MINIMAL, "multi_turn": {"image_limit": 2}}))
+    with pytest.raises(RecipeError, match=r"algorithm.plugins \['shuffle-r1'\] run in the vlm-trl engine's"):
+        VerlRecipe.from_dict({**MINIMAL, "engine": "vlm-verl", "algorithm": {"plugins": [{"name": "shuffle-r1"}]}})
+    assert load_recipe(written(MINIMAL), engine="vlm-verl") == VerlRecipe.from_dict({**MINIMAL, "engine": "vlm-verl"})
 
 
 def test_resolved_recipe_is_written_whole_or_not_at_all(tmp_path, monkeypatch):

@@ -103,8 +103,8 @@ def test_model_frame_follows_the_processor_limits(setup):
 
 
 def test_multi_turn_recipe_validation():
-    with pytest.raises(RecipeError, match="engine 'vlm-verl' does not run"):
-        load_recipe(RECIPE, ["engine=vlm-verl"])
+    with pytest.raises(RecipeError, match="multi_turn: .* is read by SemiOnlineRecipe's loop only; engine 'vlm-verl'"):
+        load_recipe(RECIPE, [], engine="vlm-verl")
     with pytest.raises(RecipeError, match="patch_threshold"):
         load_recipe(RECIPE, ["multi_turn.patch_threshold=-3"])
 

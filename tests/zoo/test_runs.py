@@ -99,7 +99,7 @@ def test_only_the_main_process_deletes_or_writes(finished: Path, tmp_path: Path,
 
 DRY_RUNS = {
     "vlm-trl": "domains/gui/recipes/gui-g1-tiny-cpu.yaml",
-    "vlm-trl-semi-online": "domains/gui/recipes/ui-s1-tiny-cpu.yaml",
+    "vlm-semi-online": "domains/gui/recipes/ui-s1-tiny-cpu.yaml",
     "vlm-sft": "domains/gui/recipes/gui-g1-tiny-sft.yaml",
     "diffusion": "tests/engines/diffusion_smoke.yaml",
     "policy": "domains/robot/recipes/fetch-push-resip-smoke.yaml",

@@ -10,7 +10,8 @@ tensors whose T is tokens for a VLM, denoising steps for a diffusion model, env 
 Built in:
 
 * ``vlm-trl`` — GRPO-family RL of a VLM on one machine, TRL's ``GRPOTrainer`` with zoo's maths;
-* ``vlm-verl`` — the same recipe exported to verl and launched on a Ray cluster;
+* ``vlm-semi-online`` — UI-S1's semi-online multi-turn RL of a VLM agent, a plain torch loop;
+* ``vlm-verl`` — the same GRPO-family run exported to verl and launched on a Ray cluster;
 * ``vlm-sft`` — the supervised warm start (and equal-time control arm) of a VLM, a plain torch loop;
 * ``diffusion`` — Flow-GRPO, DanceGRPO, DDPO, RLCM, TreeGRPO, Adv-GRPO on diffusers + accelerate + peft;
 * ``policy`` — RL of a control policy with gymnasium + stable-baselines3 (residual RL on a frozen
@@ -76,7 +77,12 @@ register_engine(Engine(
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
-    recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.verl_engine:train", aliases=("verl",),
+    recipe="zoo.engines.vlm.recipe:VerlRecipe", train="zoo.engines.vlm.verl_engine:train", aliases=("verl",),
+))  # fmt: skip
+register_engine(Engine(
+    "vlm-semi-online", "UI-S1's semi-online multi-turn RL of a VLM agent (expert-patched rollouts, step advantages)",
+    recipe="zoo.engines.vlm.recipe:SemiOnlineRecipe", train="zoo.engines.vlm.semi_online_engine:train",
+    aliases=("semi-online",),
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",

@@ -1,4 +1,4 @@
-"""Checkpoints of the VLM engines' own loops (``vlm-sft``, the semi-online loop of ``vlm-trl``).
+"""Checkpoints of the VLM engines' own loops (``vlm-sft``, ``vlm-semi-online``).
 
 TRL's trainer writes its own checkpoints; these loops write the same shape: the weights and the
 processor (so ``zoo eval`` and ``zoo.load`` read any ``checkpoint-N`` like a model directory),

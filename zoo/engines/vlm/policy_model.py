@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from peft import LoraConfig
 
     from zoo.data import Sample
-    from zoo.engines.vlm.recipe import ModelConfig, VLMRecipe
+    from zoo.engines.vlm.recipe import ModelConfig, VLMRLRecipe
     from zoo.recipe import TrainingBase
 
 #: How a recipe opts in to code shipped with its model.
@@ -21,7 +21,7 @@ _OPT_IN = "model.trust_remote_code: true (or --set model.trust_remote_code=true)
 
 class PolicyRecipe(Protocol):
     """What the policy is built from: the ``model`` and ``training`` sections that every VLM recipe has
-    (the GRPO :class:`~zoo.engines.vlm.recipe.VLMRecipe`, the ``vlm-sft`` engine's ``SFTRecipe``).
+    (the GRPO family's :class:`~zoo.engines.vlm.recipe.VLMRLRecipe`, the ``vlm-sft`` engine's ``SFTRecipe``).
 
     A protocol rather than a union of the two classes, so this module, which both engines import,
     imports neither engine back.
@@ -92,7 +92,7 @@ def resumed_policy(recipe: PolicyRecipe, checkpoint: Path) -> tuple[Any, Any]:
             AutoProcessor.from_pretrained(checkpoint, trust_remote_code=trust))  # fmt: skip
 
 
-def peft_config(recipe: VLMRecipe) -> LoraConfig | None:
+def peft_config(recipe: VLMRLRecipe) -> LoraConfig | None:
     """A peft ``LoraConfig`` when ``training.lora.enabled``, else ``None`` (full fine-tune)."""
     lora = recipe.training.lora
     if not lora.enabled:

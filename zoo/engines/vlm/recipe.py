@@ -1,14 +1,17 @@
-"""The recipe of the VLM engines (``vlm-trl``, ``vlm-verl``): a GRPO-family run on a VLM that writes text.
+"""The recipes of the VLM RL loops: a GRPO-family run on a VLM that writes text, one class per loop.
 
-One class for both engines, so a recipe moves from one machine (TRL) to a cluster (verl) with
-``--engine vlm-verl`` and nothing else. The shared machinery (YAML, overrides, run directory) is
+:class:`VLMRLRecipe` holds what every loop reads (prompts, rewards, policy, algorithm, budget) and
+checks it; :class:`VLMRecipe` (``vlm-trl``, single-turn GRPO on TRL), :class:`SemiOnlineRecipe`
+(``vlm-semi-online``, UI-S1's multi-turn loop) and :class:`VerlRecipe` (``vlm-verl``, the export to a
+cluster) each add the block only their loop reads and refuse what it cannot run, so a recipe never
+carries settings its engine ignores. The shared machinery (YAML, overrides, run directory) is
 :mod:`zoo.recipe`'s; the loss settings come from the loss table (:mod:`zoo.rl.loss_types`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from zoo.recipe import DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
 from zoo.rl.loss_types import LOSS_TYPES, LossType
@@ -166,7 +169,7 @@ class TrainingConfig(TrainingBase):
 
 @dataclass(frozen=True)
 class MultiTurnConfig:
-    """Semi-online multi-turn rollout settings (UI-S1), read when ``algorithm.adv_estimator`` is ``ui-s1``.
+    """Semi-online multi-turn rollout settings (UI-S1) of the ``vlm-semi-online`` engine.
 
     Defaults are the authors' (X-PLUG/MobileAgent@11cea575 ``UI-S1/scripts/train_example.sh``,
     ``universal_multiround.py``), except ``mini_batches`` (1, one on-policy step; theirs is 4).
@@ -235,7 +238,7 @@ class RolloutConfig:
 
 @dataclass(frozen=True)
 class VerlConfig:
-    """Cluster settings used by the ``vlm-verl`` engine (ignored by ``vlm-trl``)."""
+    """Cluster settings of the ``vlm-verl`` engine."""
 
     overrides: tuple[str, ...] = ()
     """Extra Hydra overrides passed verbatim to verl (``trainer.nnodes=2``)."""
@@ -248,8 +251,12 @@ class VerlConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class VLMRecipe(Recipe):
-    """A GRPO-family run of a vision-language policy on a registered dataset with registered rewards."""
+class VLMRLRecipe(Recipe):
+    """What every GRPO-family loop of a VLM reads: prompts, rewards, the policy, the algorithm, the budget.
+
+    Each loop has its own recipe class below, holding the settings only it reads and refusing what it
+    cannot run; ``engine:`` picks the class (:data:`zoo.engines.ENGINES`). The shared checks are here.
+    """
 
     data: DataConfig
     """Training prompts."""
@@ -261,12 +268,9 @@ class VLMRecipe(Recipe):
     """GRPO-family settings."""
     training: TrainingConfig = field(default_factory=TrainingConfig)
     """Optimiser and checkpoint settings."""
-    verl: VerlConfig = field(default_factory=VerlConfig)
-    """Cluster settings for ``--engine vlm-verl``."""
-    multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
-    """Semi-online rollout settings, used by multi-turn estimators (``ui-s1``)."""
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    """Rollout backend of the ``vlm-trl`` engine and the importance-sampling correction."""
+
+    #: What the loop is called in error messages.
+    loop: ClassVar[str] = ""
 
     @property
     def is_multi_turn(self) -> bool:
@@ -297,47 +301,16 @@ class VLMRecipe(Recipe):
                 raise RecipeError(f"algorithm.{key} must be >= 0, got {getattr(alg, key)}")
         if alg.reward_chunks < 1:
             raise RecipeError(f"algorithm.reward_chunks must be >= 1 (1: no overlap), got {alg.reward_chunks}")
-        if alg.reward_chunks > 1 and alg.plugins:
-            raise RecipeError("algorithm.reward_chunks > 1 scores chunks before the batch is complete; rollout plug-ins "
-                              f"({', '.join(p.name for p in alg.plugins)}) need the whole batch: use reward_chunks: 1")
         if alg.dual_clip is not None and alg.dual_clip <= 1:
             raise RecipeError(f"algorithm.dual_clip must be > 1 (or null), got {alg.dual_clip}")
         if tr.warmup_steps > 0 and tr.lr_scheduler == "constant":  # transformers' constant schedule has no warm-up
             raise RecipeError(f"training.warmup_steps={tr.warmup_steps} does nothing with lr_scheduler: constant; "
                               "use lr_scheduler: constant_with_warmup (or linear, cosine)")  # fmt: skip
         self._validate_tables()
-        self._validate_rollout()
-        self._validate_pixels()
+        self.validate_loop()
 
-    def _validate_pixels(self) -> None:
-        """``model.min_pixels``/``max_pixels`` reach the processor of the engines that build it here (``vlm-trl``;
-        any engine for a ``tiny:`` model, saved with it); verl loads a Hub model's processor itself."""
-        from zoo.engines import ENGINES
-
-        m = self.model
-        set_limits = m.min_pixels is not None or m.max_pixels is not None
-        if set_limits and not m.name.startswith("tiny:") and ENGINES.get(self.engine).name != "vlm-trl":
-            raise RecipeError(f"model.min_pixels/max_pixels apply to engine vlm-trl; engine {self.engine!r} loads the "
-                              "processor itself: pass its own pixel settings through verl.overrides instead")  # fmt: skip
-
-    def _validate_rollout(self) -> None:
-        from zoo.engines import ENGINES
-        from zoo.engines.vlm.rollout import check_backend
-
-        ro = self.rollout
-        if not ro.is_cap > 0:
-            raise RecipeError(f"rollout.is_cap={ro.is_cap}: the importance-sampling cap must be > 0")
-        if ro.importance_sampling and self.algorithm.loss.sequence_level:
-            raise RecipeError(
-                f"rollout.importance_sampling weights tokens; loss_type={self.algorithm.loss_type!r} is sequence-level"
-            )
-        if ro.backend in ("static", "vllm") and (ENGINES.get(self.engine).name != "vlm-trl" or self.is_multi_turn):
-            where = "the semi-online loop" if self.is_multi_turn else f"engine {self.engine!r}"
-            raise RecipeError(
-                f"rollout.backend={ro.backend!r}: {where} generates its own way (hf; verl: verl.rollout); "
-                "use backend: hf or auto"
-            )
-        check_backend(ro.backend)
+    def validate_loop(self) -> None:
+        """The checks of one loop: what it reads, what it cannot run."""
 
     def _validate_tables(self) -> None:
         from zoo.rl import ADVANTAGE_ESTIMATORS
@@ -346,28 +319,58 @@ class VLMRecipe(Recipe):
         alg = self.algorithm
         try:
             loss = alg.loss
-            estimator = ADVANTAGE_ESTIMATORS.get(alg.adv_estimator)
+            ADVANTAGE_ESTIMATORS.get(alg.adv_estimator)
         except UnknownNameError as err:
             raise RecipeError(f"algorithm: {err}") from None
         if loss.sequence_level and alg.dual_clip is not None:
             raise RecipeError(f"algorithm.dual_clip applies to token-level losses; loss_type={alg.loss_type!r} has none")
-        needs = getattr(estimator, "rollout_fields", ())
-        if needs:
-            self._validate_multi_turn(needs)
-        self._validate_plugins(bool(needs))
 
-    def _validate_plugins(self, multi_turn: bool) -> None:
-        from zoo.engines import ENGINES
+    def _single_turn_only(self) -> None:
+        if self.is_multi_turn:
+            raise RecipeError(f"algorithm.adv_estimator={self.algorithm.adv_estimator!r} needs a multi-turn rollout, "
+                              f"which {self.loop} does not run; use engine: vlm-semi-online")  # fmt: skip
+
+    def _no_plugins_or_chunks(self) -> None:
+        """Rollout plug-ins and chunked scoring live in the vlm-trl engine's single-turn GRPO loop."""
+        alg = self.algorithm
+        if alg.plugins:
+            raise RecipeError(f"algorithm.plugins {[p.name for p in alg.plugins]} run in the vlm-trl engine's "
+                              f"single-turn GRPO loop; {self.loop} does not call them: use engine: vlm-trl")  # fmt: skip
+        if alg.reward_chunks > 1:
+            raise RecipeError(f"algorithm.reward_chunks={alg.reward_chunks}: chunked scoring is the vlm-trl engine's; "
+                              f"{self.loop} scores whole batches (use 1)")  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class VLMRecipe(VLMRLRecipe):
+    """Engine ``vlm-trl``: single-turn GRPO-family RL of a VLM on one machine (TRL's ``GRPOTrainer`` + ``zoo.rl``)."""
+
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Rollout backend and the importance-sampling correction."""
+
+    loop: ClassVar[str] = "engine vlm-trl"
+
+    def validate_loop(self) -> None:
+        self._single_turn_only()
+        alg, ro = self.algorithm, self.rollout
+        if alg.reward_chunks > 1 and alg.plugins:
+            raise RecipeError("algorithm.reward_chunks > 1 scores chunks before the batch is complete; rollout plug-ins "
+                              f"({', '.join(p.name for p in alg.plugins)}) need the whole batch: use reward_chunks: 1")
+        if not ro.is_cap > 0:
+            raise RecipeError(f"rollout.is_cap={ro.is_cap}: the importance-sampling cap must be > 0")
+        if ro.importance_sampling and alg.loss.sequence_level:
+            raise RecipeError(
+                f"rollout.importance_sampling weights tokens; loss_type={alg.loss_type!r} is sequence-level"
+            )
+        from zoo.engines.vlm.rollout import check_backend
+
+        check_backend(ro.backend)
+        self._validate_plugins()
+
+    def _validate_plugins(self) -> None:
         from zoo.engines.vlm.plugins import build_plugin
         from zoo_common.registry import UnknownNameError
 
-        if not self.algorithm.plugins:
-            return
-        names = [spec.name for spec in self.algorithm.plugins]
-        if ENGINES.get(self.engine).name != "vlm-trl" or multi_turn:
-            raise RecipeError(f"algorithm.plugins {names} run in the vlm-trl engine's single-turn GRPO loop; "
-                              f"engine {self.engine!r} with adv_estimator={self.algorithm.adv_estimator!r} does not "
-                              "call them: use engine: vlm-trl and a single-turn estimator")  # fmt: skip
         selecting = []
         for i, spec in enumerate(self.algorithm.plugins):
             try:
@@ -379,15 +382,29 @@ class VLMRecipe(Recipe):
         if len(selecting) > 1:
             raise RecipeError(f"algorithm.plugins: {selecting} each choose the rows to train; keep one of them")
 
-    def _validate_multi_turn(self, needs: tuple[str, ...]) -> None:
-        from zoo.engines import ENGINES
+
+@dataclass(frozen=True, kw_only=True)
+class SemiOnlineRecipe(VLMRLRecipe):
+    """Engine ``vlm-semi-online``: UI-S1's semi-online multi-turn RL (:mod:`zoo.engines.vlm.semi_online_engine`).
+
+    The estimator must be a multi-turn one (``ui-s1``); rollouts are the loop's own (transformers
+    ``generate``, one process), patched by the expert's answers.
+    """
+
+    multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
+    """Semi-online rollout settings."""
+
+    loop: ClassVar[str] = "the semi-online loop"
+
+    def validate_loop(self) -> None:
+        from zoo.rl import ADVANTAGE_ESTIMATORS
 
         mt, alg = self.multi_turn, self.algorithm
-        if ENGINES.get(self.engine).name != "vlm-trl":
-            raise RecipeError(
-                f"algorithm.adv_estimator={alg.adv_estimator!r} needs {', '.join(needs)} from a multi-turn rollout, "
-                f"which engine {self.engine!r} does not run; use engine: vlm-trl (its semi-online loop)"
-            )
+        if not self.is_multi_turn:
+            multi = [n for n in ADVANTAGE_ESTIMATORS.list() if getattr(ADVANTAGE_ESTIMATORS.get(n), "rollout_fields", ())]
+            raise RecipeError(f"algorithm.adv_estimator={alg.adv_estimator!r} is single-turn; engine vlm-semi-online "
+                              f"runs the multi-turn estimators ({', '.join(multi)}): use engine: vlm-trl")  # fmt: skip
+        self._no_plugins_or_chunks()
         if alg.num_iterations != 1:
             raise RecipeError(f"algorithm.num_iterations={alg.num_iterations}: the semi-online loop takes one pass")
         if mt.episodes_per_step < 1 or mt.image_limit < 1:
@@ -400,3 +417,24 @@ class VLMRecipe(Recipe):
             raise RecipeError(f"multi_turn.max_gen_batches={mt.max_gen_batches!r}: an int >= 0 (0 = no limit)")
         if isinstance(mt.mini_batches, bool) or not isinstance(mt.mini_batches, int) or mt.mini_batches < 1:
             raise RecipeError(f"multi_turn.mini_batches={mt.mini_batches!r}: an int >= 1 (optimiser steps per batch)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerlRecipe(VLMRLRecipe):
+    """Engine ``vlm-verl``: the same GRPO-family run exported to verl (parquet, reward module, config) and
+    launched on Ray. A ``vlm-trl`` recipe moves here with ``--engine vlm-verl`` when it sets no ``rollout:``
+    block (verl rolls out with ``verl.rollout``)."""
+
+    verl: VerlConfig = field(default_factory=VerlConfig)
+    """Cluster settings."""
+
+    loop: ClassVar[str] = "engine vlm-verl"
+
+    def validate_loop(self) -> None:
+        self._single_turn_only()
+        self._no_plugins_or_chunks()
+        m = self.model
+        if (m.min_pixels is not None or m.max_pixels is not None) and not m.name.startswith("tiny:"):
+            raise RecipeError("model.min_pixels/max_pixels apply where the zoo builds the processor (vlm-trl, a tiny: "
+                              "model); verl loads a Hub model's processor itself: pass its own pixel settings through "
+                              "verl.overrides instead")  # fmt: skip

@@ -1,4 +1,4 @@
-"""UI-S1's semi-online RL on one machine: the ``vlm-trl`` engine's path for multi-turn estimators (``ui-s1``).
+"""UI-S1's semi-online RL on one machine: the ``vlm-semi-online`` engine (multi-turn estimators, ``ui-s1``).
 
 TRL's ``GRPOTrainer`` generates one completion per prompt; UI-S1 trains on *turns* of
 trajectories whose number is known only after the rollout (copies stop at their patch budget),
@@ -46,14 +46,14 @@ from zoo.run_logging import MetricsLog
 from zoo.runs import read_state, start_run
 
 if TYPE_CHECKING:
-    from zoo.engines.vlm.recipe import VLMRecipe
+    from zoo.engines.vlm.recipe import SemiOnlineRecipe
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "semi_online_state.pt"
 
 
-def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
     """Run the semi-online recipe into ``output_dir`` (``final/`` holds the model); returns it."""
     if dry_run:
         return output_dir
@@ -165,7 +165,7 @@ class UniformSampler:
         self.rng.setstate(state["rng"])
 
 
-def _sampler(recipe: VLMRecipe, episodes: list[list[Any]], rng: random.Random) -> Any:
+def _sampler(recipe: SemiOnlineRecipe, episodes: list[list[Any]], rng: random.Random) -> Any:
     """The recipe's episode sampler (an import string, so the engine names no domain)."""
     from zoo.recipe import RecipeError, import_named
 
@@ -180,7 +180,7 @@ def _sampler(recipe: VLMRecipe, episodes: list[list[Any]], rng: random.Random) -
                           f"{recipe.multi_turn.sampler_kwargs}: {err}") from None
 
 
-def _score(recipe: VLMRecipe) -> tuple[Any, str]:
+def _score(recipe: SemiOnlineRecipe) -> tuple[Any, str]:
     """The recipe's rewards as one weighted sum, and the component holding the step match."""
     from rewards.base import WeightedSum
 
@@ -193,7 +193,7 @@ def _score(recipe: VLMRecipe) -> tuple[Any, str]:
 class SemiOnlineLearner:
     """Batch selection, advantages and the mini-batch optimiser steps over a rollout's turns; owns the optimiser."""
 
-    def __init__(self, recipe: VLMRecipe, model: torch.nn.Module, processor: Any) -> None:
+    def __init__(self, recipe: SemiOnlineRecipe, model: torch.nn.Module, processor: Any) -> None:
         from zoo.engines.vlm.policy_model import peft_config
         from zoo.engines.vlm.sft import freeze_vision_tower
 

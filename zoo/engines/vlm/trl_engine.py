@@ -33,16 +33,11 @@ logger = logging.getLogger(__name__)
 def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
     """Train ``recipe`` with :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer`; returns ``output_dir``.
 
-    A multi-turn estimator (``ui-s1``) runs the semi-online loop instead
-    (:mod:`zoo.engines.vlm.semi_online_engine`): TRL generates one completion per prompt.
+    Single-turn only (TRL generates one completion per prompt): a multi-turn estimator's recipe is a
+    :class:`~zoo.engines.vlm.recipe.SemiOnlineRecipe` of engine ``vlm-semi-online``.
     """
     if dry_run:
         return output_dir
-    if recipe.is_multi_turn:
-        from zoo.engines.vlm import semi_online_engine
-
-        return semi_online_engine.train(recipe, output_dir, resume=resume)
-
     start = start_run(output_dir, resume=resume)  # metrics.csv is TRL's callback's (MetricsCallback)
     checkpoint = start.checkpoint
     trainer = build_trainer(recipe, output_dir)

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from zoo.engines.vlm.recipe import VLMRecipe
+from zoo.engines.vlm.recipe import VerlRecipe
 from zoo.recipe import RecipeError
 from zoo.rl.losses import POLICY_LOSSES
 
@@ -46,7 +46,7 @@ _KL = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}
 _NO_DUAL_CLIP = 1e9  # verl requires clip_ratio_c > 1; this large value switches the dual clip off
 
 
-def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+def train(recipe: VerlRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
     """Export ``recipe`` to ``output_dir/verl`` and, unless ``dry_run``, launch verl; returns ``output_dir``.
 
     ``resume`` is verl's own: its trainer resumes from ``trainer.default_local_dir`` by default.
@@ -67,7 +67,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     return output_dir
 
 
-def export(recipe: VLMRecipe, output_dir: Path) -> Path:
+def export(recipe: VerlRecipe, output_dir: Path) -> Path:
     """Write parquet, reward module, overrides and launch script; returns the ``verl`` folder."""
     folder = Path(output_dir).resolve() / "verl"
     folder.mkdir(parents=True, exist_ok=True)
@@ -86,7 +86,7 @@ def export(recipe: VLMRecipe, output_dir: Path) -> Path:
     return folder
 
 
-def data_source(recipe: VLMRecipe) -> str:
+def data_source(recipe: VerlRecipe) -> str:
     """The reward name verl passes back as ``data_source``: the reward itself when it is one term of
     weight 1, else a recipe-specific name the reward module registers."""
     if len(recipe.rewards) == 1 and recipe.rewards[0].weight == 1.0 and not recipe.rewards[0].kwargs:
@@ -130,7 +130,7 @@ def write_parquet(samples: list, path: Path, source: str, ability: str, system: 
     return path
 
 
-def write_reward_module(recipe: VLMRecipe, path: Path, source: str) -> Path:
+def write_reward_module(recipe: VerlRecipe, path: Path, source: str) -> Path:
     """A module verl loads as ``custom_reward_function``; it scores with the recipe's zoo reward(s)."""
     terms = [(spec.name, spec.weight, dict(spec.kwargs)) for spec in recipe.rewards]
     path.write_text(
@@ -157,7 +157,7 @@ def register_recipe_reward(source: str, terms: list[tuple[str, float, dict[str, 
         register(source, WeightedSum(parts, name=source))
 
 
-def model_path(recipe: VLMRecipe, folder: Path, samples: list) -> str:
+def model_path(recipe: VerlRecipe, folder: Path, samples: list) -> str:
     """What verl loads as ``actor_rollout_ref.model.path``: a local directory or a Hub repo id
     (a ``tiny:*`` model is built from ``samples`` and saved into ``folder/model``)."""
     name = recipe.model.name
@@ -184,7 +184,7 @@ def model_path(recipe: VLMRecipe, folder: Path, samples: list) -> str:
     return named.entry.repo_id
 
 
-def verl_overrides(recipe: VLMRecipe, folder: Path, model: str) -> dict[str, str]:
+def verl_overrides(recipe: VerlRecipe, folder: Path, model: str) -> dict[str, str]:
     """Hydra overrides for verl 0.9.1 ``main_ppo`` (keys of ``trainer/config/ppo_trainer.yaml``)."""
     alg, tr, eng = recipe.algorithm, recipe.training, recipe.verl
     loss = alg.loss
