@@ -40,7 +40,7 @@ from zoo.engines.diffusion.synthetic import synthetic_images
 from zoo.train import run as zoo_train
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = {"flow_grpo": "tiny:sd3", "ddpo": "tiny:unet", "dance_grpo": "tiny:sd3", "tree_grpo": "tiny:sd3"}
+MODELS = {"flow_grpo": "tiny:sd3", "ddpo": "tiny:unet"}  # the methods with a bench/recipes/diffusion-learns-*.yaml
 
 
 def pretrained(method: str, seed: int, cache: Path, vae_steps: int, denoiser_steps: int) -> Path:

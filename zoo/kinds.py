@@ -59,6 +59,14 @@ class VLMSpec:
         return hash((self.user, self.system, tuple(sorted(self.variants)), self.min_pixels, self.max_pixels,
                      tuple(sorted(self.generation.items()))))
 
+    def user_text(self, question: str) -> str:
+        """The user turn's text for ``question``, as the authors wrap it (inference and training alike)."""
+        return self.user.replace("{question}", question)
+
+    def system_prompt(self, variant: str | None = None) -> str | None:
+        """The system prompt: a named variant (``"cod"``), a prompt of the caller's own, or the authors' default."""
+        return self.variants.get(variant, variant) if variant else self.system
+
 
 @dataclass(frozen=True)
 class ClipSpec:

@@ -242,14 +242,14 @@ def load_screenspot_pro(
 
 
 def load_gui_g1_json(
-    path: str | Path, image_root: str | Path | None = None, limit: int | None = None, gui_g1_prompt: bool = False
+    path: str | Path, image_root: str | Path | None = None, limit: int | None = None
 ) -> list[Sample]:
     """GUI-G1's training records ``{"image", "problem", "solution": [x1, y1, x2, y2], "rate"}``.
 
     ``image`` is relative to ``image_root`` (the trainer's ``--image_root``; default: the file's
     folder). ``solution`` is in original pixels. ``rate`` scales the sample's loss in GUI-G1's
-    trainer; upstream requires it, records without one get 1. ``gui_g1_prompt`` wraps ``problem``
-    in GUI-G1's question template, as ``grpo_rec.py`` does before training.
+    trainer; upstream requires it, records without one get 1. The question is ``problem`` as written: a
+    recipe's ``model.entry`` (``gui-g1-3b``) wraps it in GUI-G1's template, as ``grpo_rec.py`` does.
     """
     path = Path(path)
     root = Path(image_root) if image_root is not None else path.parent
@@ -269,7 +269,7 @@ def load_gui_g1_json(
                 meta,
             )
         )
-    return [_with_gui_g1_prompt(s) for s in samples] if gui_g1_prompt else samples
+    return samples
 
 
 # --- UI-S1 AndroidControl trajectories ---------------------------------------------------------
@@ -380,21 +380,11 @@ def load_synthetic(
     platform: str | None = None,
     task: str = "screens",
     size: int | None = None,
-    gui_g1_prompt: bool = False,
 ) -> list[Sample]:
     """Seeded synthetic screens (see :mod:`domains.gui.synthetic`); ``task="single"`` is the one-button
-    localisation task the tiny checkpoint is trained on. ``gui_g1_prompt`` writes the prompt in
-    GUI-G1's template (for training recipes; pipelines apply their entry's template themselves)."""
+    localisation task the tiny checkpoint is trained on. Questions are raw instructions: a recipe's
+    ``model.entry`` wraps them in its entry's template, as ``zoo.load`` does."""
     from domains.gui.synthetic import synthetic_samples
 
-    samples = synthetic_samples(n=n, seed=seed, platform=platform, task=task, size=size)
-    return [_with_gui_g1_prompt(s) if gui_g1_prompt else s for s in samples]
-
-
-def _with_gui_g1_prompt(sample: Sample) -> Sample:
-    from dataclasses import replace
-
-    from domains.gui.prompts import GUI_G1_USER
-
-    return replace(sample, prompt=GUI_G1_USER.replace("{question}", sample.question))
+    return list(synthetic_samples(n=n, seed=seed, platform=platform, task=task, size=size))
 

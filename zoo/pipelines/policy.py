@@ -26,11 +26,11 @@ import torch
 from torch import nn
 
 from zoo.hub import ResolvedModel
-from zoo.model_files import read_json
+from zoo.model_files import CONFIG_FILES, read_json
 from zoo.outputs import ActionOutput
 from zoo.registry import ModelEntry
 
-CONFIG_FILE = "policy_config.json"
+CONFIG_FILE = CONFIG_FILES["policy"]  # the file that marks a policy folder (zoo.load, zoo push)
 WEIGHTS_FILE = "model.safetensors"
 
 

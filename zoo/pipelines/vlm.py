@@ -59,8 +59,8 @@ class VLMPipeline:
     def messages(self, image: Any, question: str, system: str | None = None) -> list[dict[str, Any]]:
         """The chat messages for one question, laid out as the authors lay them out."""
         spec = self.entry.spec
-        system = spec.variants.get(system, system) if system else spec.system
-        text = {"type": "text", "text": spec.user.replace("{question}", question)}
+        system = spec.system_prompt(system)
+        text = {"type": "text", "text": spec.user_text(question)}
         image_part = {"type": "image", "image": image}
         content = [image_part, text] if spec.image_first else [text, image_part]
         return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]

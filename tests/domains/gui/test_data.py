@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+import zoo
 from domains.gui import data
 from domains.gui.prompts import GUI_G1_USER
 from domains.gui.rewards import UiS1Reward
 from zoo.data import load_dataset
+from zoo.engines.vlm.contract import with_contract
 
 
 def _png(path: Path, size: tuple[int, int]) -> None:
@@ -104,8 +106,9 @@ def test_gui_g1_json_record_and_prompt_template(tmp_path):
     [sample] = load_dataset("gui-g1-json", path=tmp_path / "GUI-R1-3K.json")
     assert sample.target == {"bbox": record["solution"], "image_size": [1920, 1080]}
     assert sample.meta["rate"] == 1.0 and sample.question == record["problem"]
-    [templated] = data.load_gui_g1_json(tmp_path / "GUI-R1-3K.json", gui_g1_prompt=True)
-    assert templated.question == GUI_G1_USER.replace("{question}", record["problem"])
+    # the recipe's model.entry (gui-g1-3b) wraps it as grpo_rec.py:190-202 does: image first, QUESTION_TEMPLATE
+    templated = with_contract(sample, zoo.info("gui-g1-3b").spec)
+    assert templated.prompt == [{"role": "user", "content": GUI_G1_USER.replace("{question}", record["problem"])}]
     # grpo_rec.py:147-151 reads a .jsonl json_path line by line, the same records
     (tmp_path / "GUI-R1-3K.jsonl").write_text(json.dumps(record) + "\n")
     [line] = data.load_gui_g1_json(tmp_path / "GUI-R1-3K.jsonl", image_root=tmp_path)

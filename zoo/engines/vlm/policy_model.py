@@ -112,14 +112,14 @@ def peft_config(recipe: VLMRLRecipe) -> LoraConfig | None:
 
 def pixel_limits(recipe: PolicyRecipe) -> tuple[int | None, int | None]:
     """``(min_pixels, max_pixels)`` for the policy's processor: ``model.min_pixels``/``model.max_pixels``
-    when set, else the zoo entry's :class:`~zoo.kinds.VLMSpec` limits when ``model.name`` is one (its
-    authors' resolution), else ``None`` (the processor keeps its own)."""
+    when set, else the limits of ``model.entry`` (the contract the run trains with) or of the zoo entry
+    ``model.name`` is (its authors' resolution), else ``None`` (the processor keeps its own)."""
     from zoo.hub import lookup
     from zoo.kinds import VLMSpec
 
     model = recipe.model
-    entry = None if model.name.startswith("tiny:") else lookup(model.name).entry
-    spec = entry.spec if entry is not None and isinstance(entry.spec, VLMSpec) else None
+    entry = None if model.name.startswith("tiny:") or model.entry else lookup(model.name).entry
+    spec = model.contract() or (entry.spec if entry is not None and isinstance(entry.spec, VLMSpec) else None)
     return (model.min_pixels if model.min_pixels is not None else getattr(spec, "min_pixels", None),
             model.max_pixels if model.max_pixels is not None else getattr(spec, "max_pixels", None))
 

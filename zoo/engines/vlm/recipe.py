@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from zoo.kinds import VLMSpec
 from zoo.recipe import DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
 from zoo.rl.loss_types import LOSS_TYPES, LossType
 
@@ -46,6 +47,10 @@ class ModelConfig:
     into each sample's ``target["resized_size"]``, the frame box rewards map predictions from."""
     max_pixels: int | None = None
     """Largest image area the processor resizes to (Vision-R1 trains at 401408); ``None`` as ``min_pixels``."""
+    entry: str | None = None
+    """The zoo entry whose input contract the run trains with, as ``zoo.load`` applies it at inference:
+    its system prompt and user template wrap each sample's question (the dataset yields raw questions),
+    and its pixel limits size the images. ``None``: the samples' prompts as the dataset wrote them."""
 
     def __post_init__(self) -> None:
         for key in ("min_pixels", "max_pixels"):
@@ -54,6 +59,37 @@ class ModelConfig:
                 raise RecipeError(f"model.{key}={value!r}: a pixel count must be a positive integer (or null)")
         if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
             raise RecipeError(f"model.min_pixels={self.min_pixels} is above model.max_pixels={self.max_pixels}")
+        spec = self.contract()
+        for key in ("min_pixels", "max_pixels") if spec is not None else ():
+            if getattr(self, key) is not None and getattr(self, key) != getattr(spec, key):
+                raise RecipeError(f"model.{key}={getattr(self, key)}: model.entry={self.entry!r} decides it "
+                                  f"({getattr(spec, key)}, what zoo.load resizes to); remove one of them")  # fmt: skip
+
+    def contract(self) -> VLMSpec | None:
+        """The :class:`~zoo.kinds.VLMSpec` of ``entry`` (``None`` without one); a missing or non-VLM entry, or one
+        whose image follows its text (the training loops place images first), is a :class:`RecipeError`."""
+        if self.entry is None:
+            return None
+        from zoo.registry import info
+        from zoo_common.registry import UnknownNameError
+
+        try:
+            spec = info(self.entry).spec
+        except UnknownNameError as err:
+            raise RecipeError(f"model.entry: {err}") from None
+        if not isinstance(spec, VLMSpec):
+            raise RecipeError(f"model.entry={self.entry!r} is not a vision-language entry")
+        if not spec.image_first:
+            raise RecipeError(f"model.entry={self.entry!r} puts the image after the text; the training loops "
+                              "place images first, so the run would not train what zoo.load asks")  # fmt: skip
+        return spec
+
+
+def refuse_two_system_prompts(model: ModelConfig, system_prompt: str | None) -> None:
+    """``data.system_prompt`` beside ``model.entry``: two places deciding one prompt, so a :class:`RecipeError`."""
+    if model.entry and system_prompt:
+        raise RecipeError(f"data.system_prompt and model.entry={model.entry!r} both set the system prompt; the "
+                          "entry's is what zoo.load sends: drop data.system_prompt")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -283,6 +319,7 @@ class VLMRLRecipe(Recipe):
         alg, tr = self.algorithm, self.training
         if not self.data.name:
             raise RecipeError("data.name is empty; name a registered dataset (zoo.data.DATASETS.list())")
+        refuse_two_system_prompts(self.model, self.data.system_prompt)
         if not self.rewards:
             raise RecipeError("rewards is empty; list at least one {name: <registered reward>, weight: 1.0}")
         for i, spec in enumerate(self.rewards):
@@ -405,6 +442,8 @@ class SemiOnlineRecipe(VLMRLRecipe):
             raise RecipeError(f"algorithm.adv_estimator={alg.adv_estimator!r} is single-turn; engine vlm-semi-online "
                               f"runs the multi-turn estimators ({', '.join(multi)}): use engine: vlm-trl")  # fmt: skip
         self._no_plugins_or_chunks()
+        if self.model.entry:
+            raise RecipeError("model.entry wraps single-turn questions; the semi-online loop's dataset builds its turns")
         if alg.num_iterations != 1:
             raise RecipeError(f"algorithm.num_iterations={alg.num_iterations}: the semi-online loop takes one pass")
         if mt.episodes_per_step < 1 or mt.image_limit < 1:

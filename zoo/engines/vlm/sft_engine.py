@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
-from zoo.engines.vlm.recipe import ModelConfig
+from zoo.engines.vlm.recipe import ModelConfig, refuse_two_system_prompts
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
 from zoo.runs import read_state, start_run
@@ -94,6 +94,7 @@ class SFTRecipe(Recipe):
     def validate(self) -> None:
         if not self.data.name or not self.data.answer_format:
             raise RecipeError("an SFT recipe needs data.name (a dataset) and data.answer_format (zoo.data.ANSWER_FORMATS)")
+        refuse_two_system_prompts(self.model, self.data.system_prompt)
         if self.training.batch_size < 1:
             raise RecipeError(f"training.batch_size={self.training.batch_size} must be >= 1")
         if not 0 <= self.training.decay_steps <= self.training.steps:
@@ -104,6 +105,8 @@ class SFTRecipe(Recipe):
                               "never reach: use one or the other")  # fmt: skip
         if self.data.multi_turn and not self.data.stream:
             raise RecipeError("data.multi_turn needs data.stream: true (a batch draws whole episodes)")
+        if self.data.multi_turn and self.model.entry:
+            raise RecipeError("model.entry wraps single-turn questions; a multi-turn dataset builds its own turns")
 
 
 def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
@@ -167,6 +170,7 @@ class ExampleStream:
         from zoo.data import answer_format
 
         self.data = recipe.data
+        self.contract = recipe.model.contract()
         self.answer = answer_format(self.data.answer_format)
         self.samples = [] if self.data.stream else self.data.load()
         if not self.data.stream and not self.samples:
@@ -214,10 +218,12 @@ class ExampleStream:
         """The chat turn the policy sees (images first, then the prompt text) and the answer to learn."""
         from zoo.engines.vlm.sft import SFTExample
 
-        content = [*({"type": "image"} for _ in sample.images), {"type": "text", "text": sample.question}]
+        spec = self.contract  # model.entry: the entry's wrapping, as zoo.load asks (zoo.engines.vlm.contract)
+        system = spec.system_prompt() if spec else self.data.system_prompt
+        content = [*({"type": "image"} for _ in sample.images), {"type": "text", "text": self.question(sample)}]
         messages = [{"role": "user", "content": content}]
-        if self.data.system_prompt:
-            messages.insert(0, {"role": "system", "content": [{"type": "text", "text": self.data.system_prompt}]})
+        if system:
+            messages.insert(0, {"role": "system", "content": [{"type": "text", "text": system}]})
         return SFTExample(messages=messages, images=sample.images, target=self.answer(sample))
 
     def corpus(self) -> list[str]:
@@ -225,4 +231,8 @@ class ExampleStream:
         from zoo.data import load_dataset
 
         kwargs = self.data.corpus_kwargs or self.data.kwargs
-        return [f"{s.question} {self.answer(s)}" for s in load_dataset(self.data.name, **kwargs)]
+        return [f"{self.question(s)} {self.answer(s)}" for s in load_dataset(self.data.name, **kwargs)]
+
+    def question(self, sample: Sample) -> str:
+        """The user text of ``sample``: its question, wrapped by ``model.entry``'s template when the recipe names one."""
+        return self.contract.user_text(sample.question) if self.contract else sample.question

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rewards.adapters import to_trl
 from zoo.engines.vlm import rollout
+from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, peft_config
 from zoo.engines.vlm.recipe import RolloutConfig, VLMRecipe
 from zoo.runs import start_run
@@ -57,7 +58,7 @@ def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | No
     from zoo.engines.vlm.trainer import MetricsCallback, ZooGRPOTrainer
     from zoo.engines.vlm.trl_data import to_trl_dataset
 
-    samples = recipe.data.load()
+    samples = [with_contract(s, recipe.model.contract()) for s in recipe.data.load()]
     model, processor = load_policy(recipe, samples)
     if recipe.training.freeze_vision:
         from zoo.engines.vlm.sft import freeze_vision_tower

@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.recipe import VerlRecipe
 from zoo.recipe import RecipeError
 from zoo.rl.losses import POLICY_LOSSES
@@ -72,7 +73,7 @@ def export(recipe: VerlRecipe, output_dir: Path) -> Path:
     folder = Path(output_dir).resolve() / "verl"
     folder.mkdir(parents=True, exist_ok=True)
     source = data_source(recipe)
-    samples = recipe.data.load()
+    samples = [with_contract(s, recipe.model.contract()) for s in recipe.data.load()]
     write_parquet(samples, folder / "train.parquet", source, ability=recipe.data.name, system=recipe.data.system_prompt)
     write_reward_module(recipe, folder / "reward_fn.py", source)
     args = verl_overrides(recipe, folder, model_path(recipe, folder, samples))
