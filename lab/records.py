@@ -84,17 +84,32 @@ def _across(across: Mapping[str, Mapping[str, float]], names: Mapping[str, str],
             for key, pair in across.items() if key in names]  # fmt: skip
 
 
+def _ladder(t: Mapping[str, Any], recipes: str, names: tuple[str, str, str], metric: str,
+            value: Callable[[Mapping[str, Any]], float], *, minutes: str, rl: str = "grpo",
+            rl_steps: Callable[[Mapping[str, Any]], int] = lambda run: run["steps"],
+            control_keys: tuple[str, str] = ("steps", "")) -> list[Stage]:  # fmt: skip
+    """The stages of an SFT -> RL -> equal-time control ladder: the start, one RL run and one control per seed.
+
+    ``recipes`` is the prefix of the ladder's three recipe files (``...-sft.yaml``, ``names[1]``'s RL
+    recipe, ``...-sft-control.yaml``); ``value`` reads a stage's final held-out metric; ``control_keys``
+    are the control records' steps and minutes keys (``""``: ``minutes``)."""
+    sft, (start_name, rl_name, rl_recipe) = t["sft"], names
+    control_steps, control_minutes = control_keys[0], control_keys[1] or minutes
+    stages = [Stage(start_name, "start", f"{recipes}-sft.yaml", None, sft["steps"], sft[minutes], metric, value(sft),
+                    _curve(sft["curve"], metric))]  # fmt: skip
+    stages += [Stage(f"{rl_name}, seed {r['seed']}", "rl", rl_recipe, r["seed"], rl_steps(r), r[minutes], metric,
+                     value(r), _curve(r["curve"], metric)) for r in t[rl]]  # fmt: skip
+    stages += [Stage(f"SFT continued for {rl_name.split()[-1]}'s time, seed {c['seed']}", "control",
+                     f"{recipes}-sft-control.yaml", c["seed"], c[control_steps], c[control_minutes], metric, value(c),
+                     _curve(c["curve"], metric)) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    return stages
+
+
 def _gui_grounding(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    sft, steps = t["sft"], t["recipe_grpo"]["training"]["steps"]
-    stages = [Stage("SFT start", "start", GUI_RECIPES + "gui-g1-tiny-sft.yaml", None, sft["steps"],
-                    sft["train_minutes"], "hit", sft["final_hit"], _curve(sft["curve"], "hit"))]  # fmt: skip
-    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", GUI_RECIPES + "gui-g1-tiny-cpu.yaml", g["seed"], steps,
-                     g["train_minutes"], "hit", g["final_hit"], _curve(g["curve"], "hit")) for g in t["grpo"]]  # fmt: skip
-    stages += [Stage(f"SFT continued for GRPO's time, seed {c['seed']}", "control",
-                     GUI_RECIPES + "gui-g1-tiny-sft-control.yaml", c["seed"], c["steps"], c["train_minutes"], "hit",
-                     c["final_hit"], _curve(c["curve"], "hit")) for c in t["sft_continue_equal_time"]]  # fmt: skip
-    n = t["held_out"]["n_final"]
-    unit = "held-out hit rate"
+    steps = t["recipe_grpo"]["training"]["steps"]
+    stages = _ladder(t, GUI_RECIPES + "gui-g1-tiny", ("SFT start", "GRPO", GUI_RECIPES + "gui-g1-tiny-cpu.yaml"), "hit",
+                     lambda run: run["final_hit"], minutes="train_minutes", rl_steps=lambda run: steps)  # fmt: skip
+    sft, n, unit = t["sft"], t["held_out"]["n_final"], "held-out hit rate"
     comparisons = [Comparison(f"GRPO - SFT start, seed {g['seed']}", g["final_hit"] - sft["final_hit"], None, unit, n)
                    for g in t["grpo"]]  # fmt: skip
     comparisons += [Comparison(f"GRPO - control, seed {g['seed']}", g["final_hit"] - c["final_hit"], None, unit, n)
@@ -107,46 +122,31 @@ LADDER_NAMES = {"grpo_minus_sft": "GRPO - SFT start", "control_minus_sft": "cont
 
 
 def _driving(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    sft, steps = t["sft"], t["recipe_grpo"]["training"]["steps"]
-    stages = [Stage("SFT start", "start", DRIVING_RECIPES + "driving-vla-tiny-sft.yaml", None, sft["steps"],
-                    sft["train_minutes"], "pdms", sft["final_pdms"], _curve(sft["curve"], "pdms"))]  # fmt: skip
-    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", DRIVING_RECIPES + "driving-vla-tiny-cpu.yaml", g["seed"], steps,
-                     g["train_minutes"], "pdms", g["final_pdms"], _curve(g["curve"], "pdms")) for g in t["grpo"]]  # fmt: skip
-    stages += [Stage(f"SFT continued for GRPO's time, seed {c['seed']}", "control",
-                     DRIVING_RECIPES + "driving-vla-tiny-sft-control.yaml", c["seed"], c["steps"], c["train_minutes"],
-                     "pdms", c["final_pdms"], _curve(c["curve"], "pdms")) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    steps = t["recipe_grpo"]["training"]["steps"]
+    stages = _ladder(t, DRIVING_RECIPES + "driving-vla-tiny",
+                     ("SFT start", "GRPO", DRIVING_RECIPES + "driving-vla-tiny-cpu.yaml"), "pdms",
+                     lambda run: run["final_pdms"], minutes="train_minutes", rl_steps=lambda run: steps)  # fmt: skip
     unit = "held-out PDMS-style score"
     comparisons = _paired(t["paired"], LADDER_NAMES, unit, t["held_out"]["n_final"])
     return stages, comparisons + _across(t["across_seeds"], LADDER_NAMES, unit)
 
 
 def _svg(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    sft = t["sft"]
-    stages = [Stage("SFT start", "start", SVG_RECIPES + "svg-tiny-sft.yaml", None, sft["steps"], sft["total_minutes"],
-                    "reward", sft["final"]["reward"], _curve(sft["curve"], "reward"))]  # fmt: skip
-    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", SVG_RECIPES + "svg-tiny-grpo.yaml", g["seed"], g["steps"],
-                     g["total_minutes"], "reward", g["final"]["reward"], _curve(g["curve"], "reward"))
-               for g in t["grpo"]]  # fmt: skip
-    stages += [Stage(f"SFT continued for GRPO's time, seed {c['seed']}", "control",
-                     SVG_RECIPES + "svg-tiny-sft-control.yaml", c["seed"], c["steps"], c["total_minutes"], "reward",
-                     c["final"]["reward"], _curve(c["curve"], "reward")) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    stages = _ladder(t, SVG_RECIPES + "svg-tiny", ("SFT start", "GRPO", SVG_RECIPES + "svg-tiny-grpo.yaml"), "reward",
+                     lambda run: run["final"]["reward"], minutes="total_minutes")  # fmt: skip
     return stages, _paired(t["paired"], LADDER_NAMES, "held-out svg-shape-iou", t["held_out"]["scenes"])
 
 
 def _gui_agent(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    sft, metric = t["sft"], "step_success"
-    stages = [Stage("SFT start", "start", GUI_RECIPES + "ui-s1-tiny-sft.yaml", None, sft["steps"], sft["train_minutes"],
-                    metric, sft["final"][metric], _curve(sft["curve"], metric))]  # fmt: skip
-    stages += [Stage(f"UI-S1 RL, seed {r['seed']}", "rl", GUI_RECIPES + "ui-s1-tiny-cpu.yaml", r["seed"], r["steps"],
-                     r["train_minutes"], metric, r["final"][metric], _curve(r["curve"], metric)) for r in t["rl"]]  # fmt: skip
-    stages += [Stage(f"SFT continued for RL's time, seed {c['seed']}", "control",
-                     GUI_RECIPES + "ui-s1-tiny-sft-control.yaml", c["seed"], c["matched_step"], c["matched_minutes"],
-                     metric, c["final"][metric], _curve(c["curve"], metric)) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    metric = "step_success"
+    stages = _ladder(t, GUI_RECIPES + "ui-s1-tiny", ("SFT start", "UI-S1 RL", GUI_RECIPES + "ui-s1-tiny-cpu.yaml"),
+                     metric, lambda run: run["final"][metric], minutes="train_minutes", rl="rl",
+                     control_keys=("matched_step", "matched_minutes"))  # fmt: skip
     names = {"rl_minus_sft": "UI-S1 RL - SFT start", "control_minus_sft": "control - SFT start",
              "rl_minus_control": "UI-S1 RL - control"}  # fmt: skip
     unit = "held-out step success"
     summary = t["summary"]
-    comparisons = _paired(summary["step_success_paired"], names, unit, sft["final"]["n_steps"])
+    comparisons = _paired(summary["step_success_paired"], names, unit, t["sft"]["final"]["n_steps"])
     return stages, comparisons + _across(summary["step_success_across_seeds"], names, unit)
 
 
