@@ -92,7 +92,7 @@ def test_backend_choice_is_validated(tmp_path) -> None:
         recipe_for(tmp_path, "rollout.backend=fast")
     with pytest.raises(RecipeError, match="sequence-level"):
         recipe_for(tmp_path, "algorithm.loss_type=gspo", "rollout.importance_sampling=true")
-    with pytest.raises(RecipeError, match="generates its own way"):
+    with pytest.raises(RecipeError, match="engine 'vlm-verl' runs VerlRecipe recipes, not VLMRecipe"):
         recipe_for(tmp_path, "rollout.backend=static", "engine=vlm-verl")
 
 

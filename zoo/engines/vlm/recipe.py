@@ -316,7 +316,13 @@ class VLMRLRecipe(Recipe):
         return bool(getattr(ADVANTAGE_ESTIMATORS.get(self.algorithm.adv_estimator), "rollout_fields", ()))
 
     def validate(self) -> None:
+        from zoo.engines import ENGINES
+
         alg, tr = self.algorithm, self.training
+        runs = ENGINES.get(self.engine).recipe_class()
+        if not isinstance(self, runs):  # e.g. a vlm-trl recipe object given engine=vlm-verl after it was read
+            raise RecipeError(f"engine {self.engine!r} runs {runs.__name__} recipes, not {type(self).__name__}: read "
+                              "the file with zoo.recipe.load_recipe (or zoo train --engine), which picks the class")  # fmt: skip
         if not self.data.name:
             raise RecipeError("data.name is empty; name a registered dataset (zoo.data.DATASETS.list())")
         refuse_two_system_prompts(self.model, self.data.system_prompt)
