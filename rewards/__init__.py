@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from importlib.metadata import entry_points
 from typing import Any
 
 from rewards.base import (
@@ -40,6 +39,8 @@ PLUGIN_GROUP = "zoo.rewards"
 
 def _discover_rewards() -> None:
     """The primitives, then each ``zoo.rewards`` entry point; a broken plug-in is logged and skipped."""
+    from importlib.metadata import entry_points  # on first lookup, not at `import rewards`
+
     import rewards.builtin  # noqa: F401  (registers the primitives)
 
     for point in entry_points(group=PLUGIN_GROUP):

@@ -58,7 +58,8 @@ def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | No
     from zoo.engines.vlm.trainer import MetricsCallback, ZooGRPOTrainer
     from zoo.engines.vlm.trl_data import to_trl_dataset
 
-    samples = [with_contract(s, recipe.model.contract()) for s in recipe.data.load()]
+    contract = recipe.model.contract()  # looked up once, not per sample
+    samples = [with_contract(s, contract) for s in recipe.data.load()]
     model, processor = load_policy(recipe, samples)
     if recipe.training.freeze_vision:
         from zoo.engines.vlm.sft import freeze_vision_tower

@@ -73,7 +73,8 @@ def export(recipe: VerlRecipe, output_dir: Path) -> Path:
     folder = Path(output_dir).resolve() / "verl"
     folder.mkdir(parents=True, exist_ok=True)
     source = data_source(recipe)
-    samples = [with_contract(s, recipe.model.contract()) for s in recipe.data.load()]
+    contract = recipe.model.contract()  # looked up once, not per sample
+    samples = [with_contract(s, contract) for s in recipe.data.load()]
     write_parquet(samples, folder / "train.parquet", source, ability=recipe.data.name, system=recipe.data.system_prompt)
     write_reward_module(recipe, folder / "reward_fn.py", source)
     args = verl_overrides(recipe, folder, model_path(recipe, folder, samples))
