@@ -97,6 +97,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             print(f"  {'system':<13} {spec.system[:200]}{'...' if len(spec.system) > 200 else ''}")
         if spec.variants:
             print(f"  {'variants':<13} {', '.join(spec.variants)} (select with --system NAME)")
+        if spec.templates:
+            print(f"  {'templates':<13} {', '.join(spec.templates)} (select with --template NAME)")
         print(f"  {'user':<13} {spec.user[:200]!r}")
     else:
         settings = {k: v for k, v in asdict(e.spec).items() if v not in (None, (), {})}
@@ -157,7 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     generation = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
     if args.temperature:
         generation.update(do_sample=True, temperature=args.temperature)
-    pred = pipe(args.image, args.prompt, system=args.system, seed=args.seed, **generation)
+    pred = pipe(args.image, args.prompt, system=args.system, template=args.template, seed=args.seed, **generation)
     result = _loaded(pipe, **pred.to_dict())
     if args.draw:
         from zoo.images import load_image
@@ -187,8 +189,8 @@ def _heading(pipe: Any) -> str:
 
 
 #: `zoo run` flags each kind of model reads; given to another kind, a flag would be silently ignored.
-_RUN_FLAGS = {"image": ("vlm", "clip"), "system": ("vlm",), "temperature": ("vlm",), "max_new_tokens": ("vlm",),
-              "draw": ("vlm",), "out": ("diffusion",), "observation": ("policy",), "prompt": ("vlm", "clip", "diffusion")}
+_RUN_FLAGS = {"image": ("vlm", "clip"), "system": ("vlm",), "template": ("vlm",), "temperature": ("vlm",),
+              "max_new_tokens": ("vlm",), "draw": ("vlm",), "out": ("diffusion",), "observation": ("policy",), "prompt": ("vlm", "clip", "diffusion")}
 
 
 def _refuse_unused(args: argparse.Namespace, kind: str) -> None:
@@ -403,6 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="control policies: one observation, a JSON list of numbers or a .json/.npy file")
     p.add_argument("--out", metavar="PNG", help="text-to-image models: where to save the image (default: NAME.png)")
     p.add_argument("--system", help="a named prompt variant of the model (e.g. cod) or your own system prompt")
+    p.add_argument("--template", help="a named user template of the model for another kind of question "
+                   "(zoo info NAME lists them; e.g. Curr-ReFT's judge)")
     p.add_argument("--revision", help="Hub branch, tag or commit (default: the entry's pinned revision)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16 (default: auto)")

@@ -27,7 +27,11 @@ class VLMSpec:
     Attributes:
         user: user-turn template; ``{question}`` is replaced by the caller's text.
         system: system prompt, or ``None`` when the authors use none.
-        variants: other named system prompts the authors publish (``{"cod": "..."}``).
+        variants: other named system prompts the authors publish (``{"cod": "..."}``); an empty one
+            means no system prompt (Visual-RFT trains without the one it infers with).
+        templates: other named user templates the authors ask other kinds of question with (Curr-ReFT's
+            curriculum stages: ``{"judge": "{question} ... exactly 'yes' or 'no'."}``). A training sample
+            picks one with ``meta["template"]``; the pipeline with ``template=``.
         min_pixels: smallest image area fed to the vision tower (qwen-vl-utils ``min_pixels``).
         max_pixels: largest image area fed to the vision tower (qwen-vl-utils ``max_pixels``).
         coord_frame: frame of the coordinates the model emits: ``resized`` (absolute pixels on
@@ -47,6 +51,7 @@ class VLMSpec:
     user: str = "{question}"
     system: str | None = None
     variants: dict[str, str] = field(default_factory=dict)
+    templates: dict[str, str] = field(default_factory=dict)
     min_pixels: int = 4 * 28 * 28
     max_pixels: int = 16384 * 28 * 28
     coord_frame: CoordFrame = "resized"
@@ -56,12 +61,16 @@ class VLMSpec:
     parser: Parser | None = None
 
     def __hash__(self) -> int:  # dict field: hash on the immutable parts
-        return hash((self.user, self.system, tuple(sorted(self.variants)), self.min_pixels, self.max_pixels,
-                     tuple(sorted(self.generation.items()))))
+        return hash((self.user, self.system, tuple(sorted(self.variants)), tuple(sorted(self.templates)),
+                     self.min_pixels, self.max_pixels, tuple(sorted(self.generation.items()))))
 
-    def user_text(self, question: str) -> str:
-        """The user turn's text for ``question``, as the authors wrap it (inference and training alike)."""
-        return self.user.replace("{question}", question)
+    def user_text(self, question: str, template: str | None = None) -> str:
+        """The user turn's text for ``question``, as the authors wrap it (inference and training alike):
+        in their default template, or in the named one of :attr:`templates`."""
+        if template and template not in self.templates:
+            known = ", ".join(sorted(self.templates)) or "none"
+            raise ValueError(f"no user template {template!r}; the authors publish: {known}")
+        return (self.templates[template] if template else self.user).replace("{question}", question)
 
     def system_prompt(self, variant: str | None = None) -> str | None:
         """The system prompt: a named variant (``"cod"``), a prompt of the caller's own, or the authors' default."""

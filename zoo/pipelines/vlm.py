@@ -56,11 +56,12 @@ class VLMPipeline:
     def __repr__(self) -> str:
         return f"VLMPipeline({self.entry.name!r}, revision={self.revision!r}, device={self.device})"
 
-    def messages(self, image: Any, question: str, system: str | None = None) -> list[dict[str, Any]]:
+    def messages(self, image: Any, question: str, system: str | None = None, template: str | None = None,
+                 ) -> list[dict[str, Any]]:  # fmt: skip
         """The chat messages for one question, laid out as the authors lay them out."""
         spec = self.entry.spec
         system = spec.system_prompt(system)
-        text = {"type": "text", "text": spec.user_text(question)}
+        text = {"type": "text", "text": spec.user_text(question, template)}
         image_part = {"type": "image", "image": image}
         content = [image_part, text] if spec.image_first else [text, image_part]
         return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
@@ -102,6 +103,7 @@ class VLMPipeline:
         question: str | Sequence[str],
         *,
         system: str | None = None,
+        template: str | None = None,
         seed: int | None = None,
         **generation: Any,
     ) -> Prediction | list[Prediction]:
@@ -111,6 +113,8 @@ class VLMPipeline:
             image: path, PIL image or array (or a list of them).
             question: the user's text (or one per image; a single string is used for every image).
             system: a named prompt variant of the entry (``"cod"``) or a system prompt of your own.
+            template: a named user template of the entry (:attr:`zoo.kinds.VLMSpec.templates`, Curr-ReFT's
+                ``"judge"``) for another kind of question than its default.
             seed: seeds torch before generating, so sampled answers are reproducible.
             **generation: passed to ``model.generate`` (``max_new_tokens``, ``do_sample``, ``temperature``...).
                 Default: the entry's ``generation`` (the authors' sampling), else greedy decoding, with the
@@ -130,7 +134,7 @@ class VLMPipeline:
         prepared = [self.prepare(img) for img in images]
         texts = [
             self.processor.apply_chat_template(
-                self.messages(resized, q, system), add_generation_prompt=True, tokenize=False
+                self.messages(resized, q, system, template), add_generation_prompt=True, tokenize=False
             )
             for (_, resized), q in zip(prepared, questions)
         ]

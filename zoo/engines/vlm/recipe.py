@@ -10,7 +10,8 @@ carries settings its engine ignores. The shared machinery (YAML, overrides, run 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from zoo.kinds import VLMSpec
@@ -51,6 +52,10 @@ class ModelConfig:
     """The zoo entry whose input contract the run trains with, as ``zoo.load`` applies it at inference:
     its system prompt and user template wrap each sample's question (the dataset yields raw questions),
     and its pixel limits size the images. ``None``: the samples' prompts as the dataset wrote them."""
+    variant: str | None = None
+    """One of ``entry``'s named system prompts (:attr:`zoo.kinds.VLMSpec.variants`) to train with instead of
+    its default, when the authors train with another than they infer with (Visual-RFT's ``train``: none).
+    ``zoo run ENTRY --system NAME`` asks with the same one."""
 
     def __post_init__(self) -> None:
         for key in ("min_pixels", "max_pixels"):
@@ -59,15 +64,14 @@ class ModelConfig:
                 raise RecipeError(f"model.{key}={value!r}: a pixel count must be a positive integer (or null)")
         if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
             raise RecipeError(f"model.min_pixels={self.min_pixels} is above model.max_pixels={self.max_pixels}")
-        spec = self.contract()
-        for key in ("min_pixels", "max_pixels") if spec is not None else ():
-            if getattr(self, key) is not None and getattr(self, key) != getattr(spec, key):
-                raise RecipeError(f"model.{key}={getattr(self, key)}: model.entry={self.entry!r} decides it "
-                                  f"({getattr(spec, key)}, what zoo.load resizes to); remove one of them")  # fmt: skip
+        if self.variant is not None and self.entry is None:
+            raise RecipeError(f"model.variant={self.variant!r} names a prompt of model.entry, which is not set")
+        self.contract()
 
     def contract(self) -> VLMSpec | None:
-        """The :class:`~zoo.kinds.VLMSpec` of ``entry`` (``None`` without one); a missing or non-VLM entry, or one
-        whose image follows its text (the training loops place images first), is a :class:`RecipeError`."""
+        """The :class:`~zoo.kinds.VLMSpec` of ``entry`` (``None`` without one), its system prompt the named
+        ``variant`` when set; a missing or non-VLM entry, an unknown variant, or an entry whose image follows
+        its text (the training loops place images first), is a :class:`RecipeError`."""
         if self.entry is None:
             return None
         from zoo.registry import info
@@ -82,14 +86,31 @@ class ModelConfig:
         if not spec.image_first:
             raise RecipeError(f"model.entry={self.entry!r} puts the image after the text; the training loops "
                               "place images first, so the run would not train what zoo.load asks")  # fmt: skip
-        return spec
+        if self.variant is None:
+            return spec
+        if self.variant not in spec.variants:
+            raise RecipeError(f"model.variant={self.variant!r}: {self.entry} publishes "
+                              f"{', '.join(sorted(spec.variants)) or 'no prompt variants'}")  # fmt: skip
+        return replace(spec, system=spec.variants[self.variant] or None)
 
 
-def refuse_two_system_prompts(model: ModelConfig, system_prompt: str | None) -> None:
-    """``data.system_prompt`` beside ``model.entry``: two places deciding one prompt, so a :class:`RecipeError`."""
-    if model.entry and system_prompt:
+def check_contract(model: ModelConfig, system_prompt: str | None, provenance: Mapping[str, str]) -> None:
+    """What ``model.entry`` decides is decided there once: ``data.system_prompt`` beside it is a
+    :class:`RecipeError`, and so are pixel limits other than the entry's unless ``provenance`` cites them (the
+    authors train at another resolution than they infer at: Vision-R1 trains at 401408 pixels)."""
+    spec = model.contract()
+    if spec is None:
+        return
+    if system_prompt:
         raise RecipeError(f"data.system_prompt and model.entry={model.entry!r} both set the system prompt; the "
-                          "entry's is what zoo.load sends: drop data.system_prompt")  # fmt: skip
+                          "entry's is what zoo.load sends: drop data.system_prompt (or name one of its "
+                          "prompts with model.variant)")  # fmt: skip
+    for key in ("min_pixels", "max_pixels"):
+        value = getattr(model, key)
+        if value is not None and value != getattr(spec, key) and f"model.{key}" not in provenance:
+            raise RecipeError(f"model.{key}={value}: model.entry={model.entry!r} decides it ({getattr(spec, key)}, "
+                              "what zoo.load resizes to); remove one of them, or cite under provenance: why the "
+                              f"authors train at another resolution than they infer at (model.{key})")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -325,7 +346,7 @@ class VLMRLRecipe(Recipe):
                               "the file with zoo.recipe.load_recipe (or zoo train --engine), which picks the class")  # fmt: skip
         if not self.data.name:
             raise RecipeError("data.name is empty; name a registered dataset (zoo.data.DATASETS.list())")
-        refuse_two_system_prompts(self.model, self.data.system_prompt)
+        check_contract(self.model, self.data.system_prompt, self.provenance)
         if not self.rewards:
             raise RecipeError("rewards is empty; list at least one {name: <registered reward>, weight: 1.0}")
         for i, spec in enumerate(self.rewards):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
-from zoo.engines.vlm.recipe import ModelConfig, refuse_two_system_prompts
+from zoo.engines.vlm.recipe import ModelConfig, check_contract
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
 from zoo.runs import read_state, start_run
@@ -94,7 +94,7 @@ class SFTRecipe(Recipe):
     def validate(self) -> None:
         if not self.data.name or not self.data.answer_format:
             raise RecipeError("an SFT recipe needs data.name (a dataset) and data.answer_format (zoo.data.ANSWER_FORMATS)")
-        refuse_two_system_prompts(self.model, self.data.system_prompt)
+        check_contract(self.model, self.data.system_prompt, self.provenance)
         if self.training.batch_size < 1:
             raise RecipeError(f"training.batch_size={self.training.batch_size} must be >= 1")
         if not 0 <= self.training.decay_steps <= self.training.steps:
@@ -235,4 +235,4 @@ class ExampleStream:
 
     def question(self, sample: Sample) -> str:
         """The user text of ``sample``: its question, wrapped by ``model.entry``'s template when the recipe names one."""
-        return self.contract.user_text(sample.question) if self.contract else sample.question
+        return self.contract.user_text(sample.question, sample.meta.get("template")) if self.contract else sample.question
