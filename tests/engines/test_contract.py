@@ -80,3 +80,92 @@ def test_the_contract_is_decided_once() -> None:
         load_recipe(GRPO, ["model.entry=gui-grounding-tine"])
     with pytest.raises(RecipeError, match="is not a vision-language entry"):
         load_recipe(GRPO, ["model.entry=flow-grpo-tiny-colour"])
+
+
+def _recipes_naming_an_entry() -> list[Path]:
+    """Every shipped VLM recipe with ``model.entry``: each domain's converted recipes join this test by naming one."""
+    import yaml
+
+    found = []
+    for path in sorted(ROOT.glob("domains/*/recipes/*.yaml")):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if raw.get("engine") in ("vlm-trl", "vlm-sft", "vlm-verl") and (raw.get("model") or {}).get("entry"):
+            found.append(path)
+    return found
+
+
+def _offline(path: Path):
+    """The recipe with a few samples, or a skip when its data is the authors' release (not in this checkout)."""
+    recipe = load_recipe(path)
+    overrides = ["data.stream=false"] if recipe.engine == "vlm-sft" else []
+    overrides += ["data.kwargs.n=2"] if "n" in recipe.data.kwargs or recipe.engine == "vlm-sft" else []
+    recipe = load_recipe(path, overrides)
+    try:
+        samples = recipe.data.load()[:2]
+    except (FileNotFoundError, ValueError) as err:
+        if "does not exist" in str(err) or "not found" in str(err) or "not a datasets folder" in str(err):
+            pytest.skip(f"{path.name} trains on the authors' data, not in this checkout: {err}")
+        raise
+    return recipe, samples
+
+
+def _asked(recipe, sample, image) -> list[dict]:
+    """The messages ``zoo.load(recipe.model.entry)`` builds for ``sample``, with the recipe's prompt variant."""
+    from types import SimpleNamespace
+
+    from zoo.pipelines.vlm import VLMPipeline
+    from zoo.registry import info
+
+    fake = SimpleNamespace(entry=info(recipe.model.entry))
+    messages = VLMPipeline.messages(fake, image, sample.question, recipe.model.variant, sample.meta.get("template"))
+    if not sample.images:  # text-only samples (text-to-CAD): the same turn without the image
+        messages[-1]["content"] = [part for part in messages[-1]["content"] if part["type"] != "image"]
+    return messages
+
+
+@pytest.mark.parametrize("path", _recipes_naming_an_entry(), ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
+def test_every_recipe_naming_an_entry_trains_on_what_its_pipeline_asks(path: Path, pipe) -> None:
+    """Text and image positions after the chat template (Qwen2.5-VL's, as the tiny and real models share it)."""
+    recipe, samples = _offline(path)
+    render = lambda messages: pipe.processor.apply_chat_template(messages, add_generation_prompt=True,  # noqa: E731
+                                                                 tokenize=False)  # fmt: skip
+    images = [load_image(s.images[0]) if s.images else None for s in samples]
+    asked = [render(_asked(recipe, s, image)) for s, image in zip(samples, images)]
+    if recipe.engine == "vlm-sft":
+        stream = ExampleStream(recipe)
+        trained = [render(stream.example(s).messages) for s in samples]
+    else:
+        dataset = to_trl_dataset([with_contract(s, recipe.model.contract()) for s in samples])
+        trained = [render(prepare_multimodal_messages(row["prompt"], images=row["images"]) if "images" in row
+                          else row["prompt"]) for row in dataset]  # fmt: skip
+    assert trained == asked
+    spec = recipe.model.contract()
+    for key, limit in zip(("min_pixels", "max_pixels"), pixel_limits(recipe)):
+        assert limit == getattr(spec, key) or f"model.{key}" in recipe.provenance, key  # another resolution is cited
+
+
+def test_a_variant_trains_with_the_entrys_named_system_prompt() -> None:
+    from zoo.registry import info
+
+    recipe = load_recipe(GRPO, ["model.entry=patho-r1-7b", "model.variant=cod", "model.min_pixels=null",
+                                "model.max_pixels=null"])  # fmt: skip
+    assert recipe.model.contract().system == info("patho-r1-7b").spec.variants["cod"]
+    sample = with_contract(recipe.data.load()[0], recipe.model.contract())
+    assert sample.prompt[0] == {"role": "system", "content": info("patho-r1-7b").spec.variants["cod"]}
+    with pytest.raises(RecipeError, match="model.variant='cot-long': patho-r1-7b publishes cod, cot"):
+        load_recipe(GRPO, ["model.entry=patho-r1-7b", "model.variant=cot-long"])
+    with pytest.raises(RecipeError, match="model.variant='cod' names a prompt of model.entry, which is not set"):
+        load_recipe(GRPO, ["model.entry=null", "model.variant=cod"])
+
+
+def test_other_pixel_limits_than_the_entrys_need_a_citation(tmp_path: Path) -> None:
+    import yaml
+
+    raw = yaml.safe_load(GRPO.read_text(encoding="utf-8"))
+    raw["model"]["max_pixels"] = 401408
+    raw["provenance"] = {**raw.get("provenance", {}), "model.max_pixels": "zoo: a test of a cited resolution"}
+    cited = tmp_path / "cited.yaml"
+    cited.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert pixel_limits(load_recipe(cited))[1] == 401408
+    with pytest.raises(RecipeError, match="cite under provenance: why the authors train at another resolution"):
+        load_recipe(GRPO, ["model.max_pixels=401408"])
