@@ -7,13 +7,13 @@ STAMP  := $(VENV)/.installed
 
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: install demo test test-all lint clean gpu-wheels
+.PHONY: install demo test test-all docs lint clean gpu-wheels
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing the pinned stack into $(VENV) (about 3 minutes the first time)"
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev,hub,logging,perception,robot,driving,cad]"
+	$(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev,docs,hub,logging,perception,robot,driving,cad]"
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -24,6 +24,10 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
+# The documentation site into site/ (warnings are errors; model pages come from the registry).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 test-all: install
 	$(PY) -m pytest -q -m "not gpu and not network"
 
@@ -33,4 +37,4 @@ gpu-wheels:
 	PYTHON=$(PYTHON) bench/gpu_suite.sh --collect-wheels
 
 clean:
-	rm -rf $(VENV) outputs .pytest_cache
+	rm -rf $(VENV) outputs .pytest_cache site
