@@ -26,6 +26,14 @@ and ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py`` (``conversations[0]`` i
 ``src/virft/src/open_r1/grpo_lisa.py`` (``<img>`` path in the user value, boxes divided by 1000);
 the Vision-R1-Data, Curr-ReFT-data and R1-Reward-RL loaders name their sources.
 
+Questions are yielded raw (``Sample.prompt`` a string, as the dataset asks it, built from the record's
+fields where the format lists labels or options): no loader writes a system prompt or a user template. A
+recipe names the entry whose prompt it trains with (``model.entry``: ``vlm-r1-rec-3b`` for RefCOCO,
+``vlm-r1-ovd-3b`` for OVDEval, ``visual-rft-lisa-7b`` with ``model.variant: train`` for LISA,
+``vision-r1-7b``, ``curr-reft-7b``, ``r1-reward-7b``) and the training loops wrap each question in that
+entry's template as ``zoo.load(entry)`` does; a dataset asking several kinds of question (Curr-ReFT's
+stages) names the entry's template per sample in ``meta["template"]``.
+
 Which files are evaluation data: OVDEval is a benchmark (``eval_datasets`` of the domain); RefCOCO's
 ``*_val``/``testA``/``testB``, LISA's ``lisa_test`` and Curr-ReFT's ``*_test`` files are the authors'
 evaluation splits, while their ``*_train`` files (and Curr-ReFT's ``*_val``, which its data card says
@@ -44,18 +52,7 @@ from typing import Any
 
 from PIL import Image
 
-from domains.perception.prompts import (
-    CURR_REFT_CHOICE_USER,
-    CURR_REFT_CLASSIFY_CHOICE_USER,
-    CURR_REFT_DETECTION_USER,
-    CURR_REFT_JUDGE_USER,
-    CURR_REFT_USER,
-    CURR_REFT_VQA_USER,
-    VISUAL_RFT_LISA_USER,
-    VLM_R1_OVD_PROBLEM,
-    VLM_R1_OVD_USER,
-    VLM_R1_REC_USER,
-)
+from domains.perception.prompts import VLM_R1_OVD_PROBLEM
 from zoo.data import Sample, read_records, record_field
 
 
@@ -80,20 +77,20 @@ def _limit(records: list[Any], limit: int | None) -> list[Any]:
     return records if limit is None else records[:limit]
 
 
-def load_refcoco(path: str | Sequence[str], image_root: str | None = None, limit: int | None = None,
-                 template: bool = True) -> list[Sample]:  # fmt: skip
+def load_refcoco(path: str | Sequence[str], image_root: str | None = None, limit: int | None = None) -> list[Sample]:
     """RefCOCO/+/g or LISA-grounding in VLM-R1's files: one referring expression -> one box.
 
     ``path`` is one file or a list of them, read in order: VLM-R1's REC run trains on
     ``refcoco_train``, ``refcocop_train`` and ``refcocog_train`` together
     (om-ai-lab/VLM-R1@90052f4:src/open-r1-multimodal/data_config/rec.yaml:1-4), images found under one
     ``image_root`` (the folder holding ``train2014/``, ``src/eval/test_rec_r1.py`` L50, L122).
-    ``template`` wraps the expression in VLM-R1's REC prompt (training and the authors' eval);
-    ``False`` keeps the bare expression (a pipeline adds its entry's own template). ``limit`` counts
-    samples over all files.
+    The question is the bare expression; VLM-R1 asks it in its REC template with no system prompt, in
+    training (grpo_rec.py:161-173, the template of qwen_module.py:70-73) and in its evaluation
+    (test_rec_r1.py:111, 124-134): the ``vlm-r1-rec-3b`` entry's prompt, which a recipe names with
+    ``model.entry`` and a pipeline applies. ``limit`` counts samples over all files.
     """
     if not isinstance(path, str):
-        samples = [s for one in path for s in load_refcoco(one, image_root, None, template)]
+        samples = [s for one in path for s in load_refcoco(one, image_root, None)]
         return _limit(samples, limit)
     file = Path(path)
     root = Path(image_root) if image_root else file.parent
@@ -107,23 +104,22 @@ def load_refcoco(path: str | Sequence[str], image_root: str | None = None, limit
         else:
             question, box = str(record_field(rec, "problem", where)), record_field(rec, "solution", where)
         image, size = _image(root, str(record_field(rec, "image", where)), where)
-        prompt = VLM_R1_REC_USER.replace("{question}", question) if template else question
-        samples.append(Sample(id=str(rec.get("id", f"{file.stem}-{i}")), images=(image,), prompt=prompt,
+        samples.append(Sample(id=str(rec.get("id", f"{file.stem}-{i}")), images=(image,), prompt=question,
                               target={"bbox": _xyxy(box, where), "image_size": size},
                               meta={"expression": question, "source": file.name}))
     return samples
 
 
-def load_ovdeval(path: str, image_root: str | None = None, limit: int | None = None, template: bool = True,
-                 ) -> list[Sample]:  # fmt: skip
+def load_ovdeval(path: str, image_root: str | None = None, limit: int | None = None) -> list[Sample]:
     """OVDEval (one COCO json per sub-task): one image -> its labelled boxes, asked with all its labels.
 
     The question lists the image's positive ``text`` and hard-negative ``neg_text`` labels in the
     file's order (the paper's ``{target list}``; its exact joining is not published: ``", "`` here),
-    in VLM-R1's OVD template. ``target["objects"]`` holds the positive boxes; ``neg_labels`` the
-    labels that must not be detected; ``meta["image_id"]`` the file's image id. Images are looked up
-    in ``image_root``, else in the published layout (``images/<sub-task>/`` beside ``annotations/``),
-    else beside the file.
+    in the paper's OVD problem (:data:`~domains.perception.prompts.VLM_R1_OVD_PROBLEM`): that is the
+    question, to which the ``vlm-r1-ovd-3b`` entry's template appends the thinking sentence.
+    ``target["objects"]`` holds the positive boxes; ``neg_labels`` the labels that must not be detected;
+    ``meta["image_id"]`` the file's image id. Images are looked up in ``image_root``, else in the
+    published layout (``images/<sub-task>/`` beside ``annotations/``), else beside the file.
     """
     file = Path(path)
     published = file.parent.parent / "images" / file.stem  # the dataset's layout: annotations/X.json, images/X/
@@ -144,17 +140,19 @@ def load_ovdeval(path: str, image_root: str | None = None, limit: int | None = N
         image, size = _image(root, str(record_field(img, "file_name", where)), where)
         samples.append(Sample(
             id=f"{file.stem}-{img['id']}", images=(image,),
-            prompt=VLM_R1_OVD_USER.replace("{question}", question) if template else question,
+            prompt=question,
             target={"objects": by_image.get(img["id"], []), "image_size": size, "neg_labels": img.get("neg_text", [])},
             meta={"subset": file.stem, "labels": labels, "image_id": img["id"]},
         ))  # fmt: skip
     return samples
 
 
-def load_lisa(path: str, image_root: str | None = None, limit: int | None = None, template: bool = True,
-              ) -> list[Sample]:  # fmt: skip
+def load_lisa(path: str, image_root: str | None = None, limit: int | None = None) -> list[Sample]:
     """LISA reasoning grounding in Visual-RFT's format; the 0-1000 box becomes original pixels.
 
+    The question is the user turn without its ``<img>`` tag, as Visual-RFT cuts it
+    (Liuziyu77/Visual-RFT@9486633:src/virft/src/open_r1/grpo_lisa.py:198-210) before its QUESTION_TEMPLATE
+    wraps it with no system prompt: the ``visual-rft-lisa-7b`` entry's template with ``model.variant: train``.
     ``target["bbox_norm1000"]`` keeps the file's numbers (the frame the Visual-RFT model answers in).
     """
     file = Path(path)
@@ -173,7 +171,7 @@ def load_lisa(path: str, image_root: str | None = None, limit: int | None = None
         question = user.replace(found.group(0), "").strip()
         samples.append(Sample(
             id=str(rec.get("id", f"{file.stem}-{i}")), images=(image,),
-            prompt=VISUAL_RFT_LISA_USER.replace("{question}", question) if template else question,
+            prompt=question,
             target={"bbox": [norm[0] * width / 1000, norm[1] * height / 1000, norm[2] * width / 1000,
                              norm[3] * height / 1000], "bbox_norm1000": norm, "image_size": [width, height]},
             meta={"source": file.name},
@@ -182,7 +180,8 @@ def load_lisa(path: str, image_root: str | None = None, limit: int | None = None
 
 
 #: Vision-R1's rewrite of Vision-R1-Data's questions for Qwen models (jefferyZhan/Griffon@9866875:
-#: Vision-R1/vision_r1/visionr1_qwen.py:426-434), applied in this order; other wording raises upstream.
+#: Vision-R1/vision_r1/visionr1_qwen.py:426-434), applied in this order; other wording raises upstream. A
+#: conversion of the data's wording, not a prompt template: the rewritten question is the whole user turn.
 VISION_R1_QWEN_REWRITES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Examine the image for any objects from the category set. Report the coordinates of each detected object.",
      (("Examine the image for any objects from the category set. Report the coordinates of each detected object.",
@@ -205,7 +204,7 @@ def vision_r1_qwen_question(problem: str) -> str:
                 problem = problem.replace(old, new)
             return problem
     raise ValueError(f"Vision-R1-Data question {problem[:80]!r} has none of the wordings Vision-R1 rewrites for Qwen "
-                     "(visionr1_qwen.py:426-434); pass template=False to keep it as written")  # fmt: skip
+                     "(visionr1_qwen.py:426-434); pass qwen_wording=False to keep it as written")  # fmt: skip
 
 
 def _vision_r1_objects(solution: Any, where: str) -> list[dict[str, Any]]:
@@ -226,7 +225,7 @@ def _vision_r1_objects(solution: Any, where: str) -> list[dict[str, Any]]:
     return objects
 
 
-def load_vision_r1_data(path: str, limit: int | None = None, template: bool = True, split: str = "train",
+def load_vision_r1_data(path: str, limit: int | None = None, qwen_wording: bool = True, split: str = "train",
                         min_instances: int = 1, max_instances: int = 30) -> list[Sample]:  # fmt: skip
     """JefferyZhan/Vision-R1-Data, the data Vision-R1 trains on (``run_qwen_vision_r1.sh`` L14).
 
@@ -236,8 +235,13 @@ def load_vision_r1_data(path: str, limit: int | None = None, template: bool = Tr
     https://huggingface.co/datasets/JefferyZhan/Vision-R1-Data/blob/refs%2Fpr%2F3/dataset_info.json at
     0a17371), read as Vision-R1 reads it (``load_from_disk``, visionr1_qwen.py:418-421); a folder of
     splits gives ``split``. As upstream: images with ``min_instances`` to ``max_instances`` objects are
-    kept (L450-460), sorted by object count (L461; the trainer's sampler shuffles them again), and
-    ``template`` rewrites the question for Qwen (L423-436).
+    kept (L450-460), sorted by object count (L461; the trainer's sampler shuffles them again).
+
+    ``qwen_wording`` is the authors' conversion of the data for Qwen models, not a prompt template: Vision-R1
+    rewrites each question's wording (:func:`vision_r1_qwen_question`, L423-436) whenever the model's path
+    names Qwen (L453-455), and asks the rewritten question as the whole user turn, image first, with no
+    system prompt (L438-447), which is the ``vision-r1-7b`` entry's prompt (its user template is
+    ``{question}``). ``False`` keeps the data's own wording (Vision-R1 on a model not named Qwen).
 
     Targets are in the frame of the ``width``/``height`` columns, which the reward maps predictions to
     (L280-281) and which may differ from the stored image's size (the SFT script rescales between the
@@ -266,7 +270,7 @@ def load_vision_r1_data(path: str, limit: int | None = None, template: bool = Tr
     for i, row in enumerate(_limit(rows, limit)):
         where = f"{folder.name} row {i}"
         problem = str(row["problem"])
-        prompt = vision_r1_qwen_question(problem) if template else problem
+        prompt = vision_r1_qwen_question(problem) if qwen_wording else problem
         cell = row["image"] or {}
         image = cell.get("bytes") or cell.get("path")
         if not image:
@@ -281,35 +285,46 @@ def load_vision_r1_data(path: str, limit: int | None = None, template: bool = Tr
     return samples
 
 
-#: Curr-ReFT's stages and the user template of each task in them (ding523/Curr_REFT@f123433
+#: Curr-ReFT's stages and, per task, the curr-reft entries' user template it is asked in: a name of their
+#: ``templates`` (:data:`~domains.perception.prompts.CURR_REFT_TEMPLATES`), ``None`` for their default ``user``;
+#: ``"*"`` is the stage's template for other tasks (ding523/Curr_REFT@f123433
 #: train_code/grpo/open-r1-multimodal/src/open_r1/): Stage1_judge_math_resize.py:207-214,
 #: Stage2_choice_math_resize.py:207-222, Stage3_open_math_resize.py:206-222.
-CURR_REFT_TEMPLATES: dict[str, Mapping[str, str]] = {
-    "judge": {},
-    "choice": {"classify": CURR_REFT_CLASSIFY_CHOICE_USER},
-    "open": {"detection": CURR_REFT_DETECTION_USER, "coco_vqa": CURR_REFT_VQA_USER},
+CURR_REFT_STAGE_TEMPLATES: dict[str, Mapping[str, str | None]] = {
+    "judge": {"*": "judge"},
+    "choice": {"*": "choice", "classify": "choice-classify"},
+    "open": {"*": None, "detection": "open-detection", "coco_vqa": "open-vqa"},
 }
-_CURR_REFT_DEFAULT = {"judge": CURR_REFT_JUDGE_USER, "choice": CURR_REFT_CHOICE_USER, "open": CURR_REFT_USER}
 
 
-def load_curr_reft(path: str, stage: str, image_root: str | None = None, limit: int | None = None,
-                   template: bool = True) -> list[Sample]:  # fmt: skip
+def curr_reft_template(stage: str, task: str) -> str | None:
+    """The name of the curr-reft entries' user template Curr-ReFT asks ``task`` in at ``stage`` (``None``: their
+    default ``user``, the open stage's QUESTION_TEMPLATE_NORMAL)."""
+    if stage not in CURR_REFT_STAGE_TEMPLATES:
+        raise ValueError(f"stage={stage!r}; Curr-ReFT's stages are judge, choice and open")
+    names = CURR_REFT_STAGE_TEMPLATES[stage]
+    return names.get(task, names["*"])
+
+
+def load_curr_reft(path: str, stage: str, image_root: str | None = None, limit: int | None = None) -> list[Sample]:
     """One stage file of ZTE-AIM/Curr-ReFT-data (``grpo_data/train/<stage>/...jsonl``).
 
     Rows are ``{problem, solution, task, image}`` (the data card, mirrored in the repository's
     ``Evaluation&Data_Usage.md`` "Data Format"; ``image`` relative to ``image_root``, as the trainers
-    join it, Stage3_open_math_resize.py:310). ``stage`` is ``judge``, ``choice`` or ``open`` and picks
-    the stage's question template per ``task``, with no system prompt (the image branch has it
-    commented out, Stage3_open_math_resize.py:226). The card's ``*_test`` files are evaluation data; its
-    ``*_val`` files are training data ("The _val files ... are incorporated into the training data").
+    join it, Stage3_open_math_resize.py:310). ``stage`` is ``judge``, ``choice`` or ``open``. The question
+    is the row's ``problem``; each sample names in ``meta["template"]`` the curr-reft entries' user template
+    the stage asks its ``task`` in (:func:`curr_reft_template`; no key for the entries' default, the open
+    stage's), with no system prompt (the image branch has it commented out, Stage3_open_math_resize.py:226),
+    as a recipe naming ``model.entry: curr-reft-7b`` (or ``-3b``) trains. The card's ``*_test`` files are
+    evaluation data; its ``*_val`` files are training data ("The _val files ... are incorporated into the
+    training data").
 
     Targets: ``{"answer": solution, "task": task, "stage": stage}``, what the ``curr-reft`` rewards read.
     Not reproduced: the trainers shrink images above 262,144 (stage 1, math) or 410,000 pixels (stage 3)
     themselves before the processor (Stage1_judge_math_resize.py:318-329, Stage3_open_math_resize.py:347-381);
     set ``model.max_pixels`` for a comparable resolution.
     """
-    if stage not in CURR_REFT_TEMPLATES:
-        raise ValueError(f"stage={stage!r}; Curr-ReFT's stages are judge, choice and open")
+    curr_reft_template(stage, "")  # an unknown stage fails before the file is read
     file = Path(path)
     root = Path(image_root) if image_root else file.parent
     samples = []
@@ -317,11 +332,11 @@ def load_curr_reft(path: str, stage: str, image_root: str | None = None, limit: 
         where = f"{file.name} record {i}"
         task, problem = str(record_field(rec, "task", where)), str(record_field(rec, "problem", where))
         image, _ = _image(root, str(record_field(rec, "image", where)), where)
-        user = CURR_REFT_TEMPLATES[stage].get(task, _CURR_REFT_DEFAULT[stage])
+        template = curr_reft_template(stage, task)
         samples.append(Sample(
-            id=f"{file.stem}-{i}", images=(image,), prompt=user.replace("{question}", problem) if template else problem,
+            id=f"{file.stem}-{i}", images=(image,), prompt=problem,
             target={"answer": str(record_field(rec, "solution", where)), "task": task, "stage": stage},
-            meta={"task": task, "stage": stage, "source": file.name},
+            meta={"task": task, "stage": stage, "source": file.name, **({"template": template} if template else {})},
         ))  # fmt: skip
     return samples
 
@@ -375,7 +390,10 @@ def load_r1_reward_rl(path: str, image_root: str | None = None, limit: int | Non
     training reads it with ``--input_key message`` and scores against ``answer`` (scripts/train.sh:13,
     openrlhf/models/remote_rm/math_verifier_mllm.py:282-286). The sample's prompt is that judge prompt,
     its target ``{"answer": answer[0]}`` (``"<answer>2</answer>"``, which ``r1-reward`` reads).
-    zoo: the TRL path puts the image before the text; the release's messages put it after.
+    That judge prompt is the data's question, raw: the release writes the whole of it in each row, and the
+    ``r1-reward-7b`` entry's user template is ``{question}`` (its callers build the same text with
+    :func:`~domains.perception.prompts.format_r1_reward_question`), so ``model.entry: r1-reward-7b`` trains on it
+    unchanged. zoo: the TRL path puts the image before the text; the release's messages put it after.
     """
     file = Path(path)
     root = Path(image_root) if image_root else None
@@ -396,11 +414,12 @@ def load_r1_reward_rl(path: str, image_root: str | None = None, limit: int | Non
     return samples
 
 
-def load_synthetic(n: int = 16, seed: int = 0, task: str = "rec", size: int = 56, template: bool = True) -> list[Sample]:
-    """Seeded shape images (:mod:`domains.perception.synthetic`) for offline recipes and tests."""
+def load_synthetic(n: int = 16, seed: int = 0, task: str = "rec", size: int = 56) -> list[Sample]:
+    """Seeded shape images (:mod:`domains.perception.synthetic`) for offline recipes and tests: raw questions,
+    which the entry the module docstring names per task wraps."""
     from domains.perception.synthetic import synthetic_samples
 
-    return synthetic_samples(n=n, seed=seed, task=task, size=size, template=template)
+    return synthetic_samples(n=n, seed=seed, task=task, size=size)
 
 
 def load_curriculum(stages: list[dict[str, Any]]) -> list[Sample]:

@@ -9,6 +9,7 @@ as the GUI domain's ``gui-g1-3b`` says; the 7B base is Apache-2.0.
 from __future__ import annotations
 
 from domains.perception.prompts import (
+    CURR_REFT_TEMPLATES,
     CURR_REFT_USER,
     R1_SYSTEM,
     SHUFFLE_R1_USER,
@@ -58,14 +59,16 @@ for name, repo, task, spec, card in (
 
 # Visual-RFT's released checkpoint: LISA reasoning grounding, Qwen2-VL-7B, boxes in Qwen2-VL's
 # 0-1000 frame (grpo_lisa.py divides them by 1000). R1 system prompt, as the authors' LISA inference
-# (lisa_evaluation/Qwen2_VL_lisa_infere.py:38-46; their training's image branch has none, grpo_lisa.py:193-219).
+# (Liuziyu77/Visual-RFT@9486633:lisa_evaluation/Qwen2_VL_lisa_infere.py:38-46). Their training asks without one:
+# the image branch builds the user turn alone (grpo_lisa.py:193-219; the R1 prompt of L157 only reaches the
+# text-only branch, L175), so a recipe trains with `model.variant: train` (no system prompt).
 register(ModelEntry(
     name="visual-rft-lisa-7b", aliases=("visual-rft",), repo_id="Zery/Qwen2-VL-7B_visual_rft_lisa_IoU_reward",
     architecture="qwen2_vl", base_model="Qwen/Qwen2-VL-7B-Instruct", domain="perception",
     task="reasoning grounding (LISA): question -> box", paper="2503.01785", license="cc-by-nc-4.0",
     code_license="apache-2.0",
-    spec=VLMSpec(system=R1_SYSTEM, user=VISUAL_RFT_LISA_USER, max_pixels=401408, coord_frame="norm1000",
-                 max_new_tokens=1024, parser=parse_lisa),
+    spec=VLMSpec(system=R1_SYSTEM, variants={"train": ""}, user=VISUAL_RFT_LISA_USER, max_pixels=401408,
+                 coord_frame="norm1000", max_new_tokens=1024, parser=parse_lisa),
     notes="Research use only: the authors license their data and code for research use only, the data under "
           "CC BY-NC 4.0 (Attribution-NonCommercial), and this checkpoint is trained on that data.",
     license_source="Liuziyu77/Visual-RFT@9486633:README.md:266-268 (code Apache-2.0; data CC BY-NC 4.0; \"The data "
@@ -75,7 +78,9 @@ register(ModelEntry(
 ))  # fmt: skip
 
 # Vision-R1 (jefferyZhan/Griffon Vision-R1/README.md): processor min_pixels=28*28, max_pixels=12800*28*28,
-# Qwen-native JSON detections, no think tags; use_cache=True is required at generation.
+# Qwen-native JSON detections, no think tags; use_cache=True is required at generation. The question is the
+# whole user turn, image first, no system prompt, in training too (jefferyZhan/Griffon@9866875:Vision-R1/
+# vision_r1/visionr1_qwen.py:438-447; the vision-r1-data loader yields the question as that code rewrites it).
 register(ModelEntry(
     name="vision-r1-7b", repo_id="JefferyZhan/Qwen2.5-VL-7B-Instruct-Vision-R1", architecture="qwen2_5_vl",
     base_model="Qwen/Qwen2.5-VL-7B-Instruct", domain="perception", task="object localisation and detection",
@@ -94,13 +99,16 @@ register(ModelEntry(
 
 # Curr-ReFT (ding523/Curr_REFT@f123433): 3-stage curriculum GRPO + rejection SFT; stage-3 prompt and no
 # system prompt: the image branch of every stage's trainer comments it out (Stage3_open_math_resize.py:226,
-# Stage1/Stage2 L218/L226), as its evaluation does (eval/muti_process_eval.py:478).
+# Stage1/Stage2 L218/L226), as its evaluation does (eval/muti_process_eval.py:478). The other stages' and
+# tasks' user templates are the entries' named templates (prompts.CURR_REFT_TEMPLATES), which the
+# curr-reft-data loader names per sample.
 for size in ("3b", "7b"):
     register(ModelEntry(
         name=f"curr-reft-{size}", aliases=("curr-reft",) if size == "7b" else (), repo_id=f"ZTE-AIM/{size.upper()}-Curr-ReFT",
         architecture="qwen2_5_vl", base_model=f"Qwen/Qwen2.5-VL-{size.upper()}-Instruct", domain="perception",
         task="detection, classification and multimodal math with reasoning", paper="2503.07065", license="unknown",
-        spec=VLMSpec(user=CURR_REFT_USER, coord_frame="none", max_new_tokens=1024, parser=parse_think_answer),
+        spec=VLMSpec(user=CURR_REFT_USER, templates=dict(CURR_REFT_TEMPLATES), coord_frame="none",
+                     max_new_tokens=1024, parser=parse_think_answer),
         notes="The repository has no LICENSE file: check the model card before use. The README's 7B link points "
         "to an omlab model by mistake; the ZTE-AIM page is the one the README's news names."
         + (" " + _QWEN_3B_LICENCE + "." if size == "3b" else ""),

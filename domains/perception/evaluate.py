@@ -59,22 +59,23 @@ def vlm_r1_eval_box(text: str) -> list[int] | None:
 
 def load_eval_data(data: str, path: str | None = None, limit: int | None = None, image_root: str | None = None,
                    ) -> list[Sample]:  # fmt: skip
-    """Samples of benchmark ``data`` with bare questions (the pipeline adds its entry's template)."""
+    """Samples of benchmark ``data``: raw questions, as every loader yields them (the evaluated entry's pipeline
+    wraps them in its own template, as it does for any caller)."""
     from domains.perception.data import load_ovdeval, load_refcoco, load_synthetic
 
     if data == "synthetic-rec":
         if path is not None:
             raise ValueError("--data synthetic-rec is generated; drop --path")
-        return load_synthetic(n=limit or 100, seed=SYNTHETIC_SEED, task="rec", template=False)
+        return load_synthetic(n=limit or 100, seed=SYNTHETIC_SEED, task="rec")
     if data in ("refcoco", "lisa-grounding"):
         if path is None:
             raise ValueError(f"--data {data} needs --path pointing at VLM-R1's annotation file (e.g. refcoco_val.json)")
-        return load_refcoco(path, image_root=image_root, limit=limit, template=False)
+        return load_refcoco(path, image_root=image_root, limit=limit)
     if data == "ovdeval":
         if path is None:
             raise ValueError("--data ovdeval needs --path pointing at one of OVDEval's annotation files "
                              "(e.g. annotations/material.json)")  # fmt: skip
-        return load_ovdeval(path, image_root=image_root, limit=limit, template=False)
+        return load_ovdeval(path, image_root=image_root, limit=limit)
     raise ValueError(f"unknown perception benchmark {data!r}; choose one of {', '.join(BENCHMARKS)}")
 
 

@@ -83,6 +83,20 @@ CURR_REFT_CLASSIFY_CHOICE_USER = (
     "shown in the image. Ensure your final answer is exactly one or more of the provided option letters without "
     "any additional text."
 )
+#: Curr-ReFT's other user templates by name: the curr-reft entries' ``templates``, their default ``user`` being
+#: the open stage's QUESTION_TEMPLATE_NORMAL (:data:`CURR_REFT_USER`). A training sample names one with
+#: ``meta["template"]`` (``load_curr_reft``), ``zoo run curr-reft-7b --template judge`` asks with it. Stage 1
+#: asks every task with QUESTION_TEMPLATE_JUDGE (Stage1_judge_math_resize.py:207-208, 214), stage 2 with
+#: QUESTION_TEMPLATE_others, classification with QUESTION_TEMPLATE_Classify (Stage2_choice_math_resize.py:207-212,
+#: 220-222), stage 3 detection and coco_vqa with their own, other tasks with the default
+#: (Stage3_open_math_resize.py:206-211, 217-222); ding523/Curr_REFT@f123433 as above.
+CURR_REFT_TEMPLATES = {
+    "judge": CURR_REFT_JUDGE_USER,
+    "choice": CURR_REFT_CHOICE_USER,
+    "choice-classify": CURR_REFT_CLASSIFY_CHOICE_USER,
+    "open-detection": CURR_REFT_DETECTION_USER,
+    "open-vqa": CURR_REFT_VQA_USER,
+}
 
 # Shuffle-R1 (xiaomi-research/shuffle-r1@31d3ff0 README.md:68-77): the thinking prompt, with its newlines,
 # prepended to the user's query in the image-first user turn ("\\boxed" in the README's Python source is

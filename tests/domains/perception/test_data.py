@@ -1,4 +1,9 @@
-"""Perception loaders on small files written in each published format, and the synthetic generator."""
+"""Perception loaders on small files written in each published format, and the synthetic generator.
+
+Loaders yield raw questions; the entry a recipe names (``model.entry``) wraps them as ``zoo.load`` does
+(:func:`zoo.engines.vlm.contract.with_contract`). Each wrapped prompt is checked against the authors' own
+text, copied here from their source, which is what the loaders wrote themselves before.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,32 @@ import json
 import pytest
 from PIL import Image
 
+import zoo
 from domains.perception.data import load_lisa, load_ovdeval, load_refcoco, load_synthetic
-from domains.perception.prompts import VLM_R1_REC_USER
+from domains.perception.prompts import R1_SYSTEM, VLM_R1_OVD_PROBLEM, format_r1_reward_question
 from rewards.base import get
+from zoo.data import Sample
+from zoo.engines.vlm.contract import with_contract
+from zoo.engines.vlm.recipe import ModelConfig
+from zoo.recipe import RecipeError
+
+#: om-ai-lab/VLM-R1@90052f4:src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py:73 (REC), as
+#: grpo_rec.py:161-173 and src/eval/test_rec_r1.py:111, 124-134 ask it: image first, no system prompt.
+VLM_R1_REC = ("{} First output the thinking process in <think> </think> tags and then output the final answer in "
+              "<answer> </answer> tags. Output the final answer in JSON format.")  # fmt: skip
+#: Liuziyu77/Visual-RFT@9486633:src/virft/src/open_r1/grpo_lisa.py:180 QUESTION_TEMPLATE ("grouding" and ")" theirs).
+VISUAL_RFT_LISA = ('{} Output the thinking process in <think> </think> and your grouding box. Following '
+                   '"<think> thinking process </think>\n<answer>(x1,y1),(x2,y2)</answer>)" format.')  # fmt: skip
+#: VLM-R1 paper (arXiv 2504.07615) §5.1 "Thinking Prompt", appended to the OVD problem.
+VLM_R1_OVD_THINK = " Output the thinking process in <think> </think> and final answer in <answer> </answer> tags."
+#: ding523/Curr_REFT@f123433 Stage3_open_math_resize.py:210-211 QUESTION_TEMPLATE_NORMAL.
+CURR_REFT_NORMAL = ("{} First output the thinking process in <think> </think> tags and then output the final answer "
+                    "in <answer> </answer> tags.")  # fmt: skip
+
+
+def _asked(sample: Sample, entry: str, variant: str | None = None) -> list[dict]:
+    """The chat a recipe with ``model.entry: entry`` (and ``model.variant``) trains ``sample`` on."""
+    return with_contract(sample, ModelConfig(entry=entry, variant=variant).contract()).prompt
 
 
 @pytest.fixture
@@ -27,10 +55,13 @@ def test_refcoco_eval_json_and_training_jsonl(images):
         {"id": 7, "image": "COCO_train2014_000000000009.jpg", "conversations": [
             {"from": "human", "value": "<image>the right cat"}, {"from": "gpt", "value": "[300, 40, 600, 400]"}]}) + "\n")
     [val] = load_refcoco(str(images / "refcoco_val.json"))
-    [train] = load_refcoco(str(images / "refcoco_train.jsonl"), template=False)
+    [train] = load_refcoco(str(images / "refcoco_train.jsonl"))
     assert val.target == {"bbox": [10.0, 20.0, 110.0, 220.0], "image_size": [640, 480]}
-    assert val.prompt == VLM_R1_REC_USER.replace("{question}", "the left dog")
+    assert val.prompt == "the left dog" and "template" not in val.meta  # the raw expression
     assert train.prompt == "the right cat" and train.id == "7" and train.target["bbox"] == [300.0, 40.0, 600.0, 400.0]
+    # vlm-r1-rec-3b asks it as VLM-R1 trains and evaluates: the REC template, no system prompt
+    assert _asked(val, "vlm-r1-rec-3b") == [{"role": "user", "content": VLM_R1_REC.format("the left dog")}]
+    assert _asked(train, "vlm-r1-rec-3b") == [{"role": "user", "content": VLM_R1_REC.format("the right cat")}]
 
 
 def test_refcoco_errors_name_the_problem(images):
@@ -55,7 +86,9 @@ def test_ovdeval_coco_json_with_negative_labels(images):
     [sample] = load_ovdeval(str(images / "negation.json"))
     assert sample.target["objects"] == [{"bbox": [111.0, 117.0, 210.0, 192.0], "label": "computer without screen on"}]
     assert sample.target["neg_labels"] == ["computer with screen on"] and sample.target["image_size"] == [340, 254]
-    assert "computer without screen on, computer with screen on" in sample.prompt
+    question = VLM_R1_OVD_PROBLEM.format(labels="computer without screen on, computer with screen on")
+    assert sample.prompt == question and question.startswith("Please carefully check the image and detect")
+    assert _asked(sample, "vlm-r1-ovd-3b") == [{"role": "user", "content": question + VLM_R1_OVD_THINK}]
     with pytest.raises(ValueError, match="COCO json"):
         load_ovdeval(str(images / "nothing.json"))
 
@@ -68,7 +101,41 @@ def test_lisa_visual_rft_format_maps_1000_frame_to_pixels(images):
     [sample] = load_lisa(str(images / "lisa.json"))
     assert sample.target["bbox"] == [64.0, 120.0, 320.0, 480.0]
     assert sample.target["bbox_norm1000"] == [100.0, 250.0, 500.0, 1000.0]
-    assert sample.prompt.startswith("What keeps the rain off? Output the thinking process")
+    assert sample.prompt == "What keeps the rain off?"  # the user turn without its <img> tag
+    # Visual-RFT trains without a system prompt (grpo_lisa.py:193-219): model.variant train ...
+    assert _asked(sample, "visual-rft-lisa-7b", "train") == [
+        {"role": "user", "content": VISUAL_RFT_LISA.format("What keeps the rain off?")}]
+    # ... and infers with the R1 one (lisa_evaluation/Qwen2_VL_lisa_infere.py:38-46), the entry's default
+    assert _asked(sample, "visual-rft-lisa-7b") == [
+        {"role": "system", "content": R1_SYSTEM}, {"role": "user", "content": VISUAL_RFT_LISA.format("What keeps the rain off?")}]
+
+
+def test_visual_rft_lisa_train_variant_is_no_system_prompt_and_unknown_variants_fail():
+    spec = zoo.info("visual-rft-lisa-7b").spec
+    assert spec.variants == {"train": ""} and spec.system == R1_SYSTEM
+    assert spec.system_prompt("train") == ""  # the pipeline sends no system turn for it (zoo run --system train)
+    assert ModelConfig(entry="visual-rft-lisa-7b", variant="train").contract().system is None
+    with pytest.raises(RecipeError, match="model.variant='inference': visual-rft-lisa-7b publishes train"):
+        ModelConfig(entry="visual-rft-lisa-7b", variant="inference")
+    with pytest.raises(RecipeError, match="vlm-r1-rec-3b publishes no prompt variants"):
+        ModelConfig(entry="vlm-r1-rec-3b", variant="train")  # VLM-R1 trains and infers alike, without one
+
+
+def test_synthetic_questions_are_raw_and_their_entries_ask_them_as_the_generator_used_to():
+    [rec] = load_synthetic(n=1, seed=0, task="rec")
+    assert rec.prompt.startswith("the ") and _asked(rec, "vlm-r1-rec-3b") == [
+        {"role": "user", "content": VLM_R1_REC.format(rec.prompt)}]
+    [detection] = load_synthetic(n=1, seed=0, task="detection")
+    assert detection.prompt.startswith("Please carefully check the image and detect the following objects: ")
+    assert _asked(detection, "vlm-r1-ovd-3b") == [{"role": "user", "content": detection.prompt + VLM_R1_OVD_THINK}]
+    [preference] = load_synthetic(n=1, seed=0, task="preference")
+    first, second = (part.split("  \n")[0] for part in preference.prompt.split("]:\n")[2:4])
+    assert preference.prompt == format_r1_reward_question("Describe the shapes in the image.", first, second)
+    assert _asked(preference, "r1-reward-7b") == [{"role": "user", "content": preference.prompt}]  # as written
+    for task, start in (("judge", "Is there a "), ("choice", "Which shape is "), ("mcq", "Which shape is ")):
+        [sample] = load_synthetic(n=1, seed=0, task=task)
+        assert sample.prompt.startswith(start) and "template" not in sample.meta  # the entries' default template
+        assert _asked(sample, "curr-reft-7b") == [{"role": "user", "content": CURR_REFT_NORMAL.format(sample.prompt)}]
 
 
 @pytest.mark.parametrize("task", ["rec", "detection", "preference"])

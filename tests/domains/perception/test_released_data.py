@@ -18,11 +18,26 @@ import json
 import pytest
 from PIL import Image
 
+import zoo
 from domains.perception import prompts
-from domains.perception.data import load_curr_reft, load_r1_reward_rl, load_refcoco, load_vision_r1_data
+from domains.perception.data import (
+    CURR_REFT_STAGE_TEMPLATES,
+    curr_reft_template,
+    load_curr_reft,
+    load_r1_reward_rl,
+    load_refcoco,
+    load_vision_r1_data,
+)
 from domains.perception.prompts import format_r1_reward_question
 from rewards.base import get
+from zoo.engines.vlm.contract import with_contract
+from zoo.engines.vlm.recipe import ModelConfig
 from zoo.recipe import DataConfig, RecipeError
+
+
+def _asked(sample, entry: str) -> list[dict]:
+    """The chat a recipe with ``model.entry: entry`` trains ``sample`` on (as ``zoo.load(entry)`` asks it)."""
+    return with_contract(sample, ModelConfig(entry=entry).contract()).prompt
 
 # --- Vision-R1-Data -----------------------------------------------------------------------------------
 
@@ -77,7 +92,9 @@ def test_vision_r1_data_reads_the_released_folder_as_vision_r1_does(vision_r1_fo
     # boxes live in the width/height columns' frame, not the stored image's (320 x 240 here)
     assert dogs.target["image_size"] == [640, 480] and dogs.target["label_ids"] == {"dog": 1}
     assert Image.open(io.BytesIO(dogs.images[0])).size == (320, 240)
-    assert load_vision_r1_data(str(vision_r1_folder), template=False)[1].prompt == VR1_ROWS[0]["problem"]
+    assert load_vision_r1_data(str(vision_r1_folder), qwen_wording=False)[1].prompt == VR1_ROWS[0]["problem"]
+    # the reworded question is the whole user turn, no system prompt (visionr1_qwen.py:438-447): vision-r1-7b's
+    assert _asked(dogs, "vision-r1-7b") == [{"role": "user", "content": dogs.prompt}]
 
 
 def test_vision_r1_reward_scores_a_loaded_sample_against_its_solution(vision_r1_folder):
@@ -99,7 +116,7 @@ def test_vision_r1_data_refuses_what_vision_r1_would(tmp_path, vision_r1_folder)
     with pytest.raises(ValueError, match="visionr1_qwen.py:426-434"):
         load_vision_r1_data(str(tmp_path / "odd"))
     with pytest.raises(ValueError, match="neither bytes nor a path"):
-        load_vision_r1_data(str(tmp_path / "odd"), template=False)
+        load_vision_r1_data(str(tmp_path / "odd"), qwen_wording=False)
 
 
 # --- Curr-ReFT-data -----------------------------------------------------------------------------------
@@ -130,14 +147,32 @@ def test_curr_reft_stages_get_each_task_its_template_and_no_system_prompt(curr_r
          "task": "detection"},
         {"problem": "Describe it.", "solution": "<answer>a cat</answer>", "task": "coco_vqa"},
         {"problem": "What is 2+2?", "solution": "<answer>4</answer>", "task": "math"}]), "open")  # fmt: skip
-    expected = [prompts.CURR_REFT_JUDGE_USER, prompts.CURR_REFT_CLASSIFY_CHOICE_USER, prompts.CURR_REFT_CHOICE_USER,
-                prompts.CURR_REFT_DETECTION_USER, prompts.CURR_REFT_VQA_USER, prompts.CURR_REFT_USER]  # fmt: skip
     samples = [*judge, *choice, *opened]
-    for sample, template in zip(samples, expected, strict=True):
-        assert isinstance(sample.prompt, str)  # a bare user turn: no system message
-        problem = sample.prompt[: sample.prompt.index(" First output")]
-        assert sample.prompt == template.replace("{question}", problem)
+    assert [s.prompt for s in samples] == ["Is the angle 30 degrees?", "Which are shown? A. cat B. dog",
+                                           "Which box? A. [1,2,3,4] B. [5,6,7,8]", "Find the cat.", "Describe it.",
+                                           "What is 2+2?"]  # the rows' problems, raw  # fmt: skip
+    assert [s.meta.get("template") for s in samples] == ["judge", "choice-classify", "choice", "open-detection",
+                                                         "open-vqa", None]  # fmt: skip
+    # The curr-reft entries wrap each as its stage's trainer does, with no system prompt: the authors' strings
+    # (ding523/Curr_REFT@f123433 train_code/grpo/open-r1-multimodal/src/open_r1/), which the loader wrote before.
+    think = "First output the thinking process in <think> </think> tags and then output the final answer in <answer> </answer> tags"
+    expected = [
+        f"Is the angle 30 degrees? {think}. Ensure your final answer is exactly 'yes' or 'no'.",  # Stage1 L207-208
+        (f"Which are shown? A. cat B. dog {think}. Based on the given options, select all options that accurately "
+         "describe what is shown in the image. Ensure your final answer is exactly one or more of the provided "
+         "option letters without any additional text."),  # Stage2 L211-212, task classify (L221-222)
+        (f"Which box? A. [1,2,3,4] B. [5,6,7,8] {think}. Ensure your final answer is exactly one of the provided "
+         "option letters without any additional text."),  # Stage2 L207-208
+        f"Find the cat. {think}. Output the final answer in JSON format in <answer> </answer> tags.",  # Stage3 L206-207
+        f"Describe it. {think}",  # Stage3 L208-209, no full stop
+        f"What is 2+2? {think}.",  # Stage3 L210-211
+    ]  # fmt: skip
+    for size in ("3b", "7b"):
+        assert [_asked(s, f"curr-reft-{size}") for s in samples] == [[{"role": "user", "content": e}] for e in expected]
     assert [s.target["stage"] for s in samples] == ["judge", "choice", "choice", "open", "open", "open"]
+    # an entry without Curr-ReFT's templates cannot ask the stage files: refused, not silently re-worded
+    with pytest.raises(ValueError, match="no user template 'judge'; the authors publish: none"):
+        _asked(judge[0], "vlm-r1-rec-3b")
     assert opened[2].target == {"answer": "<answer>4</answer>", "task": "math", "stage": "open"}
     assert samples[0].images == (str(root / "img.jpg"),)
     assert get("curr-reft")(["<think>t</think><answer>yes</answer>"], [judge[0]])[0].score == 1.0
@@ -156,6 +191,18 @@ def test_curr_reft_bad_stage_is_one_line(curr_reft_files):
     _, write = curr_reft_files
     with pytest.raises(ValueError, match="judge, choice and open"):
         load_curr_reft(write("x.jsonl", []), "final")
+
+
+def test_curr_reft_entries_carry_every_template_the_loader_names():
+    named = {name for names in CURR_REFT_STAGE_TEMPLATES.values() for name in names.values() if name}
+    for size in ("3b", "7b"):
+        spec = zoo.info(f"curr-reft-{size}").spec
+        assert set(spec.templates) == named == {"judge", "choice", "choice-classify", "open-detection", "open-vqa"}
+        assert spec.user == prompts.CURR_REFT_USER and spec.system is None
+        assert spec.user_text("Q?", "judge") == prompts.CURR_REFT_JUDGE_USER.replace("{question}", "Q?")
+        with pytest.raises(ValueError, match="no user template 'stage1'; the authors publish: choice, choice-classify"):
+            spec.user_text("Q?", "stage1")
+    assert curr_reft_template("open", "math") is None and curr_reft_template("judge", "detection") == "judge"
 
 
 # --- R1-Reward-RL -------------------------------------------------------------------------------------
@@ -195,6 +242,8 @@ def test_r1_reward_rl_reads_the_judge_prompt_image_and_verdict(tmp_path):
     first = samples[0]
     assert first.prompt == format_r1_reward_question(QUESTION, "A print of a cake shop.", "A photo of a dog.")
     assert first.target == {"answer": "<answer>1</answer>"} and first.meta["question"] == QUESTION
+    # the row's judge prompt is the question, raw data: r1-reward-7b ({question}, no system prompt) asks it as is
+    assert _asked(first, "r1-reward-7b") == [{"role": "user", "content": first.prompt}]
     [result] = get("r1-reward")(["<think>the first matches</think><answer>1</answer>"], [first])
     assert result.score == pytest.approx(1.5)  # 0.5 format + accuracy 1 (no consistency judge)
 
