@@ -45,19 +45,23 @@ US_TASKS = ("classification", "localization", "measurement", "report")
 _U2_FROM_US = dict(zip(US_TASKS, U2_RULES))
 
 
-def messages(text: str, system: str | None = None) -> list[dict[str, Any]]:
-    """Chat messages with one image placeholder then ``text`` (the image travels in ``Sample.images``)."""
-    user = {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
-    return ([{"role": "system", "content": system}] if system else []) + [user]
+def messages(text: str) -> list[dict[str, Any]]:
+    """One user turn: an image placeholder then the raw question ``text`` (the image travels in ``Sample.images``).
+
+    No system prompt and no template: a recipe's ``model.entry`` wraps the question in its entry's
+    (``patho-r1-7b``: Patho-R1's CoT system prompt; ``dolphin-r1``:
+    :data:`~domains.medical.prompts.US_REASONING_SYSTEM`), as ``zoo.load`` of that entry does at inference
+    (:mod:`zoo.engines.vlm.contract`)."""
+    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
 
 
 # --- synthetic ---------------------------------------------------------------------------------
 
 
-def synthetic_pathology(
-    n: int = 8, task: str = "mcq", seed: int = 0, size: int = 64, system: str | None = prompts.PATHO_COT_SYSTEM
-) -> list[Sample]:
-    """``n`` H&E-like patches with a tissue-pattern question: ``mcq`` (4 options) or ``vqa`` (open)."""
+def synthetic_pathology(n: int = 8, task: str = "mcq", seed: int = 0, size: int = 64) -> list[Sample]:
+    """``n`` H&E-like patches with a tissue-pattern question: ``mcq`` (4 options in Patho-R1's ``" /n "`` layout,
+    :func:`~domains.medical.prompts.format_mcq`) or ``vqa`` (open). Raw questions: the system prompt is the
+    recipe's ``model.entry``'s (:func:`messages`)."""
     if task not in ("mcq", "vqa"):
         raise ValueError(f"synthetic pathology task must be 'mcq' or 'vqa', got {task!r}")
     rng = np.random.default_rng(seed)
@@ -74,7 +78,7 @@ def synthetic_pathology(
             text, target = prompts.format_mcq(question, options), {"answer": letter, "options": options}
         else:
             text, target = question, {"answer": tissue}
-        samples.append(Sample(f"synth-patho-{task}-{i}", (image,), messages(text, system), target, {"task": task}))
+        samples.append(Sample(f"synth-patho-{task}-{i}", (image,), messages(text), target, {"task": task}))
     return samples
 
 
@@ -91,10 +95,11 @@ def synthetic_ultrasound(
     seed: int = 0,
     size: tuple[int, int] = (96, 80),
     mm_per_px: float = 0.5,
-    system: str | None = prompts.US_REASONING_SYSTEM,
 ) -> list[Sample]:
     """``n`` speckled B-mode-like frames for one of the four U2-Bench task types (:data:`US_TASKS`),
-    or ``"mixed"``: the four in turn, as a multi-task RL stage trains on them."""
+    or ``"mixed"``: the four in turn, as a multi-task RL stage trains on them. The question is the task's
+    U2-Bench-style prompt, raw: the reasoning system prompt is the recipe's ``model.entry``'s
+    (``dolphin-r1``, :func:`messages`)."""
     if task not in (*US_TASKS, "mixed"):
         raise ValueError(f"ultrasound task must be one of {US_TASKS} or 'mixed', got {task!r}")
     rng = np.random.default_rng(seed)
@@ -121,7 +126,7 @@ def synthetic_ultrasound(
             target = {"report": _report_text(case.label, position, case.diameter_mm)}
         target["task"] = task  # lets the multi-task reward `us-answer` pick the task's rule
         meta = {"task": task, "u2_task": _U2_FROM_US[task]}
-        samples.append(Sample(f"synth-us-{task}-{i}", (case.image,), messages(text, system), target, meta))
+        samples.append(Sample(f"synth-us-{task}-{i}", (case.image,), messages(text), target, meta))
     return samples
 
 
@@ -146,7 +151,6 @@ PATHMMU_LEFT_OUT = ("image missing", "option without ')'", "answer names no opti
 def pathmmu_samples(
     path: str | Path,
     category: str = "PubMed_test_tiny",
-    system: str | None = prompts.PATHO_COT_SYSTEM,
     limit: int | None = None,
 ) -> tuple[list[Sample], dict[str, int]]:
     """Samples of one PathMMU category and how many questions were left out, by reason
@@ -183,7 +187,7 @@ def pathmmu_samples(
         target = {"answer": letter, "options": options, "answer_text": options[letter]}
         meta = {"No": item["No"], "category": category, "index2ans": options}
         text = prompts.format_mcq(item["question"], options)
-        samples.append(Sample(str(item["No"]), (str(image),), messages(text, system), target, meta))
+        samples.append(Sample(str(item["No"]), (str(image),), messages(text), target, meta))
     if left_out["image missing"] and not samples:
         raise FileNotFoundError(
             f"PathMMU {category}: the images of all {left_out['image missing']} questions are missing under "
@@ -200,7 +204,6 @@ def pathmmu_samples(
 def load_pathmmu(
     path: str | Path,
     category: str = "PubMed_test_tiny",
-    system: str | None = prompts.PATHO_COT_SYSTEM,
     limit: int | None = None,
 ) -> list[Sample]:
     """Samples of one PathMMU category (``<Source>_<split>``, e.g. ``Atlas_test``) from ``data.json``.
@@ -208,9 +211,11 @@ def load_pathmmu(
     ``path`` is ``data.json`` or the folder holding it and ``images/``. The option texts (shown in
     the prompt and compared by the accuracy) are PathMMU's ``split(')')[1]``; the questions PathMMU's
     own code leaves out (image missing, an option without ``)``, an answer naming no option) are left
-    out here too, with a warning (:data:`PATHMMU_LEFT_OUT`).
+    out here too, with a warning (:data:`PATHMMU_LEFT_OUT`). The question is PathMMU's question and options in
+    Patho-R1's ``" /n "`` layout (:func:`~domains.medical.prompts.format_mcq`), raw: the system prompt is the
+    evaluated or trained entry's (``patho-r1-7b``, :func:`messages`).
     """
-    return pathmmu_samples(path, category, system, limit)[0]
+    return pathmmu_samples(path, category, limit)[0]
 
 
 #: Fields every PathMMU question has, and their JSON types.
@@ -479,7 +484,6 @@ def load_u2bench_tsv(
     task: str,
     dataset: str | None = None,
     prompt_file: str | Path | None = None,
-    system: str | None = None,
     limit: int | None = None,
 ) -> list[Sample]:
     """Samples of one table of the U2-Bench release (:data:`U2_TASKS`: a folder name, or ``cla``,
@@ -488,7 +492,8 @@ def load_u2bench_tsv(
     Images come from ``img_data`` (base64), the truth from the task's column, the dataset id from
     ``dataset_name`` (``dataset`` overrides it). Prompts: the dataset's entry in ``prompt_file`` when
     given; else the row's ``prompt`` (:func:`fill_prompt`); else the evalkit's ``cla_prompt.json`` /
-    ``mea_prompt.json`` next to the table; else U2-Bench's localisation prompt / a report prompt.
+    ``mea_prompt.json`` next to the table; else U2-Bench's localisation prompt / a report prompt. The prompt is
+    the question, raw: a system prompt is the evaluated or trained entry's (:func:`messages`).
     """
     folder, spec = u2_task(task)
     frame = read_table(path)
@@ -503,5 +508,5 @@ def load_u2bench_tsv(
         target = _u2_target(row[column], spec.rule, ds)
         meta = {"u2_task": spec.rule, "task": folder, "dataset": ds, "row": i}
         image = _u2_image(row, f"{Path(path).name} row {i}")
-        samples.append(Sample(sample_id, (image,), messages(text, system), target, meta))
+        samples.append(Sample(sample_id, (image,), messages(text), target, meta))
     return samples

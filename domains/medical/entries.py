@@ -8,7 +8,13 @@ architecture) the entry says so.
 
 from __future__ import annotations
 
-from domains.medical.prompts import PATHO_COD_SYSTEM, PATHO_COT_SYSTEM, parse_think_answer
+from domains.medical.prompts import (
+    PATHO_COD_SYSTEM,
+    PATHO_COT_SYSTEM,
+    US_REASONING_SYSTEM,
+    parse_think_answer,
+    parse_us_answer,
+)
 from zoo.kinds import ClipSpec, VLMSpec
 from zoo.registry import ModelEntry, register
 
@@ -40,7 +46,11 @@ _PATHO_LICENCE_NOTE = (
     "Research use only: not a medical device, not for diagnosis."
 )
 
-# Patho-R1 README: CoT system prompt by default, Chain-of-Draft as a variant; max_new_tokens=2048.
+# Patho-R1 README: CoT system prompt by default (Wenchuan-Zhang/Patho-R1@3494816:README.md:76), Chain-of-Draft as
+# a variant (README.md:72), the bare question as the user text (README.md:84), max_new_tokens=2048 (README.md:103);
+# copied in domains/medical/prompts.py. The pathology recipes (patho-r1-grpo/-dapo and their smoke runs) name
+# patho-r1-7b: the loaders yield raw questions and this system prompt wraps them, as the loaders' former
+# `system=PATHO_COT_SYSTEM` default did.
 _PATHO_SPEC = VLMSpec(
     system=PATHO_COT_SYSTEM,
     variants={"cot": PATHO_COT_SYSTEM, "cod": PATHO_COD_SYSTEM},
@@ -106,13 +116,23 @@ _DOLPHIN_NOTE = (
     "any Qwen-VL model with the U2-Bench task rewards), not the authors' training. Fill in repo_id and "
     "architecture when weights are released."
 )
+# Dolphin R1's prompt is the zoo's own: the paper publishes none (arXiv 2509.25748). dolphin-r1 carries the
+# reasoning system prompt the zoo's Dolphin-R1-style recipe trains with (US_REASONING_SYSTEM, formerly the
+# default `system=` of the synthetic-ultrasound loader) and reads the <answer> span as its rewards do, so a run of
+# dolphin-r1-ultrasound.yaml (`model.entry: dolphin-r1`) is asked and scored by `zoo eval RUN --entry dolphin-r1` as
+# it was trained, with the recipe's completion budget (algorithm.max_completion_length: 1024). Dolphin v1.0 (no RL
+# stage) keeps the bare question.
+_DOLPHIN_SPECS = {
+    "dolphin-v1": VLMSpec(),
+    "dolphin-r1": VLMSpec(system=US_REASONING_SYSTEM, max_new_tokens=1024, parser=parse_us_answer),
+}
 # Dolphin v1.0 is the instruction-aligned model; Dolphin R1 adds the RL stage (arXiv 2509.25748).
 for name, rl_methods in (("dolphin-v1", ()), ("dolphin-r1", ("rl",))):
     register(
         ModelEntry(
             name=name,
             repo_id=None,
-            spec=VLMSpec(),
+            spec=_DOLPHIN_SPECS[name],
             architecture="unknown",
             base_model="unknown (UNVERIFIED)",
             domain="medical",

@@ -1,6 +1,10 @@
 """The authors' prompts and output parsers for medical VLMs.
 
-Patho-R1 strings are copied as facts from the authors' README (Wenchuan-Zhang/Patho-R1@066024f3).
+Patho-R1 strings are copied as facts from the authors' README: the Chain-of-Draft system prompt
+(Wenchuan-Zhang/Patho-R1@3494816:README.md:72), the Chain-of-Thought one (README.md:76), the question with
+its options joined by ``" /n "`` as the user text, after the image (README.md:80-84), ``max_new_tokens=2048``
+(README.md:103). (The README at 066024f3, cited before, has no Patho-R1 inference section yet; it appears at
+3423285, 2025-06-07.) The ``patho-r1-3b``/``-7b`` entries carry them (:mod:`domains.medical.entries`).
 """
 
 from __future__ import annotations
@@ -8,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewards.parsing import ParseError, extract_tag, parse_choice_letter
+from rewards.parsing import ParseError, answer_span, extract_tag, parse_choice_letter
 
 PATHO_COT_SYSTEM = (
     "You are a pathology expert, your task is to answer question step by step. Use the following format:"
@@ -98,9 +102,19 @@ US_REPORT_TEMPLATE = (
     "Write a concise report of the visible findings.\nOutput format: the report text only."
 )
 #: System prompt for Dolphin-R1-style reasoning RL: the answer keeps U2-Bench's bare format inside
-#: ``<answer>`` so the benchmark's exact-match rules still apply to it.
+#: ``<answer>`` so the benchmark's exact-match rules still apply to it. The zoo's own (Dolphin's prompts are
+#: unpublished, arXiv 2509.25748); the ``dolphin-r1`` entry carries it, so the recipe
+#: ``dolphin-r1-ultrasound.yaml`` (``model.entry: dolphin-r1``) trains with it and ``--entry dolphin-r1`` asks with it.
 US_REASONING_SYSTEM = (
     "You are an ultrasound expert. Reason step by step, then give the final answer in the exact output "
     "format the question asks for. Use the following format:"
     "<think> Your step-by-step reasoning </think><answer> Your final answer </answer>"
 )
+
+
+def parse_us_answer(text: str, question: str = "") -> dict[str, Any]:
+    """``think`` and ``answer`` of a reply to :data:`US_REASONING_SYSTEM`: the ``<answer>`` span when there is
+    one, else the whole text (stripped), which is how the ultrasound rewards read an answer
+    (:func:`rewards.parsing.answer_span`), so ``zoo eval`` scores the same span training rewarded. A reply
+    without tags reads as it does without a parser (the whole text)."""
+    return {"think": extract_tag(text, "think", required=False), "answer": answer_span(text)}

@@ -21,7 +21,7 @@ def test_synthetic_pathology_mcq_is_seeded_and_in_patho_r1_layout() -> None:
     assert [s.target for s in a] == [s.target for s in b]
     assert np.array_equal(np.asarray(a[0].images[0]), np.asarray(b[0].images[0]))
     sample = a[0]
-    assert sample.prompt[0]["role"] == "system" and "<think>" in sample.prompt[0]["content"]
+    assert [m["role"] for m in sample.prompt] == ["user"]  # the raw question: the entry adds the system prompt
     assert sample.question.count(MCQ_SEPARATOR) == 4
     assert sample.target["options"][sample.target["answer"]] in sample.question
 
