@@ -4,6 +4,8 @@
 - ``models/<name>.md``: one page per :class:`~zoo.registry.ModelEntry`: task, base, licence and where it was
   read, revision, the input contract (prompt, pixel limits, parser) or the kind's settings, how to load it,
   the recipes that train with it (``reproduces:`` or ``model.entry:``) with their provenance, and its card;
+- ``fields/<name>.md``: one page per domain: its entries, datasets, benchmarks and recipes (which run on a
+  CPU, which need GPUs), then the field's own notes (``domains/<name>/README.md``);
 - ``reference/recipes.md``: every engine's recipe dataclass, rendered by mkdocstrings from the field
   docstrings (type, default, meaning);
 - ``reference/cli.md``: ``zoo --help`` and every subcommand's, from the program's own parser.
@@ -35,6 +37,14 @@ def on_files(files: Files, config: Any) -> Files:
     files.append(File.generated(config, "models/index.md", content=_model_index(names)))
     for name in names:
         files.append(File.generated(config, f"models/{name}.md", content=model_page(info(name), recipes)))
+    from zoo.domains import discover
+
+    fields = ["# Fields", "", "One guide per field, generated from its domain: models, datasets, benchmarks, recipes, notes.", "",
+              "| field | what it contributes |", "|---|---|"]  # fmt: skip
+    for domain in discover():
+        files.append(File.generated(config, f"fields/{domain.name}.md", content=field_page(domain, recipes)))
+        fields.append(f"| [{domain.name}]({domain.name}.md) | {_cell(domain.summary)} |")
+    files.append(File.generated(config, "fields/index.md", content="\n".join(fields) + "\n"))
     files.append(File.generated(config, "reference/recipes.md", content=_recipe_reference()))
     files.append(File.generated(config, "reference/cli.md", content=_cli_reference()))
     return files
@@ -238,6 +248,52 @@ def _sections(cls: type, seen: set[type]) -> list[type]:
             if dataclasses.is_dataclass(inner) and isinstance(inner, type):
                 found += _sections(inner, seen)
     return found
+
+
+def _runs_on(raw: dict[str, Any]) -> str:
+    """Where a recipe runs: a tiny or shipped model trains on a CPU; a policy run's simulators are CPU-only."""
+    name = str((raw.get("model") or {}).get("name", ""))
+    return "CPU" if raw.get("engine") == "policy" or name.startswith(("tiny:", "checkpoints/", "runs/")) else "GPU"
+
+
+def _first_line(target: str) -> str:
+    from zoo.import_strings import resolve
+
+    doc = (resolve(target, what="dataset").__doc__ or "").strip()
+    return _cell(doc.split("\n\n")[0].replace("\n", " ")) if doc else ""
+
+
+def field_page(domain: Any, recipes: list[tuple[str, dict[str, Any]]]) -> str:
+    """The guide of one field, generated from its descriptor, its entries and its recipes, then its notes."""
+    from zoo.registry import info, list_models
+
+    lines = [f"# {domain.name}", "", f"{_cell(domain.summary)}.", "", "## Models", "",
+             "| name | task | licence | weights |", "|---|---|---|---|"]  # fmt: skip
+    for name in list_models(domain=domain.name):
+        entry = info(name)
+        weights = entry.repo_id or (f"checkpoints/{name}" if entry.released else "not released")
+        lines.append(f"| [`{name}`](../models/{name}.md) | {_cell(entry.task)} | {entry.license} | `{weights}` |")
+    if domain.datasets:
+        lines += ["", "## Datasets", "", "`data.name` in a recipe, `--data` of `zoo eval` where it is a benchmark.", "",
+                  "| name | what it reads |", "|---|---|",
+                  *[f"| `{n}` | {_first_line(t)} |" for n, t in sorted(domain.datasets.items())]]  # fmt: skip
+    if domain.benchmarks:
+        lines += ["", "## Benchmarks", "", ", ".join(f"`{b}`" for b in domain.benchmarks) + " (`zoo eval NAME --data ...`)."]
+    own = [(p, raw) for p, raw in recipes if p.startswith(f"domains/{domain.name}/")]
+    if own:
+        lines += ["", "## Recipes", "", "A recipe on a tiny or shipped model runs on a laptop CPU; the others need GPUs.",
+                  "", "| recipe | engine | runs on | what it is |", "|---|---|---|---|"]  # fmt: skip
+        for path, raw in own:
+            what = (f"reproduces [`{raw['reproduces']}`](../models/{raw['reproduces']}.md): " if raw.get("reproduces")
+                    else "") + _cell(raw.get("description", ""))  # fmt: skip
+            lines.append(f"| `{path}` | `{raw.get('engine')}` | {_runs_on(raw)} | {what} |")
+    notes = ROOT / "domains" / domain.name / "README.md"
+    if notes.is_file():
+        text = notes.read_text(encoding="utf-8")
+        text = re.sub(r"\A# .*\n", "", text)  # its title: the page has one
+        text = re.sub(r"^(#+) ", lambda m: "#" * min(len(m.group(1)) + 1, 6) + " ", text, flags=re.MULTILINE)
+        lines += ["", f"## Notes from `domains/{domain.name}/README.md`", "", text]
+    return "\n".join(lines) + "\n"
 
 
 def _recipe_reference() -> str:

@@ -70,6 +70,19 @@ def test_a_new_domains_entry_gets_a_page_with_no_written_docs(site: Path) -> Non
     assert 'href="throwaway-vlm-1b/"' in (site / "models" / "index.html").read_text(encoding="utf-8")
 
 
+def test_every_field_has_a_guide_with_its_recipes(site: Path) -> None:
+    from zoo.domains import discover
+
+    index = _text(site / "fields" / "index.html")
+    for domain in discover():
+        assert domain.name in index
+        page = _text(site / "fields" / domain.name / "index.html")
+        for recipe in sorted((ROOT / "domains" / domain.name / "recipes").glob("*.yaml")):
+            assert f"domains/{domain.name}/recipes/{recipe.name}" in page
+    gui = _text(site / "fields" / "gui" / "index.html")
+    assert re.search(r"gui-g1-3b\.yaml\s*vlm-trl\s*GPU", gui) and re.search(r"gui-g1-tiny-cpu\.yaml\s*vlm-trl\s*CPU", gui)
+
+
 def test_the_recipe_reference_documents_every_engine(site: Path) -> None:
     from zoo.engines import ENGINES
 
