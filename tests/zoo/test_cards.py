@@ -8,7 +8,7 @@ from huggingface_hub import ModelCard
 
 import zoo
 from zoo.card_kinds import CARD_KINDS, UNRELEASED, CardKindError, card_kind
-from zoo.cards import CardError, check_usage, render_card, validate_card, write_card
+from zoo.cards import CARDS_DIR, CardError, check_usage, render_card, validate_card, write_card
 from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
 from zoo.records import Comparison, CurvePoint, EvaluationRow, Section, Stage, TrainingRecord
 from zoo.registry import ModelEntry
@@ -163,3 +163,10 @@ def test_validation_refuses_a_vlm_card_for_a_clip_entry():
     vlm_card = render_card(zoo.info("patho-r1-7b"), {})
     with pytest.raises(CardError, match="library_name"):
         validate_card(vlm_card, zoo.info("patho-clip-b"))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CARDS_DIR.iterdir() if (p / "README.md").is_file()))
+def test_every_committed_card_is_what_zoo_card_renders_now(name: str) -> None:
+    """A card quotes its entry and recipes (settings cited, licence, revision): a change to either must come with
+    `zoo card --all`, or the published card would describe another model than the one loaded."""
+    assert str(render_card(zoo.info(name))) == (CARDS_DIR / name / "README.md").read_text(encoding="utf-8")
