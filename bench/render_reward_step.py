@@ -39,10 +39,12 @@ from rewards.code_render import reference_image
 from rewards.image_similarity import ssim
 from rewards.rendering import RenderPool
 from zoo.data import load_dataset
+from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.recipe import AlgorithmConfig
 from zoo.engines.vlm.sft import freeze_vision_tower
 from zoo.engines.vlm.trainer import ZooGRPOTrainer
 from zoo.engines.vlm.trl_data import to_trl_dataset
+from zoo.registry import info
 from zoo.tiny import build_tiny_vlm
 
 SIZE = 128
@@ -131,7 +133,8 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench-render-reward-step")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    dataset = to_trl_dataset(load_dataset("chart-synthetic", n=16, seed=0, size=64))
+    msrl = info("msrl-sft").spec  # the charts' raw questions asked in MSRL's prompt, as a recipe naming it trains
+    dataset = to_trl_dataset([with_contract(s, msrl) for s in load_dataset("chart-synthetic", n=16, seed=0, size=64)])
     with RenderPool(args.workers) as pool:
         zoo = statistics.median(run("zoo", args, dataset, pool))
         overlap = statistics.median(run("zoo-overlap", args, dataset, pool))

@@ -20,7 +20,12 @@ def synthetic_driving(
 ) -> list[Sample]:
     """``n`` seeded scenes (seeds ``seed .. seed + n - 1``): the bird's-eye image, the instruction, and
     the target: ``scene`` and ``reference`` (the planner proposal EP is normalised against) for the
-    reward, ``waypoints`` (the logged drive) for SFT (:mod:`domains.driving.synthetic`)."""
+    reward, ``waypoints`` (the logged drive) for SFT (:mod:`domains.driving.synthetic`).
+
+    The instruction is the scene's raw question, built from its ego speed and command
+    (:func:`~domains.driving.prompts.question`, as NAVSIM gives its agents ego status and a command); no
+    template or system prompt is added here. A recipe's ``model.entry`` (``driving-vla-tiny``, whose user
+    template is the question itself) wraps it as ``zoo.load`` does."""
     from domains.driving.synthetic import KINDS, make_scene, render
 
     kinds = tuple(kinds or KINDS)
@@ -52,7 +57,9 @@ def load_autotrust(path: str | Path, image_root: str | Path | None = None,
     scorer reads the options, and whether they are read with ``check`` (CoVLA, nuScenes-QA). Closed-ended
     types are kept by default. Questions whose image is missing are skipped with a warning. Left out:
     the line holding one space that the robustness task puts before the template
-    (``RobustnessEvaluator.py:176, 181``).
+    (``RobustnessEvaluator.py:176, 181``). The prefix and template are the benchmark's protocol, the same text
+    for every model it evaluates, not one model's input contract: the question is built whole here, and an
+    entry's own template (``driving-vla-tiny``'s is the bare question) still wraps it at inference.
     """
     from domains.driving.autotrust import ABSTENTION_PROMPT, prompt, uses_check_options
 

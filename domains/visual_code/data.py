@@ -19,6 +19,14 @@ Each sample's ``target`` holds ``code`` (reference code), ``language`` (``matplo
 ``cadquery``) and, for image tasks, ``image``: the reference picture as a file path or a PNG
 ``data:`` URI, so targets stay JSON for TRL's dataset (:func:`rewards.code_render.reference_image`
 reads both).
+
+Questions are raw, as the data holds them: none (``""``) for a chart or an SVG picture, whose image is the
+task; Plot2Code's instruction when asked for; a part's text description for text-to-CAD. The model's prompt is
+its entry's: a recipe's ``model.entry`` wraps the question in it, as ``zoo.load`` does (``msrl``/``msrl-sft``:
+MSRL's prompt; ``rlrf`` and ``svg-scenes-tiny``: the zoo's SVG prompt; ``cad-rl``: the zoo's CadQuery prompt;
+:mod:`domains.visual_code.prompts`). VinciCoder's rows differ: each row's
+``problem`` is a whole instruction written by the dataset's authors, so it is the question, kept as their
+trainer reads it.
 """
 
 from __future__ import annotations
@@ -35,7 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from domains.visual_code import prompts
 from domains.visual_code.synthetic import PALETTE, SHAPES, random_cad_part, random_chart_code, random_svg
 from zoo.data import Sample
 
@@ -44,12 +51,6 @@ logger = logging.getLogger(__name__)
 
 class DataFormatError(ValueError):
     """A file is not in the published format the loader reads; the message names what is missing."""
-
-
-def messages(text: str, with_image: bool = True) -> list[dict[str, Any]]:
-    """One user turn: ``[image, text]`` (MSRL's layout), or text only for text-to-CAD."""
-    content = ([{"type": "image"}] if with_image else []) + [{"type": "text", "text": text}]
-    return [{"role": "user", "content": content}]
 
 
 def data_uri(image: Any) -> str:
@@ -74,11 +75,12 @@ def _render_targets(kind: str, codes: list[str], size: int) -> list[Any]:
 
 
 def synthetic_charts(n: int = 8, seed: int = 0, size: int = 64) -> list[Sample]:
-    """``n`` random matplotlib charts with their code; prompt is MSRL's."""
+    """``n`` random matplotlib charts with their code; no question (the chart is the task: MSRL's prompt is the
+    ``msrl`` entry's)."""
     rng = np.random.default_rng(seed)
     made = [random_chart_code(rng) for _ in range(n)]
     images = _render_targets("matplotlib", [code for code, _ in made], size)
-    return [Sample(f"synth-chart-{i}", (image,), messages(prompts.MSRL_PROMPT),
+    return [Sample(f"synth-chart-{i}", (image,), "",
                    {"code": code, "language": "matplotlib", "image": data_uri(image)}, {"chart_type": facts["type"]})
             for i, ((code, facts), image) in enumerate(zip(made, images, strict=True))]
 
@@ -88,20 +90,22 @@ def synthetic_svgs(n: int = 8, seed: int = 0, size: int = 64, kind: str = "svg",
                    compact: bool = False) -> list[Sample]:
     """``n`` random SVG scenes drawn on a ``size``-unit canvas and rendered at ``pixels`` px (default
     ``size``); ``kind`` is the renderer of the references (``svg`` or ``svg-skia``); ``shapes``,
-    ``kinds``, ``colors`` and ``compact`` as in :func:`~domains.visual_code.synthetic.random_svg`."""
+    ``kinds``, ``colors`` and ``compact`` as in :func:`~domains.visual_code.synthetic.random_svg`. No question:
+    the picture is the task (the SVG prompt is the ``rlrf`` / ``svg-scenes-tiny`` entry's)."""
     rng = np.random.default_rng(seed)
     codes = [random_svg(rng, size, tuple(shapes), tuple(kinds), colors, compact) for _ in range(n)]
     images = _render_targets(kind, codes, pixels or size)
-    return [Sample(f"synth-svg-{i}", (image,), messages(prompts.SVG_PROMPT),
+    return [Sample(f"synth-svg-{i}", (image,), "",
                    {"code": code, "language": "svg", "image": data_uri(image)})
             for i, (code, image) in enumerate(zip(codes, images, strict=True))]
 
 
 def synthetic_cad(n: int = 8, seed: int = 0) -> list[Sample]:
-    """``n`` random CadQuery parts: text description in, reference code in the target."""
+    """``n`` random CadQuery parts: the text description is the question (no image), the reference code in the
+    target; the ``cad-rl`` entry puts the zoo's CadQuery prompt before it."""
     rng = np.random.default_rng(seed)
     parts = [random_cad_part(rng) for _ in range(n)]
-    return [Sample(f"synth-cad-{i}", (), messages(prompts.CADQUERY_PROMPT.format(description=text), False),
+    return [Sample(f"synth-cad-{i}", (), text,
                    {"code": code, "language": "cadquery", "description": text})
             for i, (code, text) in enumerate(parts)]
 
@@ -114,14 +118,15 @@ def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
 
     These are ChartMimic's evaluation data (ChartMimic/ChartMimic@c9e149c:README.md:140-182: ``ori_500/``
     is the old version's Direct Mimic set, ``direct_600/``, ``direct_1800/`` the new one's), listed in the
-    domain's ``eval_datasets``: a recipe that trains on them is refused unless it says why."""
+    domain's ``eval_datasets``: a recipe that trains on them is refused unless it says why. No question: the
+    chart is the task, and the evaluated entry's prompt asks for its code (MSRL's for ``msrl``)."""
     root = Path(path).resolve()  # absolute: targets travel through TRL's dataset to the reward
     if not root.is_dir():
         raise DataFormatError(f"ChartMimic path {root} is not a folder (expected dataset/ori_500 with .png/.py pairs)")
     pairs = [(png, png.with_suffix(".py")) for png in sorted(root.glob("*.png")) if png.with_suffix(".py").is_file()]
     if not pairs:
         raise DataFormatError(f"{root} holds no <name>.png with a matching <name>.py (ChartMimic's ori_500 layout)")
-    samples = [Sample(png.stem, (str(png),), messages(prompts.MSRL_PROMPT),
+    samples = [Sample(png.stem, (str(png),), "",
                       {"code": py.read_text(encoding="utf-8"), "language": "matplotlib", "image": str(png)},
                       {"chart_type": png.stem.rsplit("_", 1)[0]}) for png, py in pairs]
     return samples[:limit]
@@ -179,13 +184,15 @@ def _image(value: Any, base: Path) -> Any:
 
 
 def load_plot2code(path: str | Path, limit: int | None = None, with_instruction: bool = False) -> list[Sample]:
-    """Plot2Code rows; ``with_instruction`` adds the instruction text (the paper's Conditional Asking)."""
+    """Plot2Code rows; no question, or with ``with_instruction`` the row's instruction (the paper's Conditional
+    Asking) on a line of its own: ``"\\n" + instruction``, so that the ``msrl`` entry's template (MSRL's prompt, which
+    ends with a newline, then the question) leaves a blank line between the two."""
     samples = []
     for i, row in enumerate(_rows(path)[:limit]):
         _need(row, ("image", "code"), f"Plot2Code row {i}")
-        text = prompts.MSRL_PROMPT + (f"\n{row['instruction']}" if with_instruction and row.get("instruction") else "")
+        question = f"\n{row['instruction']}" if with_instruction and row.get("instruction") else ""
         image = _image(row["image"], Path(path).parent)
-        samples.append(Sample(f"plot2code-{i}", (image,), messages(text),
+        samples.append(Sample(f"plot2code-{i}", (image,), question,
                               {"code": row["code"], "language": "matplotlib",
                                "image": image if isinstance(image, str) else data_uri(image)},
                               {"url": row.get("url")}))
@@ -228,7 +235,9 @@ def load_vincicoder_rl(path: str | Path, languages: Iterable[str] = ("python",),
     (the run's ``format_prompt`` ``examples/format_prompt/vision.jinja`` is ``{{ content | trim }}``)
     and cut at each ``<image>``, where an image goes (``verl/utils/dataset.py:152-168``); ``images`` is a
     list of datasets image structs (``{"bytes", "path"}``), bytes, or paths under ``image_dir``
-    (default: the data file's folder; ``verl/utils/dataset.py:53-62, 225-226``). VinciCoder's reward
+    (default: the data file's folder; ``verl/utils/dataset.py:53-62, 225-226``). ``problem`` is the authors'
+    whole instruction, so it is the sample's question as written (no entry's template is applied to these rows:
+    ``msrl-chart-grpo`` names none). VinciCoder's reward
     compares the render with the first image (``vincicoder.py:647``), so ``target["image"]`` is that
     picture; ``target["code"]`` is ``answer``, which the reward does not read.
 
@@ -276,7 +285,8 @@ def _vincicoder_sample(row: Mapping[str, Any], language: str, sample_id: str, ba
 
 
 def load_svg_stack(path: str | Path, limit: int | None = None, size: int = 224, kind: str = "svg") -> list[Sample]:
-    """SVG-Stack rows (``Filename``, ``Svg``); reference images are rendered from ``Svg`` in the sandbox.
+    """SVG-Stack rows (``Filename``, ``Svg``); reference images are rendered from ``Svg`` in the sandbox. No
+    question: the picture is the task (the SVG prompt is the ``rlrf`` entry's).
 
     Rows whose SVG does not render are dropped with a warning (SVG-Stack holds some; StarVector's
     own loader swaps in a placeholder instead, which would teach a model to draw it).
@@ -291,7 +301,7 @@ def load_svg_stack(path: str | Path, limit: int | None = None, size: int = 224, 
         if not result.ok:
             logger.warning("SVG-Stack %s does not render (%s): dropped", row["Filename"], result.error)
             continue
-        samples.append(Sample(str(row["Filename"]), (result.image,), messages(prompts.SVG_PROMPT),
+        samples.append(Sample(str(row["Filename"]), (result.image,), "",
                               {"code": row["Svg"], "language": "svg", "image": data_uri(result.image)}))
     return samples
 
@@ -301,7 +311,8 @@ TEXT2CAD_LEVELS = ("abstract", "beginner", "intermediate", "expert")
 
 def load_text2cad(path: str | Path, level: str = "expert", code_dir: str | Path | None = None,
                   limit: int | None = None) -> list[Sample]:
-    """Text2CAD annotation CSV rows (``uid`` + a text level); references from ``code_dir/<uid>.py``.
+    """Text2CAD annotation CSV rows (``uid`` + a text level); references from ``code_dir/<uid>.py``. The
+    level's text is the question (no image); the ``cad-rl`` entry puts the zoo's CadQuery prompt before it.
 
     With ``code_dir``, rows without a script are dropped (logged): a geometry reward needs the part.
     """
@@ -322,8 +333,7 @@ def load_text2cad(path: str | Path, level: str = "expert", code_dir: str | Path 
                 missing += 1
                 continue  # a geometry reward needs the reference part
             target["code"] = script.read_text(encoding="utf-8")
-        samples.append(Sample(row["uid"], (), messages(prompts.CADQUERY_PROMPT.format(description=row[level]), False),
-                              target, {"level": level}))
+        samples.append(Sample(row["uid"], (), row[level], target, {"level": level}))
     if missing:
         logger.warning("Text2CAD: %d of %d rows have no <uid>.py in %s and were dropped", missing, len(rows[:limit]),
                        code_dir)

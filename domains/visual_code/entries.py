@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from domains.visual_code.prompts import (
+    CADQUERY_PROMPT,
     MSRL_MAX_PIXELS,
     MSRL_MIN_PIXELS,
     MSRL_PROMPT,
@@ -117,23 +118,30 @@ _VISUAL_PROGRAMMABILITY_NOTE = (
     "<mode>code|direct</mode> and <answer> tags, answer + 0.5 decision + 0.5 data, the data term the share of "
     "target numbers written in the code block, no format term); no weights, data, recipe or evaluation."
 )
+# The prompts the zoo's recipes train these systems with (model.entry: cad-rl, rlrf), so that zoo.load asks
+# a model they trained as they trained it. zoo: both prompts are the zoo's own (domains/visual_code/prompts.py):
+# CAD-RL publishes no prompt (arXiv 2508.10118; no code released) and RLRF's is unpublished (arXiv 2505.20793;
+# UNVERIFIED). The part's description (text-to-CAD) or nothing (an SVG sample: the picture is the task) is the
+# question. Visual Programmability's master prompt (arXiv:2509.09286 App. E) is not transcribed here and no
+# recipe trains it, so its entry keeps the bare question.
 _UNRELEASED = (
     ("cad-rl", "2508.10118", "text/image to CadQuery code",
      ("CAD-RL publishes no code, weights or data (ExeCAD). The zoo's 'cad-geometry' reward is its own: the code "
       "runs in the sandbox (cadquery kinds), 0.1 for building a valid solid + 0.9 exact volume IoU with the target, "
       "Chamfer distance logged; the paper's exact metric and weights are UNVERIFIED. Data: cad-synthetic, text2cad."),
-     parse_cadquery_block),
+     VLMSpec(user=CADQUERY_PROMPT, coord_frame="none", parser=parse_cadquery_block)),
     ("rlrf", "2505.20793", "image to SVG code, RL from rendering feedback",
      ("RLRF weights and training code are unreleased. The zoo's 'rlrf-svg' reward follows the paper's terms "
       "(normalised L2, Canny-edge L2, perceptual, length); weights are the zoo's own where the paper gives none. "
-      "Recipe: domains/visual_code/recipes/rlrf-svg-grpo.yaml."), parse_svg),
+      "Recipe: domains/visual_code/recipes/rlrf-svg-grpo.yaml."),
+     VLMSpec(user=SVG_PROMPT + "{question}", coord_frame="none", parser=parse_svg)),
     ("visual-programmability", "2509.09286", "chart QA choosing code-as-thought or direct answer",
-     _VISUAL_PROGRAMMABILITY_NOTE, parse_python_block),
+     _VISUAL_PROGRAMMABILITY_NOTE, VLMSpec(coord_frame="none", parser=parse_python_block)),
 )
 _BASES = {"visual-programmability": "Qwen2.5-VL-7B (arXiv:2509.09286 §4.2); weights not found"}
-for name, paper, task, note, parser in _UNRELEASED:
+for name, paper, task, note, spec in _UNRELEASED:
     register(ModelEntry(
-        name=name, repo_id=None, spec=VLMSpec(coord_frame="none", parser=parser), architecture="unknown",
+        name=name, repo_id=None, spec=spec, architecture="unknown",
         base_model=_BASES.get(name, "unknown (UNVERIFIED)"), domain="visual_code", task=task, paper=paper,
         released=False, notes=note,
         license_source="no weights are published, so there is no weights licence to read",

@@ -3,7 +3,9 @@
 ``zoo eval NAME --data chartmimic --path dataset/ori_500`` (or ``plot2code`` with a parquet/jsonl
 file, or ``chart-synthetic``) asks the model for code, renders it and the reference code in the
 sandbox and writes ``metrics.json``, ``predictions.jsonl`` and ``grid.png`` (reference above,
-rendering below, per column).
+rendering below, per column). The charts carry no question: the evaluated entry's prompt asks for the
+code (``msrl``'s is MSRL's); a model with no prompt of its own (a Hub id or a directory without ``--entry``)
+is asked with MSRL's prompt as its question, which the log says.
 
 Metrics (ChartMimic, arXiv 2406.09961; maths in :mod:`rewards.chart_metrics`):
 
@@ -25,7 +27,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from domains.visual_code import data as vdata
-from domains.visual_code.prompts import parse_python_block
+from domains.visual_code.prompts import MSRL_PROMPT, parse_python_block
 from rewards.chart_metrics import low_level_scores
 from rewards.image_similarity import ssim, to_array
 from zoo.data import Sample
@@ -55,13 +57,19 @@ def _need_path(data: str, path: str | None) -> str:
 def predict_codes(pipe: Any, samples: Sequence[Sample]) -> list[tuple[str, str | None]]:
     """``(raw text, code or None)`` per sample; the pipeline's parser when it has one, else MSRL's.
 
-    When the entry's own template already holds the sample's prompt (MSRL's), the question sent is
-    empty, so the prompt is not repeated.
+    Each sample's raw question (none for a chart) goes to the pipeline, which asks it in the evaluated
+    entry's prompt (``msrl``: MSRL's prompt, exactly as its README sends it), as for any other input. A model
+    with no prompt of its own would see the chart alone: it is asked with MSRL's prompt instead (the task's
+    instruction; zoo: ChartMimic's own direct-mimic prompt is not transcribed here).
     """
-    template = getattr(getattr(getattr(pipe, "entry", None), "spec", None), "user", "{question}")
+    spec = getattr(getattr(pipe, "entry", None), "spec", None)
+    promptless = spec is not None and not (spec.user_text("").strip() or spec.system)
+    if promptless and any(not s.question for s in samples):
+        logger.warning("%s has no prompt of its own and the charts carry no question: asking with MSRL's prompt "
+                       "(pass --entry NAME to ask with another model's)", pipe.entry.name)  # fmt: skip
     out = []
     for sample in tqdm(samples, desc="generate", disable=None, leave=False):
-        question = "" if sample.question and sample.question in template else sample.question
+        question = MSRL_PROMPT if promptless and not sample.question else sample.question
         prediction = pipe(sample.images[0], question)
         text = getattr(prediction, "text", prediction)
         code = getattr(prediction, "code", None) or parse_python_block(text).get("code")

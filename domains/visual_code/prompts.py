@@ -37,16 +37,18 @@ MSRL_MIN_PIXELS = 1280 * 28 * 28
 MSRL_MAX_PIXELS = 16384 * 28 * 28
 
 #: The zoo's own SVG prompt for instruction-tuned VLMs (RLRF trains Qwen2.5-VL as well as
-#: StarVector; its prompt is not published, UNVERIFIED).
+#: StarVector; its prompt is not published, UNVERIFIED). The ``rlrf`` and ``svg-scenes-tiny`` entries'
+#: user template is this prompt followed by the question (none for an SVG sample: the picture is the task).
 SVG_PROMPT = (
     "Convert the picture into SVG code. Answer with a single <svg> element whose viewBox matches the picture, "
     "and nothing else."
 )
-#: The zoo's own CadQuery prompt (CAD-RL publishes none).
+#: The zoo's own CadQuery prompt (CAD-RL publishes none): the ``cad-rl`` entry's user template, the part's
+#: text description in place of ``{question}``.
 CADQUERY_PROMPT = (
     "Write CadQuery Python code that builds the part described below. Import cadquery as cq and leave the final "
     'solid in a variable named result. Answer with one block starting with "```python" and ending with "```".'
-    "\n\n{description}"
+    "\n\n{question}"
 )
 
 _FENCE = re.compile(r"```(?P<lang>[A-Za-z0-9_+-]*)[ \t]*\n?(?P<body>.*?)```", re.DOTALL)

@@ -32,7 +32,7 @@ def test_chartmimic_reads_png_py_pairs(tmp_path):
     (tmp_path / "orphan.png").write_bytes(_png_bytes())  # no code: not a pair
     (samples,) = data.load_chartmimic(tmp_path)
     assert samples.id == "bar_1" and samples.target["code"] == CHART and samples.meta["chart_type"] == "bar"
-    assert samples.prompt[0]["content"][0] == {"type": "image"}
+    assert samples.question == "" and samples.images == (str(tmp_path / "bar_1.png"),)  # raw: the chart is the task
     assert Path(samples.target["image"]).is_absolute()  # the reward reads it after TRL's dataset round trip
     assert reference_image(samples.target["image"]).size == (8, 8)
 
@@ -47,7 +47,8 @@ def test_plot2code_parquet_with_datasets_image_structs(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "test.parquet")
     (sample,) = data.load_plot2code(tmp_path / "test.parquet", with_instruction=True)
     assert sample.target["code"] == CHART and sample.images[0].size == (8, 8)
-    assert sample.question.endswith("Draw bars.")
+    assert sample.question == "\nDraw bars."  # raw: the msrl entry's template puts MSRL's prompt before it
+    assert data.load_plot2code(tmp_path / "test.parquet")[0].question == ""
 
 
 def test_plot2code_jsonl_with_base64_and_a_missing_column(tmp_path):

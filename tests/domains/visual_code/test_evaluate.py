@@ -37,14 +37,36 @@ def test_chartmimic_folder_end_to_end(tmp_path):
     assert (tmp_path / "out" / "grid.png").stat().st_size > 0
 
 
-def test_a_template_holding_the_prompt_gets_an_empty_question():
+def test_the_raw_question_goes_to_the_pipeline_which_asks_it_in_msrls_prompt():
+    from types import SimpleNamespace
+
     import zoo
+    from domains.visual_code.prompts import MSRL_PROMPT
+    from zoo.pipelines.vlm import VLMPipeline
 
     (sample,) = synthetic_charts(n=1, seed=6, size=32)
     pipe = CopyPipe(["no code"])
     pipe.entry = zoo.info("msrl")
     evaluate.predict_codes(pipe, [sample])
-    assert pipe.questions == [""]
+    assert pipe.questions == [""]  # the chart's raw question: none
+    # the msrl pipeline sends it as the README does (DocTron-hub/MSRL@203465d:README.md:244-268): [image, prompt]
+    messages = VLMPipeline.messages(SimpleNamespace(entry=zoo.info("msrl")), "chart.png", pipe.questions[0])
+    assert messages == [{"role": "user", "content": [{"type": "image", "image": "chart.png"},
+                                                     {"type": "text", "text": MSRL_PROMPT}]}]  # fmt: skip
+
+
+def test_a_model_without_a_prompt_is_asked_with_msrls_and_told_so(caplog):
+    import zoo
+    from domains.visual_code.prompts import MSRL_PROMPT
+
+    (sample,) = synthetic_charts(n=1, seed=6, size=32)
+    for name, promptless in (("visual-programmability", True), ("msrl", False), ("svg-scenes-tiny", False)):
+        pipe = CopyPipe(["no code"])
+        pipe.entry = zoo.info(name)
+        caplog.clear()
+        evaluate.predict_codes(pipe, [sample])
+        assert ("asking with MSRL's prompt" in caplog.text) == promptless, name
+        assert pipe.questions == [MSRL_PROMPT if promptless else ""], name
 
 
 def test_unknown_data_and_missing_path_are_named_errors():
