@@ -1,6 +1,6 @@
-"""The README's paragraph on each tiny checkpoint quotes that checkpoint's training record.
+"""The benchmarks page's paragraph on each tiny checkpoint (``docs/benchmarks.md``) quotes its training record.
 
-A re-release rewrites ``checkpoints/<entry>/training.json`` and the card, but the README's summary
+A re-release rewrites ``checkpoints/<entry>/training.json`` and the card, but the page's summary
 is written by hand; these checks fail when the two disagree, so a release cannot leave the README
 quoting the numbers of the one before (it happened: two releases of driving and of the GUI agent).
 """
@@ -22,7 +22,7 @@ def record(entry: str) -> dict:
 
 
 def quotes(entry: str) -> list[str]:
-    """What the README must say of ``entry``: numbers as the record holds them, at the README's precision."""
+    """What the page must say of ``entry``: numbers as the record holds them, at the page's precision."""
     r = record(entry)
     if entry == "driving-vla-tiny":
         seeds = r["across_seeds"]
@@ -44,7 +44,7 @@ def quotes(entry: str) -> list[str]:
 
 
 @pytest.mark.parametrize("entry", ["driving-vla-tiny", "gui-agent-tiny", "gui-grounding-tiny", "svg-scenes-tiny"])
-def test_readme_quotes_the_released_record(entry):
-    readme = (ROOT / "README.md").read_text().replace("−", "-")  # the README types minus signs, the record's formatter hyphens
-    missing = [q for q in quotes(entry) if q.replace("−", "-") not in readme]
-    assert not missing, f"README.md does not quote checkpoints/{entry}/training.json: {missing}"
+def test_the_benchmarks_page_quotes_the_released_record(entry):
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8").replace("−", "-")  # typed minus, record hyphen
+    missing = [q for q in quotes(entry) if q.replace("−", "-") not in page]
+    assert not missing, f"docs/benchmarks.md does not quote checkpoints/{entry}/training.json: {missing}"
