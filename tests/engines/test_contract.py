@@ -127,8 +127,9 @@ def _asked(recipe, sample, image) -> list[dict]:
 def test_every_recipe_naming_an_entry_trains_on_what_its_pipeline_asks(path: Path, pipe) -> None:
     """Text and image positions after the chat template (Qwen2.5-VL's, as the tiny and real models share it)."""
     recipe, samples = _offline(path)
-    render = lambda messages: pipe.processor.apply_chat_template(messages, add_generation_prompt=True,  # noqa: E731
-                                                                 tokenize=False)  # fmt: skip
+    def render(messages: list[dict]) -> str:
+        return pipe.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
     images = [load_image(s.images[0]) if s.images else None for s in samples]
     asked = [render(_asked(recipe, s, image)) for s, image in zip(samples, images)]
     if recipe.engine == "vlm-sft":
