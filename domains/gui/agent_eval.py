@@ -32,10 +32,13 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zoo.data import Sample
 from zoo.eval_results import write_results
+
+if TYPE_CHECKING:
+    from zoo.kinds import VLMSpec
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +46,11 @@ AGENT_BENCHMARKS = ("android-control", "android-control-low", "synthetic-episode
 SYNTHETIC_EPISODES_SEED = 4242  # held out: training recipes draw other seeds
 
 
-def load_agent_data(data: str, path: str | None, limit: int | None, ui_s1_prompt: bool = True) -> list[list[Sample]]:
+def load_agent_data(data: str, path: str | None, limit: int | None) -> list[list[Sample]]:
     """Episodes (lists of step samples) for a ``--data`` name; ``limit`` counts episodes.
 
-    ``ui_s1_prompt``: each step's prompt is UI-S1's turn (``MOBILE_USE`` system prompt, output
-    format); otherwise the goal alone, the layout the CPU-scale recipes train on.
+    Each step's question is the episode's goal (``android-control-low`` marks its steps to show their
+    instruction too); the evaluated entry's contract writes the turns (:func:`evaluate_agent`'s ``spec``).
     """
     from domains.gui.data import load_synthetic_episodes, load_ui_s1_jsonl
     from zoo.engines.vlm.semi_online_rollout import group_episodes
@@ -55,14 +58,13 @@ def load_agent_data(data: str, path: str | None, limit: int | None, ui_s1_prompt
     if data == "synthetic-episodes":
         if path is not None:
             raise ValueError("--data synthetic-episodes is generated; drop --path")
-        return group_episodes(load_synthetic_episodes(n=limit or 50, seed=SYNTHETIC_EPISODES_SEED,
-                                                      ui_s1_prompt=ui_s1_prompt))  # fmt: skip
+        return group_episodes(load_synthetic_episodes(n=limit or 50, seed=SYNTHETIC_EPISODES_SEED))
     if data not in AGENT_BENCHMARKS:
         raise ValueError(f"unknown GUI agent benchmark {data!r}; choose one of {', '.join(AGENT_BENCHMARKS)}")
     if path is None:
         raise ValueError(f"--data {data} needs --path pointing at an AndroidControl-format .jsonl (UI-S1 layout)")
     images = Path(path).parent / "images"
-    samples = load_ui_s1_jsonl(path, image_root=images if images.is_dir() else None, ui_s1_prompt=ui_s1_prompt,
+    samples = load_ui_s1_jsonl(path, image_root=images if images.is_dir() else None,
                                instruction_level="low" if data.endswith("-low") else "high")  # fmt: skip
     episodes = group_episodes(samples)
     return episodes if limit is None else episodes[:limit]
@@ -169,39 +171,44 @@ def draw_strip(episodes: Sequence[Sequence[Sample]], rows: Sequence[dict[str, An
 
 
 def _walk(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]], max_new_tokens: int, score: Any,
-          patch_threshold: int, match_component: str) -> list[Any]:  # fmt: skip
-    """Greedy one-copy walk of every episode; a patched turn is written as the model was taught to answer:
-    with location tokens when its tokenizer holds them (:mod:`domains.gui.location_tokens`), else UI-S1's JSON."""
+          patch_threshold: int, match_component: str, spec: VLMSpec | None) -> list[Any]:  # fmt: skip
+    """Greedy one-copy walk of every episode, each step asked as ``spec`` asks it (the recipes' training loops
+    apply the same, :func:`~zoo.engines.vlm.contract.with_turn_contract`); a patched turn is written as the model
+    was taught to answer: with location tokens when its tokenizer holds them (:mod:`domains.gui.location_tokens`),
+    else UI-S1's JSON."""
     from domains.gui import location_tokens
     from domains.gui.prompts import ui_s1_action_response, ui_s1_location_response
+    from zoo.engines.vlm.contract import with_turn_contract
     from zoo.engines.vlm.multiturn_policy import VLMPolicy
     from zoo.engines.vlm.semi_online_rollout import semi_online_rollout
 
     policy = VLMPolicy(model, processor, max_new_tokens=max_new_tokens, do_sample=False)
-    framed = [[policy.in_model_frame(s) for s in episode] for episode in episodes]
+    framed = [[policy.in_model_frame(with_turn_contract(s, spec)) for s in episode] for episode in episodes]
     expert = ui_s1_location_response if location_tokens.in_vocabulary(processor.tokenizer) else ui_s1_action_response
     return semi_online_rollout(framed, policy, score, expert, rollout_n=1, patch_threshold=patch_threshold,
-                               match_component=match_component)  # fmt: skip
+                               match_component=match_component, image_first=spec is not None and spec.image_first)  # fmt: skip
 
 
-def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]],
-                   max_new_tokens: int = 128) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+def evaluate_agent(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]], max_new_tokens: int = 128,
+                   spec: VLMSpec | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """The zoo's step-wise evaluation of a transformers VLM (expert patches after every wrong step, the
-    ``ui-s1`` reward's matcher); returns ``(rows, metrics)``."""
+    ``ui-s1`` reward's matcher), the turns written by ``spec``'s contract (``None``: the goal as every turn's
+    text, the screenshot after it); returns ``(rows, metrics)``."""
     from domains.gui.rewards import UiS1Reward
 
-    records = _walk(model, processor, episodes, max_new_tokens, UiS1Reward(box_lists=True), -1, "extract_match")
+    records = _walk(model, processor, episodes, max_new_tokens, UiS1Reward(box_lists=True), -1, "extract_match", spec)
     rows = agent_rows(records)
     return rows, summarise_agent(rows)
 
 
-def evaluate_sop(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]],
-                 max_new_tokens: int = 128) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
+def evaluate_sop(model: Any, processor: Any, episodes: Sequence[Sequence[Sample]], max_new_tokens: int = 128,
+                 spec: VLMSpec | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
     """UI-S1's SOP as the authors compute it (:mod:`domains.gui.sop`): each episode walked with the model's
-    own answers until its first miss (``patch_threshold=0``); returns ``(metrics, per-episode rows)``."""
+    own answers until its first miss (``patch_threshold=0``), the turns written by ``spec`` as in
+    :func:`evaluate_agent`; returns ``(metrics, per-episode rows)``."""
     from domains.gui.sop import EXACT, SopScore, summarise_sop
 
-    return summarise_sop(_walk(model, processor, episodes, max_new_tokens, SopScore(), 0, EXACT))
+    return summarise_sop(_walk(model, processor, episodes, max_new_tokens, SopScore(), 0, EXACT, spec))
 
 
 #: What ``metrics.json`` says of the blocks that are not the authors' SOP.
@@ -214,19 +221,18 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
 
     Writes ``metrics.json`` (``SOP``, the authors' metric, then the zoo's blocks), ``predictions.jsonl`` (the
     zoo's per-step rows), ``sop_episodes.jsonl`` (the SOP walk's per-episode result, the fields the authors'
-    script writes) and ``predictions.png``. Models trained with UI-S1's system prompt (its entry's
-    ``spec.system``) get UI-S1's turns; others (the CPU-scale ``gui-agent-tiny``) the goal as each turn's
-    text, as they were trained.
+    script writes) and ``predictions.png``. Each step is asked as the evaluated entry's contract asks it, as
+    its recipes train (:func:`~zoo.engines.vlm.contract.with_turn_contract`): UI-S1's turns for ``ui-s1-7b``,
+    the goal as each turn's text for the CPU-scale ``gui-agent-tiny``.
     """
     import json
 
-    from domains.gui.prompts import UI_S1_SYSTEM
-
-    episodes = load_agent_data(data, path, limit, ui_s1_prompt=pipe.entry.spec.system == UI_S1_SYSTEM)
+    spec = pipe.entry.spec
+    episodes = load_agent_data(data, path, limit)
     if not episodes:
         raise ValueError(f"--data {data} yielded no episodes (check --path and --limit)")
-    sop, sop_rows = evaluate_sop(pipe.model, pipe.processor, episodes, pipe.entry.spec.max_new_tokens)
-    rows, summary = evaluate_agent(pipe.model, pipe.processor, episodes, pipe.entry.spec.max_new_tokens)
+    sop, sop_rows = evaluate_sop(pipe.model, pipe.processor, episodes, spec.max_new_tokens, spec)
+    rows, summary = evaluate_agent(pipe.model, pipe.processor, episodes, spec.max_new_tokens, spec)
     metrics = {"model": getattr(pipe.entry, "name", None), "data": data, "SOP": sop, **summary,
                "zoo_metrics": ZOO_METRICS}  # fmt: skip
     out_dir = write_results(out_dir, metrics, rows)

@@ -299,7 +299,6 @@ def load_ui_s1_jsonl(
     image_root: str | Path | None = None,
     limit: int | None = None,
     require_images: bool = True,
-    ui_s1_prompt: bool = False,
     instruction_level: str = "high",
 ) -> list[Sample]:
     """UI-S1 AndroidControl trajectories, one :class:`Sample` per step.
@@ -310,11 +309,14 @@ def load_ui_s1_jsonl(
     ``image_size``; ``meta`` holds the goal, step index,
     the previous actions, ``step_instruction`` and the expert ``thought`` (or ``motivation``) when the
     file has them. ``require_images=False`` keeps steps whose screenshot is absent (``image_size`` is
-    then ``None``; the reward needs it). ``ui_s1_prompt`` writes each step's prompt as UI-S1's turn
-    (:func:`domains.gui.prompts.with_ui_s1_turns`, with ``instruction_level``); ``limit`` counts steps.
+    then ``None``; the reward needs it). The prompt is the goal as the file writes it: a recipe's
+    ``model.entry`` (``ui-s1-7b``) writes each step's turn as UI-S1 does
+    (:func:`zoo.engines.vlm.contract.with_turn_contract`). ``instruction_level="low"`` (AndroidControl-Low)
+    marks each step ``meta["instruction_level"] = "low"``: its turn shows ``step_instruction`` too, where the
+    entry has a ``step-instruction`` template. ``limit`` counts steps.
     """
-    from domains.gui.prompts import with_ui_s1_turns
-
+    if instruction_level not in ("high", "low"):
+        raise ValueError(f"instruction_level must be 'high' or 'low', got {instruction_level!r}")
     path = Path(path)
     root = Path(image_root) if image_root is not None else None
     samples = []
@@ -350,25 +352,25 @@ def load_ui_s1_jsonl(
                         "goal": goal,
                         "is_successful": line.get("is_successful"),
                         "rate": 1.0,
+                        **({"instruction_level": "low"} if instruction_level == "low" else {}),
                     },
                 )
             )
             history.append(action)
-    samples = _limit(samples, limit)
-    return with_ui_s1_turns(samples, instruction_level) if ui_s1_prompt else samples
+    return _limit(samples, limit)
 
 
 def load_synthetic_episodes(
-    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4, ui_s1_prompt: bool = True,
+    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4,
     click_share: float | None = None,
 ) -> list[Sample]:
     """Seeded synthetic phone episodes (:mod:`domains.gui.episodes`), one sample per step, in
-    :func:`load_ui_s1_jsonl`'s layout; prompts are UI-S1's turns unless ``ui_s1_prompt=False``;
-    ``click_share`` weights clicks in a training mix (:func:`~domains.gui.episodes.episode_samples`)."""
+    :func:`load_ui_s1_jsonl`'s layout, the goal as each step's question (a recipe's ``model.entry`` writes the
+    turns); ``click_share`` weights clicks in a training mix (:func:`~domains.gui.episodes.episode_samples`)."""
     from domains.gui.episodes import episode_samples
 
     return episode_samples(n=n, seed=seed, size=size, min_steps=min_steps, max_steps=max_steps,
-                           ui_s1_prompt=ui_s1_prompt, click_share=click_share)  # fmt: skip
+                           click_share=click_share)  # fmt: skip
 
 
 # --- synthetic screens --------------------------------------------------------------------------

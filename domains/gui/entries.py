@@ -6,7 +6,15 @@ Facts come from the authors' code and Hub pages: GUI-G1 (Yuqi-Zhou/GUI-G1@e581fe
 
 from __future__ import annotations
 
-from domains.gui.prompts import GUI_G1_USER, UI_S1_SYSTEM, UI_S1_USER, parse_gui_g1, parse_ui_s1
+from domains.gui.prompts import (
+    GUI_G1_USER,
+    UI_S1_NEXT_TURN,
+    UI_S1_STEP_INSTRUCTION,
+    UI_S1_SYSTEM,
+    UI_S1_USER,
+    parse_gui_g1,
+    parse_ui_s1,
+)
 from zoo.kinds import VLMSpec
 from zoo.registry import ModelEntry, register
 
@@ -50,10 +58,13 @@ UI_S1_7B = register(
         base_model="Qwen/Qwen2.5-VL-7B-Instruct",
         domain="gui",
         task="mobile GUI agent (goal + screenshot -> next action)",
-        # UI-S1/x/qwen/image.py: factor 28, min 1 token, max 12800 tokens of 28x28 pixels.
+        # UI-S1/x/qwen/image.py: factor 28, min 1 token, max 12800 tokens of 28x28 pixels. A trajectory's later
+        # turns are the "next-turn" template, a low-level instruction the "step-instruction" one
+        # (zoo.engines.vlm.contract.with_turn_contract; UI-S1/x/data/agent/json.py gen_next_round).
         spec=VLMSpec(
             system=UI_S1_SYSTEM,
             user=UI_S1_USER,
+            templates={"next-turn": UI_S1_NEXT_TURN, "step-instruction": UI_S1_STEP_INSTRUCTION},
             min_pixels=28 * 28,
             max_pixels=12800 * 28 * 28,
             coord_frame="resized",
@@ -108,8 +119,8 @@ GUI_AGENT_TINY = register(
         base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)",
         domain="gui",
         task="next action on 112-px synthetic phone screens (goal + last two screenshots -> UI-S1 action)",
-        # Trained without UI-S1's system prompt: each user turn is the goal, then the screenshot
-        # (the multi-turn SFT and rollout layout); 112x112 screens stay unresized.
+        # Trained without UI-S1's system prompt: each user turn is the goal (no "next-turn" template: the
+        # user template in every turn), then the screenshot; 112x112 screens stay unresized.
         spec=VLMSpec(
             min_pixels=56 * 56, max_pixels=112 * 112, coord_frame="resized", max_new_tokens=48, image_first=False,
             parser=parse_ui_s1,

@@ -96,13 +96,13 @@ def _episode(
 
 
 def episode_samples(
-    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4, ui_s1_prompt: bool = False,
+    n: int = 16, seed: int = 0, size: int = 112, min_steps: int = 2, max_steps: int = 4,
     click_share: float | None = None,
 ) -> list[Sample]:
     """``n`` synthetic episodes as step samples, in :func:`~domains.gui.data.load_ui_s1_jsonl`'s layout.
 
-    Episode ``i`` depends only on ``(seed, i)``. ``ui_s1_prompt`` writes each step's prompt as UI-S1
-    builds that turn (see :func:`domains.gui.prompts.with_ui_s1_turns`). ``click_share`` is the chance that a
+    Episode ``i`` depends only on ``(seed, i)``; each step's question is the goal (a recipe's ``model.entry``
+    writes the turn, :func:`zoo.engines.vlm.contract.with_turn_contract`). ``click_share`` is the chance that a
     step before the last is a click (the rest split between typing and Back); ``None``, the default and
     the held-out episodes' mix, draws the three kinds alike. A training mix may weight clicks, the one
     kind that needs the screen read to the pixel, without changing what is evaluated.
@@ -129,10 +129,6 @@ def episode_samples(
                       "thought": step["thought"], "is_successful": True, "rate": 1.0},
             ))  # fmt: skip
             history.append(copy.deepcopy(action))
-    if ui_s1_prompt:
-        from domains.gui.prompts import with_ui_s1_turns
-
-        return with_ui_s1_turns(samples)
     return samples
 
 

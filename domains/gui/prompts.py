@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from domains.gui.location_tokens import decode, encode_action
@@ -90,30 +89,12 @@ UI_S1_USER = (
     "User Instruction: {question}\nOutput Format: " + UI_S1_OUTPUT_FORMAT + "If the query asks a question, "
     "please answer the question through the answer action before terminating the process.\n"
 )
-
-
-def with_ui_s1_turns(samples: list[Sample], instruction_level: str = "high") -> list[Sample]:
-    """Each step's prompt as the chat messages UI-S1 adds to the dialogue at that turn.
-
-    Upstream (``x/data/agent/json.py::JsonFormat.gen_next_round``): the first turn is the
-    ``MOBILE_USE`` system prompt plus the user text ``User Instruction: {goal}`` with the output
-    format and the answer-action note; later turns carry only ``Output Format: ...``; the screenshot
-    closes every user turn (the rollout loop adds it). ``instruction_level="low"`` appends the
-    step's ``step_instruction`` to each turn (AndroidControl-Low); that layout is this project's,
-    UI-S1's released prompt has no low-level variant.
-    """
-    if instruction_level not in ("high", "low"):
-        raise ValueError(f"instruction_level must be 'high' or 'low', got {instruction_level!r}")
-    out = []
-    for sample in samples:
-        goal = str(sample.meta.get("goal", sample.question))
-        first = sample.meta.get("step", 0) == 0
-        text = UI_S1_USER.replace("{question}", goal) if first else "Output Format: " + UI_S1_OUTPUT_FORMAT
-        if instruction_level == "low":
-            text += f"\nStep Instruction: {sample.meta.get('step_instruction') or ''}"
-        messages = [{"role": "system", "content": UI_S1_SYSTEM}] if first else []
-        out.append(replace(sample, prompt=[*messages, {"role": "user", "content": text}]))
-    return out
+# Later turns carry the output format alone (X-PLUG/MobileAgent@11cea575:UI-S1/x/data/agent/json.py:133-189,
+# JsonFormat.gen_next_round): the ui-s1-7b entry's "next-turn" template (zoo.engines.vlm.contract.NEXT_TURN).
+UI_S1_NEXT_TURN = "Output Format: " + UI_S1_OUTPUT_FORMAT
+# AndroidControl-Low: the step's low-level instruction after the turn's text, the entry's "step-instruction"
+# template ({question} is the instruction). This project's layout: UI-S1's released prompt has no low-level variant.
+UI_S1_STEP_INSTRUCTION = "\nStep Instruction: {question}"
 
 
 def qwen_bbox_json(sample: Sample) -> str:

@@ -103,8 +103,8 @@ def evaluate(model_dir: Path, n: int, seed: int = SYNTHETIC_EPISODES_SEED) -> di
     from zoo.engines.vlm.semi_online_rollout import group_episodes
     from zoo.load import load_vlm_weights
 
-    if (n, seed) not in _EPISODES:  # the training recipes' layout: no MOBILE_USE system prompt, goal in every turn
-        _EPISODES[n, seed] = group_episodes(load_synthetic_episodes(n=n, seed=seed, ui_s1_prompt=False))
+    if (n, seed) not in _EPISODES:  # raw goals: evaluate_agent without a spec asks the goal in every turn
+        _EPISODES[n, seed] = group_episodes(load_synthetic_episodes(n=n, seed=seed))
     model = load_vlm_weights(model_dir).eval()
     rows, summary = evaluate_agent(model, AutoProcessor.from_pretrained(model_dir), _EPISODES[n, seed], max_new_tokens=48)
     steps, episodes = summary["steps"], summary["episodes"]

@@ -89,7 +89,8 @@ def _recipes_naming_an_entry() -> list[Path]:
     found = []
     for path in sorted(ROOT.glob("domains/*/recipes/*.yaml")):
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if raw.get("engine") in ("vlm-trl", "vlm-sft", "vlm-verl") and (raw.get("model") or {}).get("entry"):
+        multi_turn = (raw.get("data") or {}).get("multi_turn")  # trajectories: test_multi_turn_... below
+        if raw.get("engine") in ("vlm-trl", "vlm-sft", "vlm-verl") and (raw.get("model") or {}).get("entry") and not multi_turn:
             found.append(path)
     return found
 
@@ -170,3 +171,62 @@ def test_other_pixel_limits_than_the_entrys_need_a_citation(tmp_path: Path) -> N
     assert pixel_limits(load_recipe(cited))[1] == 401408
     with pytest.raises(RecipeError, match="cite under provenance: why the authors train at another resolution"):
         load_recipe(GRPO, ["model.max_pixels=401408"])
+
+
+# --- the multi-turn loops (UI-S1's semi-online RL, the multi-turn SFT): the entry's contract per turn ---
+
+
+def _multi_turn_recipes() -> list[Path]:
+    """Every shipped recipe of a multi-turn loop that names an entry."""
+    import yaml
+
+    found = []
+    for path in sorted(ROOT.glob("domains/*/recipes/*.yaml")):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        multi = raw.get("engine") == "vlm-semi-online" or (raw.get("data") or {}).get("multi_turn")
+        if multi and (raw.get("model") or {}).get("entry"):
+            found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("path", _multi_turn_recipes(), ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
+def test_a_multi_turn_recipe_asks_its_first_turn_as_the_pipeline_asks_the_goal(path: Path, pipe) -> None:
+    """The first turn of every trajectory (system prompt, the entry's user text, the screenshot where the entry
+    puts it) renders as ``zoo.load(entry)`` renders the goal; later turns are the entry's ``next-turn``
+    template (or its user template again), the history and the screenshots kept being the loop's."""
+    from zoo.engines.vlm.contract import NEXT_TURN, with_turn_contract
+    from zoo.engines.vlm.semi_online_rollout import expert_turns, group_episodes
+
+    recipe = load_recipe(path)
+    if "n" in recipe.data.kwargs:
+        recipe = load_recipe(path, ["data.kwargs.n=2"])
+    try:
+        samples = list(recipe.data.load() if recipe.engine == "vlm-semi-online" else
+                       zoo.data.load_dataset(recipe.data.name, **{**recipe.data.kwargs, "n": 2, "seed": 3}))  # fmt: skip
+    except (FileNotFoundError, ValueError) as err:
+        if "does not exist" in str(err) or "not found" in str(err):
+            pytest.skip(f"{path.name} trains on the authors' data, not in this checkout: {err}")
+        raise
+    spec = recipe.model.contract()
+    episode = group_episodes([with_turn_contract(s, spec) for s in samples])[0]
+    turns = expert_turns(episode, lambda s: "answer", image_first=spec.image_first)
+
+    def render(messages: list[dict]) -> str:
+        return pipe.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    goal = samples[0].question
+    first = render(_asked(recipe, samples[0], load_image(samples[0].images[0])))
+    assert render(turns[0].messages) == first
+    later = spec.user_text(goal, NEXT_TURN if NEXT_TURN in spec.templates else None)
+    assert turns[1].messages[-1]["content"][0 if not spec.image_first else -1]["text"] == later
+    assert [m["role"] for m in turns[1].messages].count("system") == (1 if spec.system else 0)
+
+
+def test_the_image_first_refusal_is_the_single_turn_loops_only() -> None:
+    gui_agent = ["model.entry=gui-agent-tiny", "model.min_pixels=null", "model.max_pixels=null"]
+    with pytest.raises(RecipeError, match="puts the image after the text; engine vlm-trl places images first"):
+        load_recipe(GRPO, gui_agent)
+    with pytest.raises(RecipeError, match="puts the image after the text; the single-turn SFT loop places"):
+        load_recipe(SFT, gui_agent)
+    assert load_recipe(ROOT / "domains/gui/recipes/ui-s1-smoke.yaml").model.entry == "ui-s1-7b"
+    assert load_recipe(ROOT / "domains/gui/recipes/ui-s1-tiny-sft.yaml").model.entry == "gui-agent-tiny"

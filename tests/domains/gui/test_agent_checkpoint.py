@@ -50,7 +50,7 @@ def test_checkpoint_answers_a_held_out_click_in_the_format_its_record_names():
     tokens = record()["recipe_sft"]["data"]["answer_format"] == "ui-s1-location-tokens"
     pipe = zoo.load("gui-agent-tiny")
     assert pipe.source == "checkpoints" and location_tokens.in_vocabulary(pipe.processor.tokenizer) == tokens
-    steps = load_synthetic_episodes(n=40, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False)
+    steps = load_synthetic_episodes(n=40, seed=SYNTHETIC_EPISODES_SEED)
     click = next(s for s in steps if s.meta["step"] == 0 and s.target["check_options"]["action"] == "click")
     pred = pipe(click.images[0], click.question)
     assert pred.action is not None and pred.action["action"] == "click", pred.text
@@ -71,7 +71,7 @@ def test_released_agent_clicks_inside_held_out_buttons():
     from domains.gui.data import load_synthetic_episodes
     from domains.gui.evaluate import point_in_box
 
-    steps = load_synthetic_episodes(n=80, seed=SYNTHETIC_EPISODES_SEED, ui_s1_prompt=False)
+    steps = load_synthetic_episodes(n=80, seed=SYNTHETIC_EPISODES_SEED)
     clicks = [s for s in steps if s.meta["step"] == 0 and s.target["action"]["action"] == "click"][:20]
     pipe = zoo.load("gui-agent-tiny")
     hits = sum(point_in_box((pipe(s.images[0], s.question).action or {}).get("coordinate"), s.target["action"]["bbox"])

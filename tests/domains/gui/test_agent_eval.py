@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
+import zoo
 from domains.gui.agent_eval import agent_rows, load_agent_data, summarise_agent
 from domains.gui.episodes import episode_samples, write_android_control_jsonl
 
@@ -55,8 +57,8 @@ def test_android_control_file_loads_as_episodes_with_low_level_turns(tmp_path):
     high = load_agent_data("android-control", str(path), limit=2)
     low = load_agent_data("android-control-low", str(path), limit=None)
     assert len(high) == 2 and len(low) == 3
-    assert "Step Instruction:" in low[0][0].prompt[-1]["content"]
-    assert "Step Instruction:" not in high[0][0].prompt[-1]["content"]
+    assert all(s.meta["instruction_level"] == "low" for s in low[0]) and "instruction_level" not in high[0][0].meta
+    assert low[0][0].prompt == high[0][0].prompt == low[0][0].meta["goal"]  # raw: the entry writes the turn
     with pytest.raises(ValueError, match="needs --path"):
         load_agent_data("android-control", None, None)
     with pytest.raises(ValueError, match="unknown GUI agent benchmark"):
@@ -68,7 +70,7 @@ def test_zoo_eval_writes_metrics_predictions_and_strip(tmp_path):
     from zoo.tiny import build_tiny_vlm
 
     model, processor = build_tiny_vlm("qwen2_5_vl", hidden=32, layers=1, vision_hidden=32, seed=0)
-    spec = SimpleNamespace(max_new_tokens=8, system=None)  # no UI-S1 system prompt: goal-only turns
+    spec = replace(zoo.info("gui-agent-tiny").spec, max_new_tokens=8)  # no UI-S1 system prompt: goal-only turns
     pipe = SimpleNamespace(model=model, processor=processor, entry=SimpleNamespace(name="tiny", spec=spec))
     metrics = run(pipe, "synthetic-episodes", None, tmp_path, limit=2)
     written = json.loads((tmp_path / "metrics.json").read_text())
@@ -89,10 +91,31 @@ def test_rows_read_the_reward_components():
     assert row["type_match"] is True and row["exact_match"] is False and row["action_type"] == sample.target["action"]["action"]
 
 
-def test_turn_layout_follows_the_entry():
-    from domains.gui.prompts import UI_S1_SYSTEM
+def test_turn_layout_follows_the_entry(monkeypatch):
+    """zoo eval asks each step as the evaluated entry's contract does: UI-S1's turns for ui-s1-7b, the goal in
+    every turn for gui-agent-tiny (what their recipes train on), the screenshot after the text for both."""
+    from domains.gui import agent_eval
+    from domains.gui.prompts import UI_S1_NEXT_TURN, UI_S1_SYSTEM, UI_S1_USER
+    from zoo.engines.vlm import semi_online_rollout as rollout
+    from zoo.tiny import build_tiny_vlm
 
-    ui_s1 = load_agent_data("synthetic-episodes", None, limit=1)[0][0]
-    plain = load_agent_data("synthetic-episodes", None, limit=1, ui_s1_prompt=False)[0][0]
-    assert ui_s1.prompt[0] == {"role": "system", "content": UI_S1_SYSTEM}
-    assert plain.prompt == plain.meta["goal"]  # the layout the CPU-scale recipes train on
+    seen = {}
+
+    def spy(episodes, *args, **kwargs):
+        seen["episodes"], seen["image_first"] = episodes, kwargs["image_first"]
+        return []
+
+    monkeypatch.setattr(rollout, "semi_online_rollout", spy)
+    episodes = load_agent_data("synthetic-episodes", None, limit=1)
+    model, processor = build_tiny_vlm("qwen2_5_vl", hidden=32, layers=1, vision_hidden=32, seed=0)
+    for name in ("ui-s1-7b", "gui-agent-tiny"):
+        agent_eval._walk(model, processor, episodes, 8, None, -1, "extract_match", zoo.info(name).spec)
+        first, second = seen["episodes"][0][:2]
+        goal = first.meta["goal"]
+        if name == "ui-s1-7b":
+            assert first.prompt == [{"role": "system", "content": UI_S1_SYSTEM},
+                                    {"role": "user", "content": UI_S1_USER.replace("{question}", goal)}]  # fmt: skip
+            assert second.prompt == [{"role": "user", "content": UI_S1_NEXT_TURN}]
+        else:
+            assert first.prompt == second.prompt == [{"role": "user", "content": goal}]
+        assert seen["image_first"] is False

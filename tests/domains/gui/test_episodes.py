@@ -8,7 +8,7 @@ import pytest
 
 from domains.gui.data import load_synthetic_episodes, load_ui_s1_jsonl
 from domains.gui.episodes import episode_samples, write_android_control_jsonl
-from domains.gui.prompts import UI_S1_SYSTEM, parse_ui_s1, ui_s1_action_response, with_ui_s1_turns
+from domains.gui.prompts import parse_ui_s1, ui_s1_action_response
 from domains.gui.rewards import UI_S1
 
 
@@ -33,7 +33,7 @@ def test_click_share_weights_a_training_mix_and_leaves_the_default_mix_alone():
         return Counter(s.target["action"]["action"] for s in samples if s.target["action"]["action"] != "terminate")
 
     default = episode_samples(n=300, seed=5)
-    assert [s.target for s in default] == [s.target for s in load_synthetic_episodes(n=300, seed=5, ui_s1_prompt=False)]
+    assert [s.target for s in default] == [s.target for s in load_synthetic_episodes(n=300, seed=5)]
     assert 0.28 < kinds(default)["click"] / sum(kinds(default).values()) < 0.39  # three kinds alike
     heavy = kinds(episode_samples(n=300, seed=5, click_share=0.8))
     assert 0.74 < heavy["click"] / sum(heavy.values()) < 0.86 and heavy["type"] and heavy["system_button"]
@@ -43,26 +43,21 @@ def test_click_share_weights_a_training_mix_and_leaves_the_default_mix_alone():
 
 
 def test_written_jsonl_reads_back_through_the_authors_format_loader(tmp_path):
-    samples = episode_samples(n=4, seed=1, ui_s1_prompt=True)
+    samples = episode_samples(n=4, seed=1)
     path = write_android_control_jsonl(samples, tmp_path)
     line = json.loads(path.read_text().splitlines()[0])
     assert set(line) >= {"goal", "steps"} and set(line["steps"][0]) >= {"action_content", "screenshot"}
-    back = load_ui_s1_jsonl(path, image_root=tmp_path / "images", ui_s1_prompt=True)
+    back = load_ui_s1_jsonl(path, image_root=tmp_path / "images")
     assert [(s.id.split("-")[-1], s.target, s.prompt, s.meta) for s in back] == [
         (s.id.split("-")[-1], s.target, s.prompt, s.meta) for s in samples
     ]
 
 
-def test_ui_s1_turns_system_first_then_format_only():
+def test_steps_are_raw_goals_for_the_entry_to_wrap():
+    """The loaders write no turn: each step's question is the goal (the entry's contract writes the turns,
+    tests/domains/gui/test_turn_contract.py)."""
     samples = load_synthetic_episodes(n=1, seed=0, min_steps=3, max_steps=3)
-    assert samples[0].prompt[0] == {"role": "system", "content": UI_S1_SYSTEM}
-    assert samples[0].prompt[1]["content"].startswith(f"User Instruction: {samples[0].meta['goal']}\nOutput Format:")
-    assert [m["role"] for m in samples[1].prompt] == ["user"]
-    assert samples[1].prompt[0]["content"].startswith("Output Format: ```")
-    low = load_synthetic_episodes(n=1, seed=0, min_steps=3, max_steps=3, ui_s1_prompt=False)
-    assert with_ui_s1_turns(low, "low")[1].prompt[0]["content"].endswith(low[1].meta["step_instruction"])
-    with pytest.raises(ValueError, match="instruction_level"):
-        with_ui_s1_turns(low, "medium")
+    assert all(s.prompt == s.meta["goal"] for s in samples)
 
 
 def test_expert_answer_is_parsed_and_scored_as_an_exact_match():

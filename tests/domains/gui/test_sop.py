@@ -249,7 +249,11 @@ def _name(image) -> str:
 def test_sop_matches_the_authors_script_on_hand_made_episodes(tmp_path):
     reference = [process_line(copy.deepcopy(line), lambda k, line=line: ANSWERS[_name(line["steps"][k]["screenshot"])],
                               SIZE) for line in LINES]  # fmt: skip
-    samples = load_ui_s1_jsonl(_write(tmp_path), image_root=tmp_path, ui_s1_prompt=True)
+    import zoo
+    from zoo.engines.vlm.contract import with_turn_contract
+
+    spec = zoo.info("ui-s1-7b").spec  # UI-S1's turns, as the authors' script asks them
+    samples = [with_turn_contract(s, spec) for s in load_ui_s1_jsonl(_write(tmp_path), image_root=tmp_path)]
     asked = []
 
     def policy(turns):  # the scripted model; it checks that its own earlier answers are the history

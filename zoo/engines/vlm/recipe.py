@@ -70,8 +70,8 @@ class ModelConfig:
 
     def contract(self) -> VLMSpec | None:
         """The :class:`~zoo.kinds.VLMSpec` of ``entry`` (``None`` without one), its system prompt the named
-        ``variant`` when set; a missing or non-VLM entry, an unknown variant, or an entry whose image follows
-        its text (the training loops place images first), is a :class:`RecipeError`."""
+        ``variant`` when set; a missing or non-VLM entry, or an unknown variant, is a :class:`RecipeError`.
+        Whether the loop lays the image out where the entry does is the loop's check (:func:`check_image_first`)."""
         if self.entry is None:
             return None
         from zoo.registry import info
@@ -83,9 +83,6 @@ class ModelConfig:
             raise RecipeError(f"model.entry: {err}") from None
         if not isinstance(spec, VLMSpec):
             raise RecipeError(f"model.entry={self.entry!r} is not a vision-language entry")
-        if not spec.image_first:
-            raise RecipeError(f"model.entry={self.entry!r} puts the image after the text; the training loops "
-                              "place images first, so the run would not train what zoo.load asks")  # fmt: skip
         if self.variant is None:
             return spec
         if self.variant not in spec.variants:
@@ -111,6 +108,17 @@ def check_contract(model: ModelConfig, system_prompt: str | None, provenance: Ma
             raise RecipeError(f"model.{key}={value}: model.entry={model.entry!r} decides it ({getattr(spec, key)}, "
                               "what zoo.load resizes to); remove one of them, or cite under provenance: why the "
                               f"authors train at another resolution than they infer at (model.{key})")  # fmt: skip
+
+
+def check_image_first(model: ModelConfig, loop: str) -> None:
+    """The single-turn loops (``vlm-trl``, ``vlm-verl``, single-turn ``vlm-sft``) place each image before its
+    text: an entry whose image follows its text (``image_first: false``, UI-S1's layout) is a
+    :class:`RecipeError` there, since the run would not train what ``zoo.load`` asks. The multi-turn loops lay
+    the screenshot out where the entry does and do not call this."""
+    spec = model.contract()
+    if spec is not None and not spec.image_first:
+        raise RecipeError(f"model.entry={model.entry!r} puts the image after the text; {loop} places images first, "
+                          "so the run would not train what zoo.load asks")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -416,6 +424,7 @@ class VLMRecipe(VLMRLRecipe):
 
     def validate_loop(self) -> None:
         self._single_turn_only()
+        check_image_first(self.model, self.loop)
         alg, ro = self.algorithm, self.rollout
         if alg.reward_chunks > 1 and alg.plugins:
             raise RecipeError("algorithm.reward_chunks > 1 scores chunks before the batch is complete; rollout plug-ins "
@@ -452,7 +461,8 @@ class SemiOnlineRecipe(VLMRLRecipe):
     """Engine ``vlm-semi-online``: UI-S1's semi-online multi-turn RL (:mod:`zoo.engines.vlm.semi_online_engine`).
 
     The estimator must be a multi-turn one (``ui-s1``); rollouts are the loop's own (transformers
-    ``generate``, one process), patched by the expert's answers.
+    ``generate``, one process), patched by the expert's answers. ``model.entry`` writes each step's turn
+    (:func:`zoo.engines.vlm.contract.with_turn_contract`) and places its screenshot; the dataset yields raw goals.
     """
 
     multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
@@ -469,8 +479,6 @@ class SemiOnlineRecipe(VLMRLRecipe):
             raise RecipeError(f"algorithm.adv_estimator={alg.adv_estimator!r} is single-turn; engine vlm-semi-online "
                               f"runs the multi-turn estimators ({', '.join(multi)}): use engine: vlm-trl")  # fmt: skip
         self._no_plugins_or_chunks()
-        if self.model.entry:
-            raise RecipeError("model.entry wraps single-turn questions; the semi-online loop's dataset builds its turns")
         if alg.num_iterations != 1:
             raise RecipeError(f"algorithm.num_iterations={alg.num_iterations}: the semi-online loop takes one pass")
         if mt.episodes_per_step < 1 or mt.image_limit < 1:
@@ -499,6 +507,7 @@ class VerlRecipe(VLMRLRecipe):
     def validate_loop(self) -> None:
         self._single_turn_only()
         self._no_plugins_or_chunks()
+        check_image_first(self.model, self.loop)
         m = self.model
         if (m.min_pixels is not None or m.max_pixels is not None) and not m.name.startswith("tiny:"):
             raise RecipeError("model.min_pixels/max_pixels apply where the zoo builds the processor (vlm-trl, a tiny: "

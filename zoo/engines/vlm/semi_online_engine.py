@@ -4,7 +4,8 @@ TRL's ``GRPOTrainer`` generates one completion per prompt; UI-S1 trains on *turn
 trajectories whose number is known only after the rollout (copies stop at their patch budget),
 so this is a plain torch loop, reading top to bottom in training order:
 
-1. draw ``episodes_per_step`` episodes of the registered trajectory dataset;
+1. draw ``episodes_per_step`` episodes of the registered trajectory dataset, each step's prompt the turn
+   ``model.entry`` asks there (:func:`training_samples`);
 2. roll ``num_generations`` copies of each out with the policy sampling its answers
    (:func:`~zoo.engines.vlm.semi_online_rollout.semi_online_rollout`: own history, expert patches,
    two screenshots of memory), scored by the recipe's rewards;
@@ -61,7 +62,8 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
     from zoo.engines.vlm.policy_model import load_policy, resumed_policy
 
     tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
-    samples = recipe.data.load()
+    samples = training_samples(recipe)
+    image_first = image_first_of(recipe)
     episodes = group_episodes(samples)
     expert = answer_format(mt.expert_format)
     if resume and tr.lora.enabled:
@@ -92,7 +94,7 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
         return semi_online_rollout(
             [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
             rollout_n=alg.num_generations, patch_threshold=mt.patch_threshold, image_limit=mt.image_limit,
-            match_component=match_key,
+            match_component=match_key, image_first=image_first,
         )  # fmt: skip
 
     log = MetricsLog.for_run(start)
@@ -114,6 +116,21 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
         model = model.merge_and_unload()
     save_model(model, processor, output_dir / "final")
     return output_dir
+
+
+def training_samples(recipe: SemiOnlineRecipe) -> list[Any]:
+    """The recipe's step samples, each prompt the turn ``model.entry`` asks at that step
+    (:func:`~zoo.engines.vlm.contract.with_turn_contract`; the dataset yields raw goals)."""
+    from zoo.engines.vlm.contract import with_turn_contract
+
+    spec = recipe.model.contract()
+    return [with_turn_contract(s, spec) for s in recipe.data.load()]
+
+
+def image_first_of(recipe: SemiOnlineRecipe) -> bool:
+    """Whether ``model.entry`` puts the screenshot before a turn's text (without an entry: after, as UI-S1)."""
+    spec = recipe.model.contract()
+    return bool(spec is not None and spec.image_first)
 
 
 def collect(

@@ -127,12 +127,15 @@ class _Dialogue:
     errors: int = 0
     finished: bool = False
 
-    def add_step(self, sample: Sample) -> None:
-        """Add the step's prompt turns and its screenshots (text first, then the image, as upstream)."""
+    def add_step(self, sample: Sample, image_first: bool = False) -> None:
+        """Add the step's prompt turns and its screenshots: after the text, as upstream, or before it for an
+        entry whose image comes first (``image_first``)."""
         turns = _as_messages(sample.prompt)
         if turns[-1]["role"] != "user":
             raise ValueError(f"sample {sample.id!r}: the step's prompt must end with a user turn")
-        turns[-1]["content"].extend({"type": "image"} for _ in sample.images)
+        images = [{"type": "image"} for _ in sample.images]
+        content = turns[-1]["content"]
+        turns[-1]["content"] = [*images, *content] if image_first else [*content, *images]
         self.messages.extend(turns)
         self.images.extend(sample.images)
 
@@ -156,12 +159,18 @@ def bounded_turn(messages: list[dict[str, Any]], images: list[Any], image_limit:
     return Turn(out, list(images[drop:]))
 
 
-def expert_turns(episode: Sequence[Sample], expert: Callable[[Sample], str], image_limit: int = IMAGE_LIMIT) -> list[Turn]:
+def expert_turns(
+    episode: Sequence[Sample],
+    expert: Callable[[Sample], str],
+    image_limit: int = IMAGE_LIMIT,
+    image_first: bool = False,
+) -> list[Turn]:
     """The turns of ``episode`` with the expert's answers as history (teacher forcing; UI-S1's static
-    ``gen_next_round`` without a model response), for supervised warm starts of a multi-turn policy."""
+    ``gen_next_round`` without a model response), for supervised warm starts of a multi-turn policy;
+    ``image_first`` as in :func:`semi_online_rollout`."""
     dialogue, turns = _Dialogue(), []
     for sample in episode:
-        dialogue.add_step(sample)
+        dialogue.add_step(sample, image_first)
         turns.append(bounded_turn(dialogue.messages, dialogue.images, image_limit))
         dialogue.answer(expert(sample))
     return turns
@@ -177,12 +186,15 @@ def semi_online_rollout(
     patch_threshold: int,
     image_limit: int = IMAGE_LIMIT,
     match_component: str = MATCH_COMPONENT,
+    image_first: bool = False,
 ) -> list[StepRecord]:
     """Roll ``rollout_n`` copies of every episode out turn by turn; one :class:`StepRecord` per answer.
 
     Copies of episode ``g`` are trajectories ``g * rollout_n + k``. Each turn batches every live copy
     into one ``policy`` call and one ``score`` call, as upstream's ``fetch_batch`` does. An
-    unscorable answer (reward ``None``) counts as a mismatch for patching.
+    unscorable answer (reward ``None``) counts as a mismatch for patching. Each step's prompt turns are
+    its sample's (a recipe's ``model.entry`` writes them, :func:`zoo.engines.vlm.contract.with_turn_contract`);
+    its screenshot closes its user turn, as upstream, or opens it when ``image_first`` (the entry's layout).
     """
     check_patch_threshold(patch_threshold)
     if rollout_n < 1 or image_limit < 1:
@@ -198,7 +210,7 @@ def semi_online_rollout(
         samples = [episodes[copies[i][0]][step] for i in live]
         turns = []
         for i, sample in zip(live, samples):
-            dialogues[i].add_step(sample)
+            dialogues[i].add_step(sample, image_first)
             turns.append(bounded_turn(dialogues[i].messages, dialogues[i].images, image_limit))
         generations = list(policy(turns))
         results = list(score([g.text for g in generations], samples))

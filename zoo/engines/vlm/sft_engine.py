@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
-from zoo.engines.vlm.recipe import ModelConfig, check_contract
+from zoo.engines.vlm.recipe import ModelConfig, check_contract, check_image_first
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
 from zoo.runs import read_state, start_run
@@ -56,7 +56,8 @@ class SFTDataConfig(DataConfig):
     multi_turn: bool = False
     """Trajectory data (``meta["episode_id"]``/``["step"]``): each step is taught in its dialogue, the
     earlier steps answered by the expert and the last two screenshots kept, as the semi-online RL
-    loop shows it (:func:`zoo.engines.vlm.semi_online_rollout.expert_turns`). A streamed batch
+    loop shows it (:func:`zoo.engines.vlm.semi_online_rollout.expert_turns`), each turn the one ``model.entry``
+    asks at that step (:func:`zoo.engines.vlm.contract.with_turn_contract`). A streamed batch
     draws ``batch_size`` episodes and teaches ``batch_size`` of their steps."""
 
 
@@ -105,8 +106,8 @@ class SFTRecipe(Recipe):
                               "never reach: use one or the other")  # fmt: skip
         if self.data.multi_turn and not self.data.stream:
             raise RecipeError("data.multi_turn needs data.stream: true (a batch draws whole episodes)")
-        if self.data.multi_turn and self.model.entry:
-            raise RecipeError("model.entry wraps single-turn questions; a multi-turn dataset builds its own turns")
+        if not self.data.multi_turn:
+            check_image_first(self.model, "the single-turn SFT loop")
 
 
 def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
@@ -204,13 +205,17 @@ class ExampleStream:
         self.order = [int(i) for i in state["order"]]
 
     def multi_turn_examples(self, samples: list[Sample]) -> list[SFTExample]:
-        """One example per step of every episode in ``samples``, in its expert-history dialogue."""
+        """One example per step of every episode in ``samples``, in its expert-history dialogue: each step's turn
+        as ``model.entry`` asks it, its screenshot where the entry places it (as the semi-online loop does)."""
+        from zoo.engines.vlm.contract import with_turn_contract
         from zoo.engines.vlm.semi_online_rollout import expert_turns, group_episodes
         from zoo.engines.vlm.sft import SFTExample
 
+        spec = self.contract
+        image_first = spec is not None and spec.image_first
         out = []
-        for episode in group_episodes(samples):
-            for sample, turn in zip(episode, expert_turns(episode, self.answer)):
+        for episode in group_episodes([with_turn_contract(s, spec) for s in samples]):
+            for sample, turn in zip(episode, expert_turns(episode, self.answer, image_first=image_first)):
                 out.append(SFTExample(messages=turn.messages, images=turn.images, target=self.answer(sample)))
         return out
 
@@ -234,5 +239,12 @@ class ExampleStream:
         return [f"{self.question(s)} {self.answer(s)}" for s in load_dataset(self.data.name, **kwargs)]
 
     def question(self, sample: Sample) -> str:
-        """The user text of ``sample``: its question, wrapped by ``model.entry``'s template when the recipe names one."""
-        return self.contract.user_text(sample.question, sample.meta.get("template")) if self.contract else sample.question
+        """The user text of ``sample``: its question, wrapped by ``model.entry``'s template when the recipe names one
+        (for trajectory data, the template of the sample's step: :func:`~zoo.engines.vlm.contract.with_turn_contract`)."""
+        if self.contract is None:
+            return sample.question
+        if self.data.multi_turn:
+            from zoo.engines.vlm.contract import with_turn_contract
+
+            return with_turn_contract(sample, self.contract).question
+        return self.contract.user_text(sample.question, sample.meta.get("template"))
