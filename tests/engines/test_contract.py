@@ -14,6 +14,7 @@ import pytest
 from trl.data_utils import prepare_multimodal_messages
 
 import zoo
+from tests.engines.token_ids import pipeline_ids, trainer_ids
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, pixel_limits
 from zoo.engines.vlm.sft_engine import ExampleStream
@@ -31,20 +32,6 @@ def pipe():
     return zoo.load("gui-grounding-tiny")
 
 
-def _pipeline_ids(pipe, image, question: str) -> list[int]:
-    _, resized = pipe.prepare(image)
-    text = pipe.processor.apply_chat_template(pipe.messages(resized, question), add_generation_prompt=True,
-                                              tokenize=False)  # fmt: skip
-    return pipe.processor(text=[text], images=[resized], return_tensors="pt")["input_ids"][0].tolist()
-
-
-def _trainer_ids(processor, samples) -> list[list[int]]:
-    dataset = to_trl_dataset(samples, processor=processor)
-    prompts = [prepare_multimodal_messages(row["prompt"], images=row["images"]) for row in dataset]
-    tokenized = processor.apply_chat_template(conversation=prompts, add_generation_prompt=True, tokenize=True,
-                                              return_dict=True)  # fmt: skip
-    return [list(ids) for ids in tokenized["input_ids"]]
-
 
 def test_the_grpo_trainer_tokenises_what_the_pipeline_tokenises(pipe) -> None:
     recipe = load_recipe(GRPO, ["data.kwargs.n=3"])
@@ -52,11 +39,11 @@ def test_the_grpo_trainer_tokenises_what_the_pipeline_tokenises(pipe) -> None:
     samples = recipe.data.load()
     _, processor = load_policy(recipe, samples)
     assert pixel_limits(recipe) == pipe.pixel_limits  # the frame the model sees, in training and at inference
-    trained = _trainer_ids(processor, [with_contract(s, recipe.model.contract()) for s in samples])
-    asked = [_pipeline_ids(pipe, load_image(s.images[0]), s.question) for s in samples]
+    trained = trainer_ids(processor, [with_contract(s, recipe.model.contract()) for s in samples])
+    asked = [pipeline_ids(pipe, load_image(s.images[0]), s.question) for s in samples]
     assert trained == asked
     # without the entry's contract the trainer would see the bare instruction: the check can fail
-    assert _trainer_ids(processor, samples) != asked
+    assert trainer_ids(processor, samples) != asked
 
 
 def test_the_sft_loop_prompts_as_the_pipeline_does(pipe) -> None:
@@ -82,17 +69,27 @@ def test_the_contract_is_decided_once() -> None:
         load_recipe(GRPO, ["model.entry=flow-grpo-tiny-colour"])
 
 
-def _recipes_naming_an_entry() -> list[Path]:
-    """Every shipped VLM recipe with ``model.entry``: each domain's converted recipes join this test by naming one."""
+def _shipped_recipes(keep) -> list[Path]:
+    """The shipped recipes (``domains/*/recipes``) whose YAML ``keep`` accepts."""
     import yaml
 
-    found = []
-    for path in sorted(ROOT.glob("domains/*/recipes/*.yaml")):
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        multi_turn = (raw.get("data") or {}).get("multi_turn")  # trajectories: test_multi_turn_... below
-        if raw.get("engine") in ("vlm-trl", "vlm-sft", "vlm-verl") and (raw.get("model") or {}).get("entry") and not multi_turn:
-            found.append(path)
-    return found
+    paths = sorted(ROOT.glob("domains/*/recipes/*.yaml"))
+    return [path for path in paths if keep(yaml.safe_load(path.read_text(encoding="utf-8")))]
+
+
+def _names_entry(raw: dict) -> bool:
+    return bool((raw.get("model") or {}).get("entry"))
+
+
+def _multi_turn(raw: dict) -> bool:
+    return raw.get("engine") == "vlm-semi-online" or bool((raw.get("data") or {}).get("multi_turn"))
+
+
+def _recipes_naming_an_entry() -> list[Path]:
+    """Every shipped single-turn VLM recipe with ``model.entry``: each domain's converted recipes join this test by
+    naming one (trajectories: test_multi_turn_... below)."""
+    return _shipped_recipes(lambda raw: raw.get("engine") in ("vlm-trl", "vlm-sft", "vlm-verl")
+                            and _names_entry(raw) and not _multi_turn(raw))  # fmt: skip
 
 
 def _offline(path: Path):
@@ -178,15 +175,7 @@ def test_other_pixel_limits_than_the_entrys_need_a_citation(tmp_path: Path) -> N
 
 def _multi_turn_recipes() -> list[Path]:
     """Every shipped recipe of a multi-turn loop that names an entry."""
-    import yaml
-
-    found = []
-    for path in sorted(ROOT.glob("domains/*/recipes/*.yaml")):
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        multi = raw.get("engine") == "vlm-semi-online" or (raw.get("data") or {}).get("multi_turn")
-        if multi and (raw.get("model") or {}).get("entry"):
-            found.append(path)
-    return found
+    return _shipped_recipes(lambda raw: _multi_turn(raw) and _names_entry(raw))
 
 
 @pytest.mark.parametrize("path", _multi_turn_recipes(), ids=lambda p: f"{p.parent.parent.name}/{p.stem}")

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from PIL import Image
-from trl.data_utils import prepare_multimodal_messages
 
 import zoo
 from domains.visual_code import data
+from tests.engines.token_ids import pipeline_ids, trainer_ids
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, pixel_limits
 from zoo.engines.vlm.sft_engine import ExampleStream
@@ -136,29 +136,15 @@ def pipe():
     return zoo.load("svg-scenes-tiny")
 
 
-def _pipeline_ids(pipe, image, question: str) -> list[int]:
-    _, resized = pipe.prepare(image)
-    text = pipe.processor.apply_chat_template(pipe.messages(resized, question), add_generation_prompt=True,
-                                              tokenize=False)  # fmt: skip
-    return pipe.processor(text=[text], images=[resized], return_tensors="pt")["input_ids"][0].tolist()
-
-
-def _trainer_ids(processor, samples) -> list[list[int]]:
-    dataset = to_trl_dataset(samples, processor=processor)
-    prompts = [prepare_multimodal_messages(row["prompt"], images=row["images"]) for row in dataset]
-    tokenized = processor.apply_chat_template(conversation=prompts, add_generation_prompt=True, tokenize=True,
-                                              return_dict=True)  # fmt: skip
-    return [list(ids) for ids in tokenized["input_ids"]]
-
 
 def test_svg_tiny_grpo_tokenises_what_the_shipped_pipeline_tokenises(pipe):
     recipe = load_recipe(RECIPES / "svg-tiny-grpo.yaml", ["data.kwargs.n=2"])
     samples = recipe.data.load()
     _, processor = load_policy(recipe, samples)
     assert pixel_limits(recipe) == pipe.pixel_limits == (112 * 112, 112 * 112)
-    trained = _trainer_ids(processor, [with_contract(s, recipe.model.contract()) for s in samples])
-    assert trained == [_pipeline_ids(pipe, load_image(s.images[0]), s.question) for s in samples]
-    assert _trainer_ids(processor, samples) != trained  # without the entry the policy would see no prompt
+    trained = trainer_ids(processor, [with_contract(s, recipe.model.contract()) for s in samples])
+    assert trained == [pipeline_ids(pipe, load_image(s.images[0]), s.question) for s in samples]
+    assert trainer_ids(processor, samples) != trained  # without the entry the policy would see no prompt
 
 
 def test_svg_tiny_sft_prompts_as_the_shipped_pipeline_does(pipe):
