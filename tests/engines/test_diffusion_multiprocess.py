@@ -9,45 +9,48 @@ half-written ``checkpoint-4`` (of 300 files, to widen the window), which the mai
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
+from tests.engines.launch import needs_torchrun
+from tests.engines.launch import torchrun as launch
 from tests.engines.run_dirs import assert_same_tensors, interrupted_copy, metric_rows
 from tests.engines.test_diffusion_engine import SMOKE, TINY
+from zoo.distributed import weights_digest
 from zoo.engines.diffusion.checkpoint import STATE
 from zoo.runs import is_complete, read_state
 
-TORCHRUN = Path(sys.executable).with_name("torchrun")
-pytestmark = pytest.mark.skipif(
-    not (torch.distributed.is_available() and torch.distributed.is_gloo_available() and TORCHRUN.is_file()),
-    reason="needs torch.distributed with gloo and torchrun",
-)
+pytestmark = needs_torchrun
 SETTINGS = [*TINY, "training.steps=4", "training.save_steps=2", "training.eval_every=2", "training.num_threads=1"]
 
 
-def torchrun(output_dir: Path, *extra: str) -> subprocess.CompletedProcess:
-    """``torchrun --standalone --nproc_per_node 2 -m zoo.cli train`` of the smoke recipe (a free port each time)."""
-    overrides = [arg for s in SETTINGS for arg in ("--set", s)]
-    command = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "-m", "zoo.cli", "train", str(SMOKE),
-               *overrides, "--output-dir", str(output_dir), *extra]  # fmt: skip
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1"}  # fmt: skip
-    root = Path(__file__).parents[2]
-    done = subprocess.run(command, check=False, cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
+def torchrun(output_dir: Path, *extra: str):
+    """``torchrun --standalone --nproc_per_node 2 -m zoo.cli train`` of the smoke recipe."""
+    return launch(SMOKE, output_dir, SETTINGS, *extra)
 
 
 @pytest.fixture(scope="module")
-def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def launched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("mp") / "straight"
-    torchrun(out)
-    return out
+    return out, torchrun(out).stderr
+
+
+@pytest.fixture(scope="module")
+def straight(launched: tuple[Path, str]) -> Path:
+    return launched[0]
+
+
+def test_the_ranks_end_with_bit_identical_trained_weights(launched: tuple[Path, str]) -> None:
+    """Each rank hashes its trained tensors at the end; the hashes are compared over the group (a difference
+    raises) and the digest logged is that of the tensors rank 0 saved."""
+    out, log = launched
+    assert "weights identical on all 2 ranks" in log
+    logged = log.split("weights identical on all 2 ranks (sha256 ")[1][:16]
+    saved = load_file(str(out / "final" / "trained.safetensors"))
+    assert weights_digest(saved).startswith(logged)
 
 
 def test_two_processes_write_one_row_per_step_with_whole_run_values(straight: Path) -> None:

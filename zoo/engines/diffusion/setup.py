@@ -223,12 +223,17 @@ class Run:
         """``final/trained.safetensors`` (EMA weights when kept) beside the resolved recipe."""
         from safetensors.torch import save_file
 
-        if not self.accelerator.is_main_process:
-            return
-        directory.mkdir(parents=True, exist_ok=True)
-        with self.ema_weights():
-            save_file(self.trainable_state(), str(directory / "trained.safetensors"))
-        self.recipe.to_yaml(directory / "recipe.yaml")
+        from zoo.distributed import DataParallel
+
+        with self.ema_weights():  # the state's CPU tensors share the weights' storage: used inside the block only
+            state = self.trainable_state()
+            # the processes must end on the same trained weights (DDP's averaged gradients, one step each)
+            DataParallel(cuda=self.accelerator.device.type == "cuda").check_same_weights(state)
+            if self.accelerator.is_main_process:
+                directory.mkdir(parents=True, exist_ok=True)
+                save_file(state, str(directory / "trained.safetensors"))
+        if self.accelerator.is_main_process:
+            self.recipe.to_yaml(directory / "recipe.yaml")
 
 
 def rank_seed(seed: int, rank: int, step: int = 0) -> int:

@@ -22,6 +22,8 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from zoo.distributed import DataParallel
+
 logger = logging.getLogger(__name__)
 
 
@@ -78,6 +80,13 @@ class SFTLoop:
     Seeding happens here (``torch.manual_seed(seed)``, data ``Random(seed)``), so two loops built
     with the same arguments on the same model take identical steps; :meth:`state_dict` /
     :meth:`load_state_dict` carry the step, optimiser, schedule and both RNGs across a restart.
+
+    With ``parallel`` spanning several processes, every rank draws the same global batch of ``batch_size``
+    and trains on its shard (:class:`~zoo.distributed.DataParallel`): each rank's mean loss is weighted by
+    its share of the batch's answer tokens, so the gradients summed over ranks are the one-process batch's
+    gradient (to float rounding: the sums run in another order). The data RNG is the same on every rank on
+    purpose (it picks the global batch); nothing else in a step draws random numbers, so the per-rank state
+    is the same too and one state dict serves every rank, whatever the number of processes it resumes with.
     """
 
     def __init__(
@@ -94,9 +103,11 @@ class SFTLoop:
         grad_clip: float = 1.0,
         total_steps: int | None = None,
         decay_steps: int = 0,
+        parallel: DataParallel | None = None,
     ) -> None:
         torch.manual_seed(seed)
         self.model, self.processor, self.sample_examples = model, processor, sample_examples
+        self.parallel = parallel
         self.batch_size, self.grad_clip = batch_size, grad_clip
         self.rng = random.Random(seed)
         if freeze_vision:
@@ -112,15 +123,37 @@ class SFTLoop:
     def step(self) -> float:
         """One optimiser step on a fresh batch; returns its loss."""
         self.model.train()
-        batch = build_batch(self.processor, self.sample_examples(self.rng, self.batch_size))
-        loss = self.model(**batch).loss
-        loss.backward()
+        examples = self.sample_examples(self.rng, self.batch_size)
+        if self.parallel is None or self.parallel.world == 1:
+            loss = self.model(**build_batch(self.processor, examples)).loss
+            loss.backward()
+            value = loss.item()
+        else:
+            value = self._sharded_backward(self.parallel, examples)
         torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)
         self.optimizer.step()
         self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step_count += 1
-        return loss.item()
+        return value
+
+    def _sharded_backward(self, parallel: DataParallel, examples: Sequence[SFTExample]) -> float:
+        """This rank's share of the global batch's gradient, then the sum over ranks; returns the batch's loss.
+
+        The model's loss is the mean over the answer tokens it is given (labels shifted by one, ``-100`` left
+        out); weighted by ``tokens / global tokens`` the ranks' losses add up to the mean over the whole batch."""
+        mine = parallel.shard(examples)
+        batch = build_batch(self.processor, mine) if mine else None
+        tokens = int((batch["labels"][:, 1:] != -100).sum()) if batch is not None else 0
+        (total,) = parallel.sum([tokens])
+        share = 0.0
+        if batch is not None and tokens:
+            loss = self.model(**batch).loss * (tokens / total)
+            loss.backward()
+            share = loss.item()
+        parallel.sum_gradients(self.params)
+        (value,) = parallel.sum([share])
+        return value
 
     def state_dict(self) -> dict[str, Any]:
         """Everything but the weights that the next step depends on."""

@@ -32,6 +32,7 @@ from zoo.runs import read_state, start_run
 
 if TYPE_CHECKING:
     from zoo.data import Sample
+    from zoo.distributed import DataParallel
     from zoo.engines.vlm.sft import SFTExample
 
 logger = logging.getLogger(__name__)
@@ -111,9 +112,23 @@ class SFTRecipe(Recipe):
 
 
 def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Run ``recipe`` into ``output_dir`` (``final/`` holds the model); returns ``output_dir``."""
+    """Run ``recipe`` into ``output_dir`` (``final/`` holds the model); returns ``output_dir``.
+
+    Under ``torchrun --nproc_per_node N`` the ranks split every global batch (:class:`~zoo.distributed.DataParallel`,
+    gloo: this engine trains on the CPU) and rank 0 alone writes ``metrics.csv``, the checkpoints and ``final/``.
+    """
     if dry_run:
         return output_dir
+    from zoo.distributed import DataParallel
+
+    parallel = DataParallel()
+    try:
+        return _train(recipe, output_dir, resume, parallel)
+    finally:
+        parallel.close()
+
+
+def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataParallel) -> Path:
     from zoo.engines.vlm.policy_model import load_policy, resumed_policy
     from zoo.engines.vlm.sft import SFTLoop
 
@@ -125,10 +140,14 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     else:
         corpus = sampler.corpus() if recipe.model.name.startswith("tiny:") else None
         model, processor = load_policy(recipe, corpus=corpus)
+    parallel.broadcast_parameters(model)
     tr = recipe.training
+    if tr.batch_size % parallel.world:
+        raise RecipeError(f"training.batch_size={tr.batch_size} is the global batch: it must split evenly over "
+                          f"the {parallel.world} processes")  # fmt: skip
     loop = SFTLoop(model, processor, sampler, batch_size=tr.batch_size, lr=tr.lr, warmup=tr.warmup_steps,
                    seed=tr.seed, freeze_vision=tr.freeze_vision, grad_clip=tr.max_grad_norm,
-                   total_steps=tr.steps, decay_steps=tr.decay_steps)  # fmt: skip
+                   total_steps=tr.steps, decay_steps=tr.decay_steps, parallel=parallel)  # fmt: skip
     used = 0.0
     if checkpoint is not None:
         state = read_state(checkpoint / STATE_FILE)
@@ -137,25 +156,30 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         used = float(state["cpu_seconds"])
     log = MetricsLog.for_run(start, curve="loss")
     budget = None if tr.max_minutes is None else tr.max_minutes * 60
-    bar = tqdm(total=tr.steps, initial=loop.step_count, desc=f"sft {recipe.name}", disable=None)
+    quiet = None if parallel.is_main else True  # one progress bar per job
+    bar = tqdm(total=tr.steps, initial=loop.step_count, desc=f"sft {recipe.name}", disable=quiet)
     while loop.step_count < tr.steps and (budget is None or used < budget):
-        start = time.process_time()
+        began = time.process_time()
         loss = loop.step()
-        used += time.process_time() - start
+        # the ranks' mean CPU time: every rank takes the same stop decision on the time budget
+        (used,) = (u / parallel.world for u in parallel.sum([used + time.process_time() - began]))
         bar.update(1)
         last = loop.step_count == tr.steps or (budget is not None and used >= budget)
         if loop.step_count % tr.logging_steps == 0 or last:
             log.log(loop.step_count, {"loss": loss, "lr": loop.schedule.get_last_lr()[0], CPU_MINUTES: used / 60})
-        if loop.step_count % tr.save_steps == 0 or last:
+        if (loop.step_count % tr.save_steps == 0 or last) and parallel.is_main:
             save_checkpoint(output_dir / f"checkpoint-{loop.step_count}", model, processor,
                             {**loop.state_dict(), "examples": sampler.state_dict(), "cpu_seconds": used}, STATE_FILE,
                             loop.step_count, tr.save_total_limit)  # fmt: skip
+        parallel.barrier()
     bar.close()
     if budget is not None and used >= budget:
         logger.info("stopped at step %d: training.max_minutes=%.2f reached", loop.step_count, tr.max_minutes)
     log.finish()
     model.eval()
-    save_model(model, processor, output_dir / "final")
+    parallel.check_same_weights(model)
+    if parallel.is_main:
+        save_model(model, processor, output_dir / "final")
     return output_dir
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rewards.adapters import to_trl
+from zoo.distributed import DataParallel
 from zoo.engines.vlm import rollout
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, peft_config
@@ -49,6 +50,8 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
         trainer.save_model(str(output_dir / "final"))
         return output_dir
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)  # Ctrl-C: zoo.cli says how to resume
+    # data-parallel under torchrun / accelerate launch (TRL's DDP): the ranks must end on the same weights
+    DataParallel(cuda=trainer.accelerator.device.type == "cuda").check_same_weights(trainer.model)
     trainer.save_model(str(output_dir / "final"))
     return output_dir
 

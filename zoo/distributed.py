@@ -1,0 +1,141 @@
+"""Data parallelism of the zoo's own training loops (``vlm-sft``, ``vlm-semi-online``) under ``torchrun``.
+
+``torchrun --nproc_per_node N -m zoo.cli train RECIPE`` (or ``accelerate launch``, which sets the same
+variables) starts N copies of ``zoo train``; each is one rank of a process group. The loops built on
+:class:`DataParallel` keep the maths of one process and split only the work:
+
+- every rank holds the whole model and draws the same global batch from the same data RNG, then keeps its
+  contiguous shard (:meth:`DataParallel.shard`), so ``training.batch_size`` means the global batch whatever
+  the number of processes;
+- each rank's loss is scaled so that the gradients *summed* over ranks (:meth:`DataParallel.sum_gradients`)
+  are the gradient of the one-process loss, and every rank then takes the same optimiser step: the ranks'
+  weights stay bit-identical without a parameter broadcast after the first;
+- logged values are reduced over ranks (:meth:`DataParallel.sum`), and only rank 0 writes the run directory
+  (:func:`zoo.runs.is_main_process`); the others wait at :meth:`DataParallel.barrier`.
+
+Torch's ``DistributedDataParallel`` would do the gradient exchange too, but it averages the gradients of
+per-rank *means*, which is not the one-process gradient when ranks hold different numbers of answer tokens;
+the loops here know the global count and scale for it. One process is the degenerate case: no group, and
+every method returns its input, so a one-process run is the same run it was before this module existed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class DataParallel:
+    """This process's place in a ``torchrun`` job, and the few collectives the zoo's loops need.
+
+    Joins the default process group when ``WORLD_SIZE > 1`` (gloo on the CPU, NCCL for CUDA tensors), or
+    uses the one a launcher's library already started. :meth:`close` leaves a group it started.
+    """
+
+    def __init__(self, *, cuda: bool = False) -> None:
+        self.world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        self.rank = int(os.environ.get("RANK", "0") or 0)
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
+        self.device = torch.device(f"cuda:{self.local_rank}") if cuda else torch.device("cpu")
+        self._started = False
+        if self.world > 1 and not torch.distributed.is_initialized():
+            if cuda:
+                torch.cuda.set_device(self.device)
+            torch.distributed.init_process_group("nccl" if cuda else "gloo")
+            self._started = True
+        if self.world > 1:
+            logger.info("rank %d of %d (%s)", self.rank, self.world, torch.distributed.get_backend())
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the process that writes the run directory."""
+        return self.rank == 0
+
+    def shard(self, items: Sequence[T]) -> list[T]:
+        """This rank's contiguous slice of ``items`` (sizes differ by at most one; rank order is item order)."""
+        n = len(items)
+        return list(items[self.rank * n // self.world : (self.rank + 1) * n // self.world])
+
+    def sum(self, values: Iterable[float]) -> list[float]:
+        """Each value summed over the ranks (float64, so counts and losses add exactly enough)."""
+        tensor = torch.tensor(list(values), dtype=torch.float64)
+        if self.world > 1:
+            tensor = tensor.to(self.device)
+            torch.distributed.all_reduce(tensor)
+        return tensor.cpu().tolist()
+
+    def sum_gradients(self, params: Sequence[torch.nn.Parameter]) -> None:
+        """Replace every gradient by its sum over the ranks (one flat exchange; a missing gradient counts as 0).
+
+        Every rank ends with the same bits: the all-reduce hands all ranks one result."""
+        if self.world == 1:
+            return
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        torch.distributed.all_reduce(flat)
+        offset = 0
+        for param, grad in zip(params, grads):
+            param.grad = flat[offset : offset + grad.numel()].view_as(grad).clone()
+            offset += grad.numel()
+
+    def broadcast_parameters(self, module: torch.nn.Module) -> None:
+        """Rank 0's weights (and buffers) to every rank: ranks that built their model on their own start equal."""
+        if self.world == 1:
+            return
+        with torch.no_grad():
+            for tensor in [*module.parameters(), *module.buffers()]:
+                torch.distributed.broadcast(tensor.data, src=0)
+
+    def check_same_weights(self, module: torch.nn.Module | Mapping[str, torch.Tensor]) -> str:
+        """The sha256 of ``module``'s weights (or of named tensors), after checking every rank holds the same bits.
+
+        Raises :class:`RanksDivergedError` naming the ranks that differ from rank 0: a run whose ranks drifted
+        apart (a non-deterministic kernel, a rank that skipped a step) must not be saved as if they agreed."""
+        digest = weights_digest(module)
+        if self.world == 1:
+            return digest
+        digests: list[str | None] = [None] * self.world
+        torch.distributed.all_gather_object(digests, digest)
+        apart = [rank for rank, other in enumerate(digests) if other != digests[0]]
+        if apart:
+            raise RanksDivergedError(f"ranks {apart} hold other weights than rank 0 ({digests[0][:12]}): "
+                                     f"{[d[:12] for d in digests if d]}")  # fmt: skip
+        logger.info("weights identical on all %d ranks (sha256 %s)", self.world, digest[:16])
+        return digest
+
+    def barrier(self) -> None:
+        """Wait until every rank is here (after rank 0 wrote a checkpoint the others may read)."""
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def close(self) -> None:
+        """Leave the process group this object started (after a last barrier)."""
+        if self._started:
+            torch.distributed.barrier()
+            torch.distributed.destroy_process_group()
+            self._started = False
+
+
+class RanksDivergedError(RuntimeError):
+    """The processes of a data-parallel run hold different weights where the maths says they must agree."""
+
+
+def weights_digest(module: torch.nn.Module | Mapping[str, torch.Tensor]) -> str:
+    """sha256 over the names, dtypes, shapes and bytes of ``module``'s parameters (in registration order), or of
+    named tensors (by name, so that a safetensors file read back hashes the same as the dict it was saved from)."""
+    named = module.named_parameters() if isinstance(module, torch.nn.Module) else sorted(module.items())
+    digest = hashlib.sha256()
+    for name, param in named:
+        tensor = param.detach().cpu().contiguous()  # reshape(-1) below: 0-d tensors too
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
