@@ -73,6 +73,22 @@ class DataParallel:
             torch.distributed.all_reduce(tensor)
         return tensor.cpu().tolist()
 
+    def max(self, values: Iterable[float]) -> list[float]:
+        """Each value's maximum over the ranks."""
+        tensor = torch.tensor(list(values), dtype=torch.float64)
+        if self.world > 1:
+            tensor = tensor.to(self.device)
+            torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.MAX)
+        return tensor.cpu().tolist()
+
+    def gather(self, obj: T) -> list[T]:
+        """Every rank's ``obj`` (any picklable value), in rank order, on every rank."""
+        if self.world == 1:
+            return [obj]
+        out: list[T | None] = [None] * self.world
+        torch.distributed.all_gather_object(out, obj)
+        return out  # type: ignore[return-value]  (every slot is filled by the collective)
+
     def sum_gradients(self, params: Sequence[torch.nn.Parameter]) -> None:
         """Replace every gradient by its sum over the ranks (one flat exchange; a missing gradient counts as 0).
 
@@ -139,3 +155,10 @@ def weights_digest(module: torch.nn.Module | Mapping[str, torch.Tensor]) -> str:
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def rank_seed(seed: int, rank: int, step: int = 0) -> int:
+    """The seed of process ``rank``'s own draws: ``seed`` on rank 0 (a one-process run's), apart on every other
+    rank, so that the processes draw different prompts, noise and samples; ``step`` (a resume that cannot restore
+    the ranks' generators) moves it off the first rounds' draws."""
+    return seed + 1_000_003 * rank + step

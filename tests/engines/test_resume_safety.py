@@ -17,8 +17,9 @@ import torch
 
 from tests.engines.run_dirs import Payload, assert_same_tensors, interrupted_copy, metric_rows, rewrite_state
 from tests.engines.test_diffusion_engine import ADV, SMOKE, TINY, recipe
+from zoo.distributed import rank_seed
 from zoo.engines.diffusion.checkpoint import STATE, load_checkpoint
-from zoo.engines.diffusion.setup import build_run, rank_seed
+from zoo.engines.diffusion.setup import build_run
 from zoo.engines.diffusion.trainer import train
 from zoo.runs import UnsafeStateError, latest_checkpoint, read_state
 

@@ -4,7 +4,7 @@
 round, the optimiser, EMA, stat tracker and extra state (Adv-GRPO's discriminator head and its
 optimiser), and the randomness of *every* process: each rank's sampling generator and global RNGs
 (:func:`zoo.runs.rng_state`), one entry per rank. The ranks' generators are seeded apart
-(:func:`~zoo.engines.diffusion.setup.rank_seed`) so that they draw different prompts and noise;
+(:func:`~zoo.distributed.rank_seed`) so that they draw different prompts and noise;
 storing the main process's alone would hand every rank the same after a resume (duplicate samples,
 half the diversity, silently). Every process hands its state to the main process, which alone
 writes the folder and then its completion marker (:func:`zoo.runs.mark_complete`): a checkpoint is
@@ -114,7 +114,7 @@ def restore_randomness(run: Run, saved: dict[str, Any], step: int, folder: Path)
     ranks = saved.get("ranks") or [{"generator": saved["generator"], "global": {"torch": saved["torch_rng"]}}]
     rank, world = run.accelerator.process_index, run.accelerator.num_processes
     if len(ranks) != world:
-        from zoo.engines.diffusion.setup import rank_seed
+        from zoo.distributed import rank_seed
 
         logger.warning("%s was written by %d process(es), this run has %d: its sampling RNG is not restored, each "
                        "rank's generator is seeded afresh (the run continues, but not as the one that stopped)",

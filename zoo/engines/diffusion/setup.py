@@ -2,7 +2,7 @@
 
 :func:`build_run` turns a recipe into a :class:`Run`; the training loop (:mod:`.trainer`) only calls
 its small methods, so it reads in training order. One ``torch.Generator`` per process drives every
-random choice (prompts, noise, trained steps, shuffles), seeded apart per rank (:func:`rank_seed`), so
+random choice (prompts, noise, trained steps, shuffles), seeded apart per rank (:func:`zoo.distributed.rank_seed`), so
 that a checkpoint that stores each rank's state resumes the exact same run.
 """
 
@@ -20,6 +20,7 @@ import torch
 
 from rewards.base import RewardSample, WeightedSum
 from zoo.data import load_dataset
+from zoo.distributed import rank_seed
 from zoo.engines.diffusion.adversarial import (
     DISCRIMINATORS,
     AdversarialReward,
@@ -234,12 +235,6 @@ class Run:
                 save_file(state, str(directory / "trained.safetensors"))
         if self.accelerator.is_main_process:
             self.recipe.to_yaml(directory / "recipe.yaml")
-
-
-def rank_seed(seed: int, rank: int, step: int = 0) -> int:
-    """The seed of process ``rank``'s generator: apart per rank, so that the processes draw different prompts and
-    noise; ``step`` (a resume that cannot restore the ranks' generators) moves it off the first rounds' draws."""
-    return seed + 1_000_003 * rank + step
 
 
 def _encode(model: DiffusionModel, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:

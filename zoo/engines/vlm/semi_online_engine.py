@@ -47,6 +47,7 @@ from zoo.run_logging import MetricsLog
 from zoo.runs import read_state, start_run
 
 if TYPE_CHECKING:
+    from zoo.distributed import DataParallel
     from zoo.engines.vlm.recipe import SemiOnlineRecipe
 
 logger = logging.getLogger(__name__)
@@ -55,20 +56,41 @@ STATE_FILE = "semi_online_state.pt"
 
 
 def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Run the semi-online recipe into ``output_dir`` (``final/`` holds the model); returns it."""
+    """Run the semi-online recipe into ``output_dir`` (``final/`` holds the model); returns it.
+
+    Under ``torchrun --nproc_per_node N`` every rank is a learner of its own on ``episodes_per_step / N`` episodes
+    (its own episode sampler and sampling RNG, seeded apart: :func:`zoo.distributed.rank_seed`), so an episode's
+    copies, its filter and its advantages stay on one rank; the gradients of every mini-batch are summed over the
+    ranks, each turn weighted by its share of the whole mini-batch, before one optimiser step on every rank. The
+    metrics are those of all ranks' turns; rank 0 writes the run directory.
+    """
     if dry_run:
         return output_dir
+    from zoo.distributed import DataParallel
+
+    tr = recipe.training
+    parallel = DataParallel(cuda=not tr.use_cpu and torch.cuda.is_available())
+    try:
+        return _train(recipe, output_dir, resume, parallel)
+    finally:
+        parallel.close()
+
+
+def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: DataParallel) -> Path:
     from zoo.data import answer_format
+    from zoo.distributed import rank_seed
     from zoo.engines.vlm.policy_model import load_policy, resumed_policy
+    from zoo.recipe import RecipeError
 
     tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
+    if mt.episodes_per_step % parallel.world:
+        raise RecipeError(f"multi_turn.episodes_per_step={mt.episodes_per_step} is the step's episodes over all "
+                          f"processes: it must split evenly over the {parallel.world} processes")  # fmt: skip
     samples = training_samples(recipe)
     image_first = image_first_of(recipe)
     episodes = group_episodes(samples)
     expert = answer_format(mt.expert_format)
     if resume and tr.lora.enabled:
-        from zoo.recipe import RecipeError
-
         raise RecipeError("--resume of a LoRA semi-online run is not supported (checkpoints hold adapters only); "
                           "start again, or train without training.lora")  # fmt: skip
     start = start_run(output_dir, resume=resume)
@@ -78,10 +100,12 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
     else:
         corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
         model, processor = load_policy(recipe, samples, corpus=corpus)
-    learner = SemiOnlineLearner(recipe, model, processor)
-    sampler = _sampler(recipe, episodes, random.Random(tr.seed))
+    learner = SemiOnlineLearner(recipe, model, processor, parallel)
+    if parallel.rank:  # rank 0 keeps a one-process run's stream
+        torch.manual_seed(rank_seed(tr.seed, parallel.rank))
+    sampler = _sampler(recipe, episodes, random.Random(rank_seed(tr.seed, parallel.rank)))
     if checkpoint is not None:
-        state = read_state(checkpoint / STATE_FILE)
+        state = rank_state(read_state(checkpoint / STATE_FILE), parallel.rank, parallel.world, checkpoint)
         learner.load_state_dict(state)
         sampler.load_state_dict(state["sampler"])
     model = learner.model
@@ -98,24 +122,43 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
         )  # fmt: skip
 
     log = MetricsLog.for_run(start)
-    bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=None)
+    quiet = None if parallel.is_main else True  # one progress bar per job
+    bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=quiet)
     while learner.step < tr.steps:
-        batch, generated, gen_batches = collect(roll, sampler, learner)
-        metrics = {**learner.update(batch, generated), "gen_batches": float(gen_batches), **sampler.metrics()}
+        batch, generated, gen_batches = collect(roll, sampler, learner, mt.episodes_per_step // parallel.world)
+        (most,) = parallel.max([gen_batches])
+        metrics = {**learner.update(batch, generated), "gen_batches": most, **sampler.metrics()}
         bar.update(1)
         if learner.step % tr.logging_steps == 0 or learner.step == tr.steps:
             log.log(learner.step, metrics)
         if learner.step % tr.save_steps == 0 or learner.step == tr.steps:
-            save_checkpoint(output_dir / f"checkpoint-{learner.step}", learner.model, processor,
-                            {**learner.state_dict(), "sampler": sampler.state_dict()}, STATE_FILE, learner.step,
-                            tr.save_total_limit)  # fmt: skip
+            ranks = parallel.gather({**learner.rank_state_dict(), "sampler": sampler.state_dict()})
+            if parallel.is_main:
+                state = {**learner.state_dict(), **ranks[0]} if parallel.world == 1 else {**learner.state_dict(), "ranks": ranks}
+                save_checkpoint(output_dir / f"checkpoint-{learner.step}", learner.model, processor, state, STATE_FILE,
+                                learner.step, tr.save_total_limit)  # fmt: skip
+            parallel.barrier()
     bar.close()
     log.finish()
     model.eval()
     if hasattr(model, "merge_and_unload"):  # LoRA: ship the merged weights, loadable like any checkpoint
         model = model.merge_and_unload()
-    save_model(model, processor, output_dir / "final")
+    parallel.check_same_weights(model)
+    if parallel.is_main:
+        save_model(model, processor, output_dir / "final")
     return output_dir
+
+
+def rank_state(state: dict[str, Any], rank: int, world: int, checkpoint: Path) -> dict[str, Any]:
+    """This rank's part of a checkpoint's state: a one-process checkpoint's state is its own; a multi-process one
+    holds each rank's sampling RNG and episode sampler under ``ranks``, and resumes with as many processes."""
+    from zoo.recipe import RecipeError
+
+    saved = len(state["ranks"]) if "ranks" in state else 1
+    if saved != world:
+        raise RecipeError(f"{checkpoint} was written by {saved} process(es), each with its own episode sampler and "
+                          f"sampling RNG; resume it with {saved} (got {world})")  # fmt: skip
+    return {**state, **state["ranks"][rank]} if "ranks" in state else state
 
 
 def training_samples(recipe: SemiOnlineRecipe) -> list[Any]:
@@ -134,24 +177,28 @@ def image_first_of(recipe: SemiOnlineRecipe) -> bool:
 
 
 def collect(
-    roll: Callable[[Sequence[Sequence[Any]]], list[StepRecord]], sampler: Any, learner: SemiOnlineLearner
+    roll: Callable[[Sequence[Sequence[Any]]], list[StepRecord]],
+    sampler: Any,
+    learner: SemiOnlineLearner,
+    target: int | None = None,
 ) -> tuple[list[StepRecord], list[StepRecord], int]:
     """``(batch, generated, rollout batches)`` of one training step: UI-S1's filtered, topped-up batch.
 
-    Each rollout batch draws ``episodes_per_step`` episodes; the sampler learns from every
-    rollout; :meth:`SemiOnlineLearner.select` drops unscorable trajectories and applies the
-    future-reward filter; :class:`~zoo.rl.batching.GroupTopUp` keeps rolling out until
-    ``episodes_per_step`` episodes are kept and takes the first that many. Group and trajectory
+    Each rollout batch draws ``target`` episodes (default ``episodes_per_step``; a rank of an N-process run
+    draws its share); the sampler learns from every rollout; :meth:`SemiOnlineLearner.select` drops unscorable
+    trajectories and applies the future-reward filter; :class:`~zoo.rl.batching.GroupTopUp` keeps rolling out
+    until ``target`` episodes are kept and takes the first that many. Group and trajectory
     ids are offset per rollout batch, so an episode drawn twice in one step is two prompts, as
     upstream gives every drawn prompt a fresh ``uid``.
     """
     mt, n = learner.recipe.multi_turn, learner.recipe.algorithm.num_generations
-    top_up: GroupTopUp[StepRecord] = GroupTopUp(mt.episodes_per_step, mt.max_gen_batches)
+    target = mt.episodes_per_step if target is None else target
+    top_up: GroupTopUp[StepRecord] = GroupTopUp(target, mt.max_gen_batches)
     generated: list[StepRecord] = []
     while not top_up.full:
-        offset = top_up.gen_batches * mt.episodes_per_step
+        offset = top_up.gen_batches * target
         records = [replace(r, group=r.group + offset, trajectory=r.trajectory + offset * n)
-                   for r in roll(sampler.sample(mt.episodes_per_step))]  # fmt: skip
+                   for r in roll(sampler.sample(target))]  # fmt: skip
         sampler.update(records)
         generated.extend(records)
         kept, keep = learner.select(records)
@@ -210,14 +257,18 @@ def _score(recipe: SemiOnlineRecipe) -> tuple[Any, str]:
 class SemiOnlineLearner:
     """Batch selection, advantages and the mini-batch optimiser steps over a rollout's turns; owns the optimiser."""
 
-    def __init__(self, recipe: SemiOnlineRecipe, model: torch.nn.Module, processor: Any) -> None:
+    def __init__(
+        self, recipe: SemiOnlineRecipe, model: torch.nn.Module, processor: Any, parallel: DataParallel | None = None
+    ) -> None:
+        from zoo.distributed import DataParallel
         from zoo.engines.vlm.policy_model import peft_config
         from zoo.engines.vlm.sft import freeze_vision_tower
 
         tr = recipe.training
         torch.manual_seed(tr.seed)
-        device = "cpu" if tr.use_cpu or not torch.cuda.is_available() else "cuda"
-        model.to(device)
+        self.parallel = parallel or DataParallel(cuda=not tr.use_cpu and torch.cuda.is_available())
+        model.to(self.parallel.device)
+        self.parallel.broadcast_parameters(model)
         self.reference = copy.deepcopy(model).eval() if recipe.algorithm.beta > 0 else None
         if tr.freeze_vision:
             logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
@@ -277,10 +328,11 @@ class SemiOnlineLearner:
 
         alg, mt = self.recipe.algorithm, self.recipe.multi_turn
         generated = records if generated is None else generated
-        metrics = _rollout_metrics(generated)
+        metrics = _rollout_metrics(self._everyone(generated))
         adv = self.advantages(records)
         rows = [i for i in range(len(records)) if records[i].generation.token_ids]
-        metrics["frac_trained"] = len(rows) / max(1, len(generated))
+        trained, turns = self.parallel.sum([len(rows), len(generated)])
+        metrics["frac_trained"] = trained / max(1, turns)
         old = self._old_logps(records, rows) if mt.mini_batches > 1 else None
         self.model.train()
         clip_low, clip_high = alg.clips()
@@ -289,12 +341,28 @@ class SemiOnlineLearner:
         options.update(clip_low=clip_low, clip_high=clip_high, agg=alg.loss.aggregation,
                        loss_scale_factor=alg.loss.scale(alg.max_completion_length))  # fmt: skip
         stats = _PolicyStats()
-        minis = mini_batches(rows, mt.mini_batches)
-        losses = [self._mini_batch_step(records, mini, adv, old, loss_fn, options, stats) for mini in minis]
+        losses = []
+        for mini in mini_batches(rows, mt.mini_batches, keep_empty=self.parallel.world > 1):
+            (size,) = self.parallel.sum([len(mini)])  # the mini-batch's turns over every rank
+            if size:  # the same on every rank: all step, or none
+                losses.append(self._mini_batch_step(records, mini, int(size), adv, old, loss_fn, options, stats))
         self.step += 1
         metrics["loss"] = sum(losses) / len(losses) if losses else 0.0
-        metrics["optimizer_steps"] = float(len(minis))
-        return {**metrics, **stats.summary()}
+        metrics["optimizer_steps"] = float(len(losses))
+        return {**metrics, **stats.summary(self.parallel)}
+
+    def _everyone(self, records: list[StepRecord]) -> list[StepRecord]:
+        """Every rank's ``records`` in rank order, for the metrics: without their screenshots (the metrics read
+        rewards, matches, targets and ids), groups and trajectories numbered apart per rank."""
+        if self.parallel.world == 1:
+            return records
+        from zoo.engines.vlm.semi_online_rollout import Turn
+
+        apart = 1 << 40
+        light = [replace(r, sample=replace(r.sample, images=[]), turn=Turn(messages=[], images=[]),
+                         group=r.group + self.parallel.rank * apart, trajectory=r.trajectory + self.parallel.rank * apart)
+                 for r in records]  # fmt: skip
+        return [r for part in self.parallel.gather(light) for r in part]
 
     def _old_logps(self, records: list[StepRecord], rows: list[int]) -> dict[int, torch.Tensor]:
         """Each trained row's answer log-probabilities under the policy before this update (no gradient),
@@ -314,6 +382,7 @@ class SemiOnlineLearner:
         self,
         records: list[StepRecord],
         mini: list[int],
+        size: int,
         adv: torch.Tensor,
         old: dict[int, torch.Tensor] | None,
         loss_fn: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]],
@@ -321,7 +390,8 @@ class SemiOnlineLearner:
         stats: _PolicyStats,
     ) -> float:
         """One optimiser step on the rows ``mini`` (micro-batches of ``training.batch_size`` turns, gradients
-        accumulated, each weighted by its share of the mini-batch's turns); returns the mini-batch's loss."""
+        accumulated, each weighted by its share of the mini-batch's ``size`` turns over every rank, then summed over
+        the ranks); returns the mini-batch's loss (over every rank)."""
         from zoo.rl import losses
 
         alg, tr = self.recipe.algorithm, self.recipe.training
@@ -340,19 +410,26 @@ class SemiOnlineLearner:
                 loss = loss + alg.beta * losses.aggregate(kl, mask, alg.loss.aggregation)
             # chunks are weighted by their share of turns: exact for the seq-mean aggregations,
             # a per-chunk token mean (not one over the whole mini-batch) for token-mean losses
-            weighted = loss * len(chunk) / len(mini)
+            weighted = loss * len(chunk) / size
             weighted.backward()
             total += float(weighted.detach())
+        self.parallel.sum_gradients(self.params)
         torch.nn.utils.clip_grad_norm_(self.params, tr.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        (total,) = self.parallel.sum([total])
         return total
 
     def state_dict(self) -> dict[str, Any]:
-        """Step, optimiser and the torch RNG (it drives sampling); the engine adds the episode sampler's."""
-        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "torch_rng": torch.get_rng_state()}
+        """Step and optimiser: the same on every rank (:meth:`rank_state_dict` holds what is not)."""
+        return {"step": self.step, "optimizer": self.optimizer.state_dict()}
+
+    def rank_state_dict(self) -> dict[str, Any]:
+        """This rank's torch RNG (it drives sampling, seeded apart per rank); the engine adds its episode sampler's."""
+        return {"torch_rng": torch.get_rng_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` and :meth:`rank_state_dict` (merged, as :func:`rank_state` hands them)."""
         self.step = int(state["step"])
         self.optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
@@ -384,16 +461,17 @@ def _rollout_metrics(records: list[StepRecord]) -> dict[str, float]:
     }
 
 
-def mini_batches(rows: Sequence[int], count: int) -> list[list[int]]:
+def mini_batches(rows: Sequence[int], count: int, *, keep_empty: bool = False) -> list[list[int]]:
     """``rows`` cut, in order, into ``count`` contiguous mini-batches whose sizes differ by at most one;
-    empty ones (fewer rows than ``count``) are left out.
+    empty ones (fewer rows than ``count``) are left out, unless ``keep_empty`` (a rank of a multi-process run
+    takes part in every mini-batch's gradient exchange, with or without rows of its own).
 
     verl's ``DataProto.chunk(count)`` needs equal chunks, so its trainer first pads the batch by repeating
     rows (X-PLUG/MobileAgent@f7702e46 ``UI-S1/verl/trainer/ppo/dapo_ray_trainer.py:500``); here no row is
     trained twice."""
     n = len(rows)
     cuts = [list(rows[k * n // count : (k + 1) * n // count]) for k in range(count)]
-    return [cut for cut in cuts if cut]
+    return cuts if keep_empty else [cut for cut in cuts if cut]
 
 
 class _PolicyStats:
@@ -420,13 +498,15 @@ class _PolicyStats:
         self.tokens += tokens
         self.ratio_max = max(self.ratio_max, float(ratio.max()))
 
-    def summary(self) -> dict[str, float]:
+    def summary(self, parallel: DataParallel) -> dict[str, float]:
         """``clip_frac`` (tokens where the clipped term is taken), ``clip_frac_dual`` (tokens the dual clip
-        caps), ``ratio_mean`` and ``ratio_max``; NaN when no token was trained."""
+        caps), ``ratio_mean`` and ``ratio_max`` over every rank's tokens; NaN when no token was trained."""
         names = ("clip_frac", "clip_frac_dual", "ratio_mean")
-        out = {name: self.sums[name] / self.tokens if self.tokens and name in self.sums else float("nan")
-               for name in names}  # fmt: skip
-        return {**out, "ratio_max": self.ratio_max if self.tokens else float("nan")}
+        present = [float(name in self.sums) for name in names]
+        tokens, *sums = parallel.sum([self.tokens, *(self.sums.get(name, 0.0) for name in names)])
+        (ratio_max, *seen) = parallel.max([self.ratio_max, *present])
+        out = {name: total / tokens if tokens and there else float("nan") for name, total, there in zip(names, sums, seen)}
+        return {**out, "ratio_max": ratio_max if tokens else float("nan")}
 
 
 #: The loss's stats (``zoo.rl.losses.clipped_surrogate``) logged by :class:`_PolicyStats`, by their metric name.
