@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing the pinned stack into $(VENV) (about 3 minutes the first time)"
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev,docs,hub,logging,perception,robot,driving,cad]"
+	$(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev,docs,hub,logging,perception,robot,driving,cad,demo]"
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -35,6 +35,17 @@ test-all: install
 # that runs bench/gpu_suite.sh (its header has the call); fails when tree + wheels exceed the 64 MiB carry budget.
 gpu-wheels:
 	PYTHON=$(PYTHON) bench/gpu_suite.sh --collect-wheels
+
+# .venv-verl (ignored): verl 0.9.1 + the zoo pinned by requirements-verl.lock, for `pytest -m verl tests/verl`
+# (docs/guides/verl.md). A venv of its own: verl pins transformers<5.11. torch comes as for .venv.
+.venv-verl/.installed: pyproject.toml requirements-verl.lock
+	@test -x .venv-verl/bin/python || $(PYTHON) -m venv .venv-verl
+	.venv-verl/bin/python -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
+	.venv-verl/bin/python -m pip install -q --disable-pip-version-check -c requirements-verl.lock -e ".[verl,dev,perception,robot,driving]"
+	@touch $@
+
+.PHONY: verl-env
+verl-env: .venv-verl/.installed
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache site

@@ -265,7 +265,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="zoo train", description=TRAIN_DESCRIPTION)
     train.add_arguments(parser)
     out = train.run(**vars(parser.parse_args(args.argv)))
-    if is_main_process():
+    if out is not None and is_main_process():
         print(f"run written to {out}")
     return 0
 
@@ -366,6 +366,18 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    try:
+        import gradio  # noqa: F401  (the optional extra; imported here so `import zoo` never pays for it)
+    except ImportError:
+        raise ImportError("zoo demo needs the demo extra: pip install 'rl-model-zoo[demo]'") from None
+    from zoo.demo.server import launch
+
+    launch(args.name, host=args.host, port=args.port, share=args.share, device=args.device,
+           trust_remote_code=args.trust_remote_code)  # fmt: skip
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from zoo import benchmarks  # the domains' descriptors only: cheap
 
@@ -459,6 +471,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the files and the card that would be uploaded")
     p.add_argument("--source", help="model folder to publish (default: checkpoints/NAME)")
     p.set_defaults(func=cmd_push)
+
+    p = sub.add_parser("demo", help="try a model in the browser (needs the demo extra)",
+                       description="Serve a page for one model, built from its kind: ask a VLM about an image, draw "
+                       "a prompt, run a policy's episodes, classify with CLIP; every page also scores an output with "
+                       "a registered reward. A gated, unreleased or uncached model gets a page saying what to do.",
+                       epilog="e.g. zoo demo gui-grounding-tiny, then open http://127.0.0.1:7860")  # fmt: skip
+    p.add_argument("name", help="model name/alias or a local model directory")
+    p.add_argument("--port", type=int, help="port to serve on (default: 7860, or the next free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    p.add_argument("--share", action="store_true", help="also open a public gradio.live link (needs network)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda ... (default: auto)")
+    _trust_remote_code_flag(p)
+    p.set_defaults(func=cmd_demo)
     return parser
 
 
@@ -469,7 +494,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.argv = unknown + args.argv
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    level = logging.DEBUG if args.verbose else logging.INFO
+    # one log per job: the other ranks of a multi-process run say only what goes wrong
+    logging.basicConfig(level=level if is_main_process() else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
     except KeyboardInterrupt:

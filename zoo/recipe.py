@@ -233,6 +233,10 @@ class Recipe:
     reproduces: str = ""
     """The registry entry whose authors' training run this recipe claims to be (``""``: it claims none).
     Such a recipe needs a :attr:`provenance` row for every field it sets (:mod:`zoo.provenance`)."""
+    launch: str = ""
+    """The accelerate config a multi-GPU run of this recipe uses (``zoo/launch/<launch>.yaml``, :mod:`zoo.launch`;
+    ``""``: one process). ``zoo train RECIPE --plan`` prints each config's memory per GPU; engine ``vlm-verl``
+    launches on Ray and does not read it."""
     provenance: dict[str, str] = field(default_factory=dict)
     """Field path -> where its value comes from: ``owner/repo@commit:path[:line]``, ``arXiv:<id> <section>``,
     an ``https://`` page, or ``zoo: <why the zoo differs>``; ``zoo train --set`` adds ``user:`` rows."""
@@ -240,6 +244,13 @@ class Recipe:
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
             raise RecipeError(f"name={self.name!r}: give the run a non-empty name without '/'")
+        if self.launch:
+            from zoo.launch import LaunchConfigError, config_path
+
+            try:
+                config_path(self.launch)
+            except LaunchConfigError as err:
+                raise RecipeError(f"launch: {err}") from None
         self.validate()
 
     def validate(self) -> None:

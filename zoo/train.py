@@ -1,4 +1,5 @@
-"""``zoo train RECIPE.yaml [--set key=value ...] [--resume] [--engine NAME] [--dry-run]``: dispatch only.
+"""``zoo train RECIPE.yaml [--set key=value ...] [--resume] [--engine NAME] [--dry-run | --plan [--json]]``: dispatch
+only.
 
 Reads the recipe (:func:`zoo.recipe.load_recipe`: its ``engine`` picks the recipe class), writes
 the resolved recipe into the run directory (:mod:`zoo.runs`) and hands both to the engine
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 from zoo.engines import ENGINES
@@ -46,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dry-run", action="store_true", help="write the resolved recipe (and an export engine's files) without training"
     )
     parser.add_argument("--output-dir", default=None, help="run directory (default: the recipe's training.output_dir)")
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the memory each GPU needs under each launch config in zoo/launch/ (parameters, gradients, "
+        "optimiser, reference, activations) and exit; loads no weights and needs no network",
+    )
+    parser.add_argument("--json", dest="as_json", action="store_true", help="with --plan: print the plan as JSON")
 
 
 def run(
@@ -55,8 +64,10 @@ def run(
     engine: str | None = None,
     dry_run: bool = False,
     output_dir: str | None = None,
-) -> Path:
-    """Run a recipe on its engine; returns the run directory.
+    plan: bool = False,
+    as_json: bool = False,
+) -> Path | None:
+    """Run a recipe on its engine; returns the run directory (``None`` for ``plan``, which writes nothing).
 
     Args:
         recipe_path: recipe YAML.
@@ -65,9 +76,17 @@ def run(
         engine: an engine name (``zoo engines``); ``None`` uses the recipe's ``engine``.
         dry_run: write files only (the resolved recipe; an export engine also writes its files).
         output_dir: overrides ``training.output_dir``.
+        plan: print the per-GPU memory plan (:mod:`zoo.memory_plan`) to stdout instead of training.
+        as_json: with ``plan``, as JSON.
     """
     extra = [f"training.output_dir={output_dir}"] if output_dir else []
     recipe = load_recipe(recipe_path, [*overrides, *extra], engine=engine)
+    if plan:
+        from zoo import memory_plan
+
+        found = memory_plan.plan(recipe)
+        sys.stdout.write((memory_plan.to_json if as_json else memory_plan.render)(*found) + "\n")
+        return None
     out = Path(recipe.output_dir)
     existed = out.exists()
     out = prepare_run_dir(recipe, resume=resume)

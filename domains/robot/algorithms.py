@@ -33,6 +33,7 @@ from domains.robot.residual import (
 )
 from domains.robot.resip import ResipRewards, resip_ppo
 from zoo.engines.policy.dppo import ChunkEnv, DiffusionPPO, DPPOSettings, DPPOTuning, pretrain
+from zoo.engines.policy.envs import single_env
 from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyAlgorithmConfig, PolicyRecipe, PPOConfig, SB3PPOConfig
 from zoo.engines.policy.state import (
@@ -132,7 +133,9 @@ class ResipPPO:
     @staticmethod
     def _rewards(env: VecEnv, recipe: PolicyRecipe) -> ResipRewards:
         a = recipe.algorithm
-        return ResipRewards(env, normalize=a.normalize_reward, clip=a.clip_reward, truncation_as_done=a.truncation_as_done)
+        return ResipRewards(
+            env, normalize=a.normalize_reward, clip=a.clip_reward, truncation_as_done=a.truncation_as_done
+        )
 
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
@@ -152,7 +155,7 @@ class ResipPPO:
 
     def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
         layers = _linear_layers(model.policy.mlp_extractor.policy_net, model.policy.action_net)
-        return _export(layers, _require_base(base, self.name), model.get_env().envs[0], "resip", folder)
+        return _export(layers, _require_base(base, self.name), single_env(model.get_env()), "resip", folder)
 
 
 @functools.lru_cache(maxsize=2)
@@ -209,7 +212,8 @@ class ResfitTD3:
                            gamma=a.gamma, learning_rate=t.lr, learning_starts=a.learning_starts,
                            critic_warmup=a.critic_warmup, n_critics=a.n_critics, seed=t.seed)  # fmt: skip
         # the offline half returns the same n-step targets as the online buffer
-        model.offline_buffer = offline_buffer(self._demos(recipe), env.envs[0], n_steps=model.n_steps, gamma=model.gamma)
+        model.offline_buffer = offline_buffer(self._demos(recipe), single_env(env), n_steps=model.n_steps,
+                                              gamma=model.gamma)  # fmt: skip
         return model
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
@@ -222,7 +226,7 @@ class ResfitTD3:
         return model
 
     def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
-        return _export(_linear_layers(model.actor.mu), _require_base(base, self.name), model.get_env().envs[0],
+        return _export(_linear_layers(model.actor.mu), _require_base(base, self.name), single_env(model.get_env()),
                        "resfit", folder)  # fmt: skip
 
 

@@ -48,6 +48,14 @@ def assert_same_tensors(a: Path, b: Path) -> None:
     assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first), (a, b)
 
 
+def assert_same_final(a: Path, b: Path) -> None:
+    """Two runs' ``final/`` folders hold the same files (a ``model.safetensors`` among them), byte for byte."""
+    files = sorted(p.name for p in (a / "final").iterdir())
+    assert files == sorted(p.name for p in (b / "final").iterdir()) and "model.safetensors" in files
+    for file in files:
+        assert (a / "final" / file).read_bytes() == (b / "final" / file).read_bytes(), file
+
+
 def rewrite_state(path: Path, state: Any) -> None:
     """Replace a complete checkpoint's state file and record its new size in the marker, so the checkpoint
     still passes the size check (as a tampered handed directory would)."""

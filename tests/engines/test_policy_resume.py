@@ -29,7 +29,7 @@ pytest.importorskip("stable_baselines3", reason="the policy engine needs the `ro
 
 import torch
 
-from tests.engines.run_dirs import Payload, interrupted_copy, metric_rows
+from tests.engines.run_dirs import Payload, assert_same_final, interrupted_copy, metric_rows
 from zoo.runs import COMPLETE_MARKER, UnsafeStateError
 from zoo.train import run
 
@@ -86,10 +86,7 @@ def test_a_resumed_run_is_the_uninterrupted_run(name, uninterrupted, tmp_path, c
     expected, resumed = metric_rows(out), metric_rows(cut)
     assert [row["step"] for row in resumed] == [str(s) for s in range(1, STEPS + 1)]
     assert resumed == expected
-    files = sorted(p.name for p in (out / "final").iterdir())
-    assert files == sorted(p.name for p in (cut / "final").iterdir()) and "model.safetensors" in files
-    for file in files:
-        assert (cut / "final" / file).read_bytes() == (out / "final" / file).read_bytes(), file
+    assert_same_final(out, cut)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -183,7 +180,8 @@ def test_an_existing_checkpoint_folder_is_replaced_not_written_into(tmp_path):
     folder.mkdir()
     (folder / "stale.bin").write_bytes(b"from an earlier run")
     (folder / COMPLETE_MARKER).write_text(json.dumps({"step": 1, "files": ["stale.bin"], "sizes": {"stale.bin": 19}}))
-    _save(Method(), SimpleNamespace(num_timesteps=5), SimpleNamespace(envs=[Env()]), folder, 1)
+    envs = SimpleNamespace(env_method=lambda name: [getattr(Env(), name)()])  # a VecEnv of one, as _save asks it
+    _save(Method(), SimpleNamespace(num_timesteps=5), envs, folder, 1)
     assert not (folder / "stale.bin").exists() and is_complete(folder)
     assert json.loads((folder / COMPLETE_MARKER).read_text())["files"] == [
         "algorithm.json", "policy_state.json", "training_state.pt"]  # fmt: skip

@@ -15,12 +15,14 @@ resumes with two processes to the run that never stopped (each rank's RNG comes 
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 
 from tests.engines.launch import killed_after, needs_torchrun, torchrun
 from tests.engines.run_dirs import assert_same_tensors, metric_rows
 from zoo.distributed import weights_digest
+from zoo.runs import COMPLETE_MARKER
 
 pytestmark = needs_torchrun
 
@@ -49,6 +51,14 @@ def test_two_processes_write_one_row_per_step(straight: dict) -> None:
     with (straight["dir"] / "metrics.csv").open() as f:
         header = next(csv.reader(f))
     assert len(header) == len(set(header))
+
+
+def test_a_checkpoint_is_complete_only_with_every_ranks_rng_state(straight: dict) -> None:
+    """Each process writes its own ``rng_state_<rank>.pth``; the completion marker (written by rank 0) comes after
+    all of them, so it lists both: a checkpoint marked complete always resumes every rank's sampling."""
+    for step in (2, 4, 6):
+        listed = json.loads((straight["dir"] / f"checkpoint-{step}" / COMPLETE_MARKER).read_text())["files"]
+        assert {"rng_state_0.pth", "rng_state_1.pth"} <= set(listed), (step, listed)
 
 
 def test_the_ranks_end_with_bit_identical_weights_that_moved(straight: dict) -> None:

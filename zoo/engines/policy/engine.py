@@ -7,7 +7,8 @@ environment steps, the algorithm's own losses) with a ``success_rate_curve.png``
 uninterrupted one: the same ``metrics.csv`` cells but ``cpu_minutes``, a bit-identical ``final/``),
 exports ``final/`` as a zoo policy directory (and ``pretrained/``, for a method that pre-trains its
 own starting policy) and, with ``training.eval_episodes``, compares base (or pre-trained) and
-trained policy on the same seeded episodes (``eval.json``).
+trained policy on the same seeded episodes (``eval.json``). The environments step in this process or in
+worker processes (``training.vec_env``, :mod:`zoo.engines.policy.envs`); the learner stays here either way.
 
 A checkpoint holds tensors and JSON only, since a run directory may come from someone else: the
 method's algorithm state (:mod:`zoo.engines.policy.state`), ``training_state.pt`` with the
@@ -23,22 +24,22 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from zoo.engines.policy.envs import EnvFactory, make_environment, training_envs
 from zoo.engines.policy.recipe import PolicyRecipe
 from zoo.engines.policy.state import env_states, refuse_pickled, require_restorable, restore_env_states
-from zoo.recipe import RecipeError
 from zoo.run_logging import MetricsLog
 from zoo.runs import mark_complete, prune_checkpoints, read_state, rng_state, set_rng_state, start_run
 
 if TYPE_CHECKING:
-    import gymnasium as gym
     from stable_baselines3.common.base_class import BaseAlgorithm
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.common.vec_env import VecEnv
 
     from zoo.engines.policy.methods import PolicyMethod
     from zoo.pipelines.policy import PolicyPipeline
@@ -48,17 +49,6 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "policy_state.json"
 TRAINING_STATE = "training_state.pt"
 EVAL_FILE = "eval.json"
-
-
-def make_environment(name: str, **kwargs: Any) -> gym.Env:
-    """The environment ``name`` from the domain that registered it (``Domain.environments``)."""
-    from zoo.engines.policy.methods import ENVIRONMENTS
-    from zoo.import_strings import resolve
-
-    if name not in ENVIRONMENTS:
-        known = ", ".join(ENVIRONMENTS.list()) or "none"
-        raise RecipeError(f"env.name={name!r} is not a registered environment; known: {known}")
-    return resolve(ENVIRONMENTS.get(name), what=f"environment {name!r}")(**kwargs)
 
 
 def _method(recipe: PolicyRecipe) -> PolicyMethod:
@@ -94,18 +84,29 @@ def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_r
     if dry_run:
         return output_dir
     import torch
-    from stable_baselines3.common.vec_env import DummyVecEnv
 
     method, base = _method(recipe), _base(recipe)
-    a, tr = recipe.algorithm, recipe.training
+    tr = recipe.training
     torch.manual_seed(tr.seed)
+    factory = EnvFactory(method, recipe, base)
+    with closing(training_envs(factory, recipe.algorithm.n_envs, tr.vec_env)) as env:  # workers stop at the end
+        env.seed(tr.seed)
+        require_restorable(env, recipe.env.name)
+        model = _iterate(method, env, recipe, output_dir, resume)
+        final = method.export(model, base, recipe, output_dir / "final")
+        before = recipe.base.model
+        if not before and hasattr(method, "export_pretrained"):  # a method that pre-trains its own starting policy
+            before = str(method.export_pretrained(model, output_dir / "pretrained"))
+    if tr.eval_episodes:
+        report = evaluate(recipe, final, episodes=tr.eval_episodes, seed=tr.eval_seed, base=before)
+        (output_dir / EVAL_FILE).write_text(json.dumps(report, indent=2))
+        logger.info("evaluation: %s", report)
+    return output_dir
 
-    def make() -> gym.Env:
-        return method.wrap(make_environment(recipe.env.name, **recipe.env.kwargs), base, recipe)
 
-    env = DummyVecEnv([make] * a.n_envs)
-    env.seed(tr.seed)
-    require_restorable(env, recipe.env.name)
+def _iterate(method: PolicyMethod, env: VecEnv, recipe: PolicyRecipe, output_dir: Path, resume: bool) -> BaseAlgorithm:
+    """The iterations from the newest checkpoint (``resume``) or from a fresh algorithm; returns the trained one."""
+    a, tr = recipe.algorithm, recipe.training
     start = start_run(output_dir, resume=resume)
     iteration = start.step
     if start.checkpoint is not None:
@@ -127,18 +128,10 @@ def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_r
             _save(method, model, env, output_dir / f"checkpoint-{iteration}", iteration)
             prune_checkpoints(output_dir, tr.save_total_limit)
     log.finish()
-    final = method.export(model, base, recipe, output_dir / "final")
-    before = recipe.base.model
-    if not before and hasattr(method, "export_pretrained"):  # a method that pre-trains its own starting policy
-        before = str(method.export_pretrained(model, output_dir / "pretrained"))
-    if tr.eval_episodes:
-        report = evaluate(recipe, final, episodes=tr.eval_episodes, seed=tr.eval_seed, base=before)
-        (output_dir / EVAL_FILE).write_text(json.dumps(report, indent=2))
-        logger.info("evaluation: %s", report)
-    return output_dir
+    return model
 
 
-def _save(method: PolicyMethod, model: BaseAlgorithm, env: DummyVecEnv, folder: Path, iteration: int) -> None:
+def _save(method: PolicyMethod, model: BaseAlgorithm, env: VecEnv, folder: Path, iteration: int) -> None:
     """Write ``checkpoint-<iteration>/``: the method's state, the RNGs and episodes, then the marker.
 
     A folder of that name is removed first (a fresh run after a crash, a resumed one repeating an
@@ -155,7 +148,7 @@ def _save(method: PolicyMethod, model: BaseAlgorithm, env: DummyVecEnv, folder: 
     mark_complete(folder, iteration)
 
 
-def _resume(method: PolicyMethod, folder: Path, env: DummyVecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
+def _resume(method: PolicyMethod, folder: Path, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
     """The algorithm of ``folder`` on ``env``, its episodes continued and the RNGs as they were when it was saved.
 
     The RNGs go last: building the algorithm and resetting the environments draw from them.

@@ -14,6 +14,12 @@ reset_num_timesteps=, callback=)``, ``num_timesteps``, ``logger.name_to_value`` 
 A method that pre-trains its own starting policy also has ``export_pretrained(model, folder)``,
 the "before" of the closing evaluation. Domains register methods from their ``algorithms`` module
 (``Domain.algorithms``), which the engine imports first.
+
+The environments ``build`` gets may step in worker processes (``training.vec_env: subproc``,
+:mod:`zoo.engines.policy.envs`): the method object travels to the workers with the recipe and the base
+(so it pickles, as a frozen dataclass of plain fields does), and a method that needs one environment
+itself (its spaces, a wrapper's settings) asks :func:`~zoo.engines.policy.envs.single_env`, never
+``venv.envs``.
 """
 
 from __future__ import annotations

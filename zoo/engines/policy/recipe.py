@@ -7,7 +7,7 @@ YAML layout::
     env: {name: fetch-push, kwargs: {max_episode_steps: 50}}
     base: {model: fetch-push-bc-tiny}
     algorithm: {method: resip-ppo, n_envs: 8, rollout_steps: 256, batch_size: 512, epochs: 5}
-    training: {lr: 3.0e-4, steps: 48, save_steps: 8, eval_episodes: 100}
+    training: {lr: 3.0e-4, steps: 48, save_steps: 8, eval_episodes: 100, vec_env: dummy}
 
 One ``training.steps`` step is one iteration: ``n_envs * rollout_steps`` environment steps, then
 the method's updates (PPO's epochs; for off-policy methods, its gradient steps per env step).
@@ -18,7 +18,7 @@ registered next to the method), so the block takes that method's keys and no oth
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from zoo.domains import load_algorithms
 from zoo.recipe import ChoiceConfig, Recipe, RecipeError, TrainingBase
@@ -53,7 +53,8 @@ class PolicyAlgorithmConfig(ChoiceConfig):
     """Registered method (:data:`zoo.engines.policy.methods.POLICY_METHODS`): ``resip-ppo``, ``resfit-td3``, ``dppo``,
     ``carl-ppo``; it picks the config class, and so the other keys this block takes."""
     n_envs: int = 8
-    """Environments stepped together (stable-baselines3 DummyVecEnv)."""
+    """Environments stepped together (in this process or in workers: ``training.vec_env``); it sets the rollout
+    and so the results, where ``vec_env`` does not."""
     rollout_steps: int = 256
     """Environment steps per environment per iteration (PPO's ``n_steps``)."""
     batch_size: int = 512
@@ -116,6 +117,12 @@ class PolicyTrainingConfig(TrainingBase):
     """After training, base and trained policy on the same seeded episodes (0: skip)."""
     eval_seed: int = 1000
     """Seed of the first evaluation episode (episode i uses ``eval_seed + i``)."""
+    vec_env: Literal["dummy", "subproc"] = "dummy"
+    """Where the ``algorithm.n_envs`` environments step: ``dummy``, one after another in the learner's process;
+    ``subproc``, a worker process each, all at once. ``dummy`` is the default because it starts nothing and copies
+    nothing through pipes, which wins for short runs (the smoke recipes) and on machines with no core to spare
+    beside the learner; ``subproc`` pays off for steps of milliseconds (FetchPush with a base network, highway-env)
+    with a free core per worker. The same seed trains the same policy either way (:mod:`zoo.engines.policy.envs`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

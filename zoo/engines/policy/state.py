@@ -38,7 +38,7 @@ from zoo.runs import UnsafeStateError, read_state
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.buffers import ReplayBuffer
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.common.vec_env import VecEnv
 
 ALGORITHM_STATE = "algorithm.pt"
 ALGORITHM_SCALARS = "algorithm.json"
@@ -153,24 +153,28 @@ def restore_replay_buffer(buffer: ReplayBuffer, path: Path) -> None:
         ) from None
 
 
-def require_restorable(venv: DummyVecEnv, name: str) -> None:
-    """Refuse, before training, environments whose episodes a checkpoint could not hold."""
+def require_restorable(venv: VecEnv, name: str) -> None:
+    """Refuse, before training, environments whose episodes a checkpoint could not hold.
+
+    The check is on each environment's outermost class (asked of the workers too, ``venv.get_attr``):
+    a wrapper that hides an inner environment's ``get_state`` would lose its own part of the episode.
+    """
     from zoo.recipe import RecipeError
 
-    for env in venv.envs:
-        if not isinstance(env, RestorableEnv):
+    for kind in venv.get_attr("__class__"):
+        if not issubclass(kind, RestorableEnv):
             raise RecipeError(
-                f"env.name={name!r}: the training environment {type(env).__name__} has no get_state()/set_state() "
+                f"env.name={name!r}: the training environment {kind.__name__} has no get_state()/set_state() "
                 "(zoo.engines.policy.state.RestorableEnv), which checkpoints need to continue its episodes on --resume"
             )
 
 
-def env_states(venv: DummyVecEnv) -> list[dict[str, Any]]:
-    """Every environment's episode under way (:meth:`RestorableEnv.get_state`)."""
-    return [env.get_state() for env in venv.envs]
+def env_states(venv: VecEnv) -> list[dict[str, Any]]:
+    """Every environment's episode under way (:meth:`RestorableEnv.get_state`, called where the environment runs)."""
+    return venv.env_method("get_state")
 
 
-def restore_env_states(venv: DummyVecEnv, states: list[dict[str, Any]]) -> None:
+def restore_env_states(venv: VecEnv, states: list[dict[str, Any]]) -> None:
     """Continue the episodes :func:`env_states` reported, in a freshly built ``venv`` of as many environments.
 
     The environments are reset first: that consumes the seeds ``venv.seed`` queued, as the run's
@@ -180,5 +184,5 @@ def restore_env_states(venv: DummyVecEnv, states: list[dict[str, Any]]) -> None:
     if len(states) != venv.num_envs:
         raise ValueError(f"the checkpoint holds {len(states)} environments; the recipe runs {venv.num_envs}")
     venv.reset()
-    for env, state in zip(venv.envs, states):
-        env.set_state(state)
+    for index, state in enumerate(states):
+        venv.env_method("set_state", state, indices=index)

@@ -365,6 +365,9 @@ class ZooGRPOTrainer(GRPOTrainer):
             raise checkpoint_write_error(folder, err) from err
         finally:
             self.args.save_total_limit = limit
+        # every process writes its own RNG state into the folder (rng_state_<rank>.pth): mark it complete only
+        # once all of them have, so that a kill in between never leaves a "complete" checkpoint without one
+        self.accelerator.wait_for_everyone()
         if self.args.should_save:
             mark_complete(folder, self.state.global_step)
             if limit is not None:

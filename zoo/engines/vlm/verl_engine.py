@@ -20,7 +20,8 @@ Written into ``<output_dir>/verl/``:
 
 Not exported: a loss type's per-sample weight (GUI-G1's ``rate``; verl's policy-loss API receives no
 per-sample metadata), so such a recipe runs in verl with its aggregation (token sum / 64) but weight 1;
-the export logs a warning saying so.
+and a learning-rate schedule verl lacks (``linear``: verl schedules constant or cosine, :func:`lr_schedule`),
+run at a constant rate. The export logs a warning for each.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def verl_overrides(recipe: VerlRecipe, folder: Path, model: str) -> dict[str, st
         "actor_rollout_ref.model.lora_alpha": tr.lora.alpha,
         f"{actor}.optim.lr": tr.lr,
         f"{actor}.optim.weight_decay": tr.weight_decay,
-        f"{actor}.optim.lr_warmup_steps": tr.warmup_steps,
+        **{f"{actor}.optim.{k}": v for k, v in lr_schedule(tr.lr_scheduler, tr.warmup_steps).items()},
         f"{actor}.optim.clip_grad": tr.max_grad_norm,
         f"{actor}.ppo_mini_batch_size": prompts_per_step,
         f"{actor}.ppo_micro_batch_size_per_gpu": tr.batch_size,
@@ -261,6 +262,24 @@ def verl_overrides(recipe: VerlRecipe, folder: Path, model: str) -> dict[str, st
             raise RecipeError(f"verl.overrides item {item!r} must look like key=value")
         args[key] = value
     return args
+
+
+def lr_schedule(scheduler: str, warmup_steps: int) -> dict[str, Any]:
+    """verl's actor ``optim`` keys for transformers' ``scheduler`` (the name ``vlm-trl`` passes to TRL).
+
+    verl 0.9.1's FSDP actor schedules ``constant`` or ``cosine``, each with a linear warm-up (the verl==0.9.1
+    wheel: verl/workers/config/optimizer.py:123, ``_build_lr_scheduler`` in
+    verl/workers/engine/fsdp/transformer_impl.py:503); its cosine is transformers' with ``min_lr_ratio=0``,
+    ``num_cycles=0.5`` (verl/utils/torch_functional.py:712). Another schedule (``linear``) has no verl
+    counterpart: the run keeps a constant rate, and a warning says so.
+    """
+    if scheduler in ("constant", "constant_with_warmup"):
+        return {"lr_scheduler_type": "constant", "lr_warmup_steps": warmup_steps}
+    if scheduler == "cosine":
+        return {"lr_scheduler_type": "cosine", "lr_warmup_steps": warmup_steps, "min_lr_ratio": 0.0, "num_cycles": 0.5}
+    logger.warning("training.lr_scheduler=%r has no counterpart in verl 0.9.1 (constant or cosine): the verl run "
+                   "keeps a constant learning rate after %d warm-up steps", scheduler, warmup_steps)  # fmt: skip
+    return {"lr_scheduler_type": "constant", "lr_warmup_steps": warmup_steps}
 
 
 def overrides_list(folder: Path) -> list[str]:

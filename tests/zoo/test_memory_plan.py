@@ -1,0 +1,188 @@
+"""``zoo train RECIPE --plan``: parameter counts from configs on this machine or the cited table, and the bytes per GPU
+of each launch config, checked against a hand computation on tiny models instantiated for real."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.tiny_pipelines import save_tiny_flux
+from zoo import memory_plan
+from zoo.launch import read
+from zoo.memory_plan import PlanError
+from zoo.recipe import load_recipe
+from zoo.train import run
+from zoo.workload import Stack
+
+GUI_G1 = "domains/gui/recipes/gui-g1-3b.yaml"  # Qwen/Qwen2.5-VL-3B-Instruct, bf16, full fine-tune, 8 x (prompt + 128)
+FLUX = "domains/image/recipes/dancegrpo-flux-hps.yaml"
+
+
+def tiny_qwen_config():
+    """A Qwen2.5-VL config a few kilobytes big, with GQA (4 heads, 2 key-value heads) and a trained vision tower."""
+    from transformers import Qwen2_5_VLConfig
+
+    text = {
+        "vocab_size": 320,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "tie_word_embeddings": True,
+        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+    }
+    vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64,
+              "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 56,
+              "fullatt_block_indexes": [0, 1]}  # fmt: skip
+    return Qwen2_5_VLConfig(text_config=text, vision_config=vision)
+
+
+@pytest.fixture
+def tiny_qwen_in_cache(tmp_path, hf_cache, install):
+    """The tiny config in the HF cache as Qwen/Qwen2.5-VL-3B-Instruct (config only: no weight file at all), and the
+    same model instantiated for real on the CPU."""
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    config = tiny_qwen_config()
+    config.save_pretrained(tmp_path / "tiny")
+    snapshot = install(tmp_path / "tiny", "Qwen/Qwen2.5-VL-3B-Instruct", hf_cache)
+    return snapshot, Qwen2_5_VLForConditionalGeneration(config)
+
+
+def _no_weights(monkeypatch):
+    """Any weight load or download fails the test: the plan must need neither."""
+    import huggingface_hub
+    import transformers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the plan loaded weights or reached for the network")
+
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", refuse)
+    monkeypatch.setattr("zoo.hub.snapshot_download", refuse)
+
+
+def test_counts_the_cached_config_and_matches_a_hand_computation(tiny_qwen_in_cache, monkeypatch):
+    snapshot, real = tiny_qwen_in_cache
+    _no_weights(monkeypatch)
+    work, rows, skipped = memory_plan.plan(load_recipe(GUI_G1))
+    p = sum(t.numel() for t in real.parameters())  # counted on the real CPU model
+    assert str(snapshot) in work.model and (work.params, work.trainable, work.adapter) == (p, p, 0)
+    by = {r.config: r for r in rows}
+    assert set(skipped) == {"fsdp-flux"} and by["zero3"].named and not by["ddp"].named
+
+    # DDP, bf16 weights: weights 2P, gradient + DDP bucket 4P, two bf16 moments 4P
+    assert {k: by["ddp"].parts[k] for k in ("params", "grads", "optim", "gather", "reference")} == {
+        "params": 2 * p,
+        "grads": 4 * p,
+        "optim": 4 * p,
+        "gather": 0,
+        "reference": 0,
+    }
+    # ZeRO-3 over 8: 16-bit weights and gradients, 12 bytes of fp32 master + moments per trained parameter
+    blocks = [m for m in real.modules() if type(m).__name__ in ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock")]
+    sizes = [sum(t.numel() for t in m.parameters()) for m in blocks]
+    gather = (p - sum(sizes) + 2 * max(sizes)) * 2
+    assert {k: by["zero3"].parts[k] for k in ("params", "grads", "optim", "gather")} == {
+        "params": 2 * p // 8,
+        "grads": 2 * p // 8,
+        "optim": 12 * p // 8,
+        "gather": gather,
+    }
+    # FSDP: trained parameters upcast to fp32 by accelerate; offload leaves only the gathered units on the GPU
+    assert {k: by["fsdp-qwen2.5-vl"].parts[k] for k in ("params", "grads", "optim")} == {
+        "params": 4 * p // 8,
+        "grads": 4 * p // 8,
+        "optim": 8 * p // 8,
+    }
+    assert by["fsdp-qwen2.5-vl-offload"].parts["params"] == by["zero3-offload"].parts["optim"] == 0
+
+    # activations at 1 MP (5349 patches of 14 px, 1337 tokens after the 2x2 merge), 256 prompt + 128 completion
+    # tokens, 8 sequences, checkpointing on: layers x tokens x hidden x 2 bytes + one layer's full set
+    lm_tokens, vision_tokens = 8 * (256 + 1337 + 128), 8 * 5349
+    lm = 2 * 2 * 64 * lm_tokens + 2 * (6 * 64 + 2 * 2 * 16 + 4 * 128) * lm_tokens
+    tower = 2 * 2 * 32 * vision_tokens + 2 * (6 * 32 + 2 * 32 + 4 * 64) * vision_tokens
+    logits = 8 * 128 * 320 * 2 * 2
+    assert by["ddp"].parts["activations"] == lm + tower + logits == by["zero3"].parts["activations"]
+
+
+def test_lora_counts_what_peft_adds(tiny_qwen_in_cache):
+    """LoRA's trainable count equals what peft itself adds to the real tiny model."""
+    from peft import LoraConfig, get_peft_model
+
+    _, real = tiny_qwen_in_cache
+    recipe = load_recipe(GUI_G1, ["training.lora.enabled=true", "training.lora.r=4"])
+    work = memory_plan.workload(recipe)
+    peft_model = get_peft_model(real, LoraConfig(r=4, target_modules=list(recipe.training.lora.target_modules)))
+    added = sum(t.numel() for n, t in peft_model.named_parameters() if "lora_" in n)
+    assert work.adapter == work.trainable == added > 0
+    assert work.trained_bytes == 4 and memory_plan.row(work, read("ddp"), False).parts["optim"] == 2 * added * 4
+
+
+def test_kl_adds_a_reference_sharded_as_the_policy(tiny_qwen_in_cache):
+    _, real = tiny_qwen_in_cache
+    p = sum(t.numel() for t in real.parameters())
+    work = memory_plan.workload(load_recipe(GUI_G1, ["algorithm.beta=0.04"]))
+    assert memory_plan.row(work, read("ddp"), False).parts["reference"] == 2 * p
+    assert memory_plan.row(work, read("zero3"), False).parts["reference"] == 2 * p // 8
+
+
+def test_diffusion_pipeline_from_the_cache(tmp_path, hf_cache, install, monkeypatch):
+    """A FLUX-shaped pipeline in the cache: the transformer, text encoders and VAE counted as built for real."""
+    from diffusers import FluxPipeline
+
+    folder = save_tiny_flux(tmp_path)
+    install(folder, "black-forest-labs/FLUX.1-dev", hf_cache)
+    pipe = FluxPipeline.from_pretrained(str(folder))
+    _no_weights(monkeypatch)
+    work, rows, _ = memory_plan.plan(load_recipe(FLUX))
+    count = {name: sum(t.numel() for t in getattr(pipe, name).parameters())
+             for name in ("transformer", "text_encoder", "text_encoder_2", "vae")}  # fmt: skip
+    assert work.params == work.trainable == count["transformer"]
+    assert work.frozen == {k: v for k, v in count.items() if k != "transformer"}
+    # text encoders stay float32 in the engine, the VAE takes model.dtype (bfloat16); EMA: an fp32 copy
+    assert work.frozen_bytes == 4 * (count["text_encoder"] + count["text_encoder_2"]) + 2 * count["vae"]
+    fsdp = next(r for r in rows if r.config == "fsdp-flux")
+    assert fsdp.named and fsdp.parts["ema"] == 4 * count["transformer"]
+
+
+def test_real_recipes_from_the_cited_table(hf_cache):
+    """Nothing cached: the table's config.json values, instantiated on the meta device, give the published sizes."""
+    gui = memory_plan.workload(load_recipe(GUI_G1))
+    assert "huggingface.co/Qwen/Qwen2.5-VL-3B-Instruct" in gui.model and round(gui.params / 1e9, 2) == 3.75
+    flux = memory_plan.workload(load_recipe(FLUX))
+    assert round(flux.params / 1e9, 1) == 11.9 and round(flux.frozen["text_encoder_2"] / 1e9, 2) == 4.76
+    text = memory_plan.render(*memory_plan.plan(load_recipe(FLUX)))
+    assert "* fsdp-flux" in text and "fits 80 GB" in text and "accelerate launch --config_file" in text
+
+
+def test_plan_cli_prints_json_and_writes_nothing(tmp_path, hf_cache, capsys):
+    out = tmp_path / "run"
+    assert run(GUI_G1, plan=True, as_json=True, output_dir=str(out)) is None
+    data = json.loads(capsys.readouterr().out)
+    assert (data["recipe"], data["params"], data["assumptions"]["completion tokens"]) == ("gui-g1-3b", 3754622976, 128)
+    named = [c for c in data["configs"] if c["named_by_recipe"]]
+    assert [c["name"] for c in named] == ["zero3"] and named[0]["total_bytes"] == sum(named[0]["bytes"].values())
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "overrides", "message"),
+    [
+        ("domains/robot/recipes/fetch-push-resip.yaml", [], "not launched with accelerate"),
+        ("domains/perception/recipes/vlm-r1-rec-smoke.yaml", [], "tiny CPU model"),
+        (GUI_G1, ["model.name=someone/unknown-vl"], "not a known architecture"),
+    ],
+)
+def test_what_cannot_be_planned_is_refused(path, overrides, message, hf_cache):
+    with pytest.raises(PlanError, match=message):
+        memory_plan.plan(load_recipe(path, overrides))
+
+
+def test_stack_estimate_with_and_without_checkpointing():
+    stack = Stack("lm", layers=10, hidden=8, intermediate=16, kv=4, mlp_tensors=4, tokens=3)
+    full = 2 * (6 * 8 + 2 * 4 + 4 * 16) * 3
+    assert stack.bytes(2, checkpointing=False) == 10 * full
+    assert stack.bytes(2, checkpointing=True) == 10 * 2 * 8 * 3 + full
