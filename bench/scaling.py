@@ -2,10 +2,13 @@
 
 Each engine's smoke recipe is launched as a user launches it: ``python -m zoo.cli train`` for one process and
 ``torchrun --standalone --nproc_per_node N -m zoo.cli train`` for N. A launch pays its start-up (imports, the
-tiny model's tokenizer, the process group) before its first step, so each layout runs twice, with ``--short``
-and with ``--long`` optimiser steps, and the rate is the difference's:
+tiny model's tokenizer, the process group: tens of seconds, varying by seconds) before its first step, so the
+clock is read from the run itself: the run writes checkpoints at steps ``S``, ``2S`` and ``3S`` (``--steps S``),
+and the rate is over the steps between the first and the last completion marker's time:
 
-    samples/s = samples per step x (long - short) / (wall(long) - wall(short))
+    samples/s = samples per step x 2S / (t(checkpoint-3S) - t(checkpoint-S))
+
+(one checkpoint write, the same for every layout, falls inside the window.)
 
 "Samples" are what one optimiser step of the engine consumes over all processes: answers for ``vlm-sft``
 (``training.batch_size`` is the global batch), completions for ``vlm-trl`` (``training.batch_size`` per
@@ -28,9 +31,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from zoo.runs import COMPLETE_MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,47 +56,37 @@ class Workload:
 WORKLOADS = {
     "vlm-sft": Workload(
         "domains/gui/recipes/gui-g1-tiny-sft.yaml",
-        ("data.corpus_kwargs.n=16", "training.batch_size=32", "training.save_steps=1000",
-         "training.logging_steps=1000"),
+        ("data.corpus_kwargs.n=16", "training.batch_size=32", "training.logging_steps=1000"),
         per_process=0, global_batch=32,
     ),
     "vlm-trl": Workload(
         "domains/gui/recipes/gui-g1-tiny-cpu.yaml",
-        ("data.kwargs.n=64", "algorithm.num_generations=4", "training.batch_size=8", "training.save_steps=1000",
-         "training.logging_steps=1000"),
+        ("data.kwargs.n=64", "algorithm.num_generations=4", "training.batch_size=8", "training.logging_steps=1000"),
         per_process=8,
     ),
     "diffusion": Workload(
         "tests/engines/diffusion_smoke.yaml",
         ("algorithm.group_size=4", "algorithm.num_steps=3", "training.prompts_per_step=1", "training.train_batch_size=4",
-         "training.save_steps=1000", "training.eval_every=1000", "training.num_threads=1"),
+         "training.eval_every=1000", "training.num_threads=1"),
         per_process=4,
     ),
 }  # fmt: skip
 
 
-def launch(workload: Workload, steps: int, nproc: int, threads: int, out: Path) -> float:
-    """Wall seconds of one ``zoo train`` launch of ``workload`` for ``steps`` steps on ``nproc`` processes."""
-    settings = [*workload.settings, f"training.steps={steps}"]
+def launch(workload: Workload, every: int, nproc: int, threads: int, out: Path) -> float:
+    """Samples per second of one ``zoo train`` launch of ``workload`` on ``nproc`` processes, between its
+    checkpoints at steps ``every`` and ``3 * every``."""
+    settings = [*workload.settings, f"training.steps={3 * every}", f"training.save_steps={every}",
+                "training.save_total_limit=null"]  # fmt: skip
     args = ["-m", "zoo.cli", "train", workload.recipe, *(a for s in settings for a in ("--set", s)), "--output-dir", str(out)]
     command = [sys.executable, *args] if nproc == 1 else [
         str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node", str(nproc), *args]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
     if done.returncode:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    return wall
-
-
-def samples_per_second(workload: Workload, nproc: int, short: int, long: int, threads: int, scratch: Path) -> float:
-    """The step rate net of start-up: two launches, ``short`` and ``long`` steps."""
-    walls = [launch(workload, steps, nproc, threads, scratch / f"n{nproc}-s{steps}") for steps in (short, long)]
-    if walls[1] <= walls[0]:
-        raise SystemExit(f"{long} steps took no longer than {short} ({walls[1]:.1f} s vs {walls[0]:.1f} s): start-up "
-                         "noise exceeds the steps' time; raise --long")  # fmt: skip
-    return workload.samples_per_step(nproc) * (long - short) / (walls[1] - walls[0])
+    first, last = ((out / f"checkpoint-{step}" / COMPLETE_MARKER).stat().st_mtime for step in (every, 3 * every))
+    return workload.samples_per_step(nproc) * 2 * every / (last - first)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,21 +94,20 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--engines", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     parser.add_argument("--nproc", type=int, default=2, help="processes of the data-parallel layout (default 2)")
-    parser.add_argument("--short", type=int, default=2, help="optimiser steps of the start-up-only launch")
-    parser.add_argument("--long", type=int, default=22, help="optimiser steps of the measuring launch")
+    parser.add_argument("--steps", type=int, default=10, help="S: checkpoints at S, 2S, 3S; timed from S to 3S")
     parser.add_argument("--threads", type=int, default=1, help="OMP threads per process (default 1)")
     parser.add_argument("--json", default=None, help="also write the report to this file")
     args = parser.parse_args(argv)
-    if args.long <= args.short:
-        parser.error("--long must exceed --short")
+    if args.steps < 1:
+        parser.error("--steps must be >= 1")
     if not os.environ.get("CUDA_VISIBLE_DEVICES") and not _has_cuda():
         os.environ["ACCELERATE_USE_CPU"] = "1"
     rows = []
     print(f"{'engine':<10} {'1 proc samples/s':>17} {f'{args.nproc} proc samples/s':>17} {'ratio':>6}")
     for name in args.engines:
         with tempfile.TemporaryDirectory(prefix=f"scaling-{name}-") as scratch:
-            one = samples_per_second(WORKLOADS[name], 1, args.short, args.long, args.threads, Path(scratch))
-            many = samples_per_second(WORKLOADS[name], args.nproc, args.short, args.long, args.threads, Path(scratch))
+            one = launch(WORKLOADS[name], args.steps, 1, args.threads, Path(scratch) / "one")
+            many = launch(WORKLOADS[name], args.steps, args.nproc, args.threads, Path(scratch) / "many")
         rows.append({"engine": name, "one": one, "many": many, "ratio": many / one})
         print(f"{name:<10} {one:>17.2f} {many:>17.2f} {many / one:>6.2f}", flush=True)
     if args.json:

@@ -52,8 +52,7 @@ class DataParallel:
                 torch.cuda.set_device(self.device)
             torch.distributed.init_process_group("nccl" if cuda else "gloo")
             self._started = True
-        if self.world > 1:
-            logger.info("rank %d of %d (%s)", self.rank, self.world, torch.distributed.get_backend())
+            logger.info("process group of %d ranks (%s)", self.world, "nccl" if cuda else "gloo")
 
     @property
     def is_main(self) -> bool:
