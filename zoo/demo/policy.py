@@ -8,6 +8,8 @@ environment can draw (``render_mode="rgb_array"``); one that cannot is still pla
 
 from __future__ import annotations
 
+import atexit
+import functools
 import inspect
 import logging
 import tempfile
@@ -79,9 +81,19 @@ def filmed_environment(name: str) -> FilmFirstEpisode:
     return FilmFirstEpisode(make_environment(name, **({"render_mode": "rgb_array"} if drawable else {})))
 
 
+@functools.cache
+def _gif_folder() -> Path:
+    """One temporary folder per server for its rollouts, removed when the server's process exits."""
+    folder = tempfile.TemporaryDirectory(prefix="zoo-demo-")
+    atexit.register(folder.cleanup)
+    return Path(folder.name)
+
+
 def write_gif(frames: list[Image.Image]) -> str:
-    """The frames as a looping GIF in a temporary file (what the page shows)."""
-    path = Path(tempfile.mkdtemp(prefix="zoo-demo-")) / "rollout.gif"
+    """The frames as a looping GIF in the server's temporary folder (what the page shows; gradio copies it into
+    its own cache, and the folder goes when the server stops)."""
+    with tempfile.NamedTemporaryFile(dir=_gif_folder(), prefix="rollout-", suffix=".gif", delete=False) as f:
+        path = Path(f.name)
     frames[0].save(path, save_all=True, append_images=frames[1:], duration=80, loop=0)
     return str(path)
 

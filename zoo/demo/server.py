@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
+import sys
 from typing import TYPE_CHECKING, Any
 
 from zoo.demo.card import card_summary
@@ -72,9 +74,11 @@ def unavailable_page(name: str, err: Exception) -> gr.Blocks:
 
 def launch(name: str, *, host: str = "127.0.0.1", port: int | None = None, share: bool = False,
            device: str = "auto", trust_remote_code: bool = False) -> None:  # fmt: skip
-    """Serve ``name``'s page until interrupted."""
+    """Serve ``name``'s page until interrupted (Ctrl-C, or SIGTERM: both exit cleanly, so the page's temporary files
+    go with the server)."""
     # zoo: a headless server draws MuJoCo scenes through EGL (the default needs a display)
     os.environ.setdefault("MUJOCO_GL", "egl")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     app = build_app(name, device=device, trust_remote_code=trust_remote_code)
     app.queue(default_concurrency_limit=1)  # one model, one request at a time: CPU pages stay responsive
     app.launch(server_name=host, server_port=port, share=share, max_file_size=MAX_UPLOAD,
