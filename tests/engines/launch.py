@@ -36,9 +36,13 @@ def train_args(recipe: str | Path, output_dir: Path, settings: list[str], *extra
     return ["-m", "zoo.cli", "train", str(recipe), *overrides, "--output-dir", str(output_dir), *extra]
 
 
-def _start(command: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, **ENV}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+def _start(command: list[str], output_dir: Path) -> subprocess.Popen:
+    """The launch, its temporary files (torchrun's ``torchelastic_*`` folders, which a killed launcher leaves
+    behind) beside ``output_dir`` in pytest's own temporary tree rather than in the machine's ``/tmp``."""
+    scratch = output_dir.parent / f"{output_dir.name}-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, **ENV, "TMPDIR": str(scratch)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
 
 
 def _finish(process: subprocess.Popen, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -57,12 +61,12 @@ def torchrun(recipe: str | Path, output_dir: Path, settings: list[str], *extra: 
     """``torchrun --standalone --nproc_per_node N -m zoo.cli train ...`` (a free port each time), checked to exit 0."""
     command = [str(TORCHRUN), "--standalone", "--nproc_per_node", str(nproc),
                *train_args(recipe, output_dir, settings, *extra)]  # fmt: skip
-    return _finish(_start(command))
+    return _finish(_start(command, output_dir))
 
 
 def one_process(recipe: str | Path, output_dir: Path, settings: list[str], *extra: str) -> subprocess.CompletedProcess:
     """The same run as one plain process (``python -m zoo.cli train``)."""
-    return _finish(_start([sys.executable, *train_args(recipe, output_dir, settings, *extra)]))
+    return _finish(_start([sys.executable, *train_args(recipe, output_dir, settings, *extra)], output_dir))
 
 
 def two_nodes(recipe: str | Path, output_dir: Path, settings: list[str], *extra: str) -> list[subprocess.CompletedProcess]:
@@ -71,7 +75,7 @@ def two_nodes(recipe: str | Path, output_dir: Path, settings: list[str], *extra:
     port = free_port()
     launches = [_start([str(TORCHRUN), "--nnodes", "2", "--nproc_per_node", "1", "--node_rank", str(node),
                         "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}", "--rdzv_id", "zoo-test",
-                        *train_args(recipe, output_dir, settings, *extra)])
+                        *train_args(recipe, output_dir, settings, *extra)], output_dir)
                 for node in (0, 1)]  # fmt: skip
     return [_finish(launch) for launch in launches]
 
@@ -81,7 +85,7 @@ def killed_after(recipe: str | Path, output_dir: Path, settings: list[str], chec
     complete (``kill -9`` of the launcher and every rank: nothing gets to clean up)."""
     command = [str(TORCHRUN), "--standalone", "--nproc_per_node", str(nproc),
                *train_args(recipe, output_dir, settings)]  # fmt: skip
-    process = _start(command)
+    process = _start(command, output_dir)
     folder = output_dir / f"checkpoint-{checkpoint}"
     deadline = time.monotonic() + 300
     while not is_complete(folder):
