@@ -4,7 +4,7 @@
 variables) starts N copies of ``zoo train``; each is one rank of a process group. The loops built on
 :class:`DataParallel` keep the maths of one process and split only the work:
 
-- every rank holds the whole model and draws the same global batch from the same data RNG, then keeps its
+- every rank holds the whole model (unless sharded, below) and draws the same global batch from the same data RNG, then keeps its
   contiguous shard (:meth:`DataParallel.shard`), so ``training.batch_size`` means the global batch whatever
   the number of processes;
 - each rank's loss is scaled so that the gradients *summed* over ranks (:meth:`DataParallel.sum_gradients`)
@@ -12,6 +12,10 @@ variables) starts N copies of ``zoo train``; each is one rank of a process group
   weights stay bit-identical without a parameter broadcast after the first;
 - logged values are reduced over ranks (:meth:`DataParallel.sum`), and only rank 0 writes the run directory
   (:func:`zoo.runs.is_main_process`); the others wait at :meth:`DataParallel.barrier`.
+
+A recipe whose ``launch:`` names an FSDP config is sharded instead (:meth:`DataParallel.prepare`,
+:mod:`zoo.sharding`): the same global batch and loss weights, but FSDP2 reduce-scatters the gradients as sums and each
+rank steps only its shards.
 
 Torch's ``DistributedDataParallel`` would do the gradient exchange too, but it averages the gradients of
 per-rank *means*, which is not the one-process gradient when ranks hold different numbers of answer tokens;
@@ -25,9 +29,13 @@ import hashlib
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
+
+if TYPE_CHECKING:
+    from zoo.precision import Precision
+    from zoo.sharding import Sharding
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +55,8 @@ class DataParallel:
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
         self.device = torch.device(f"cuda:{self.local_rank}") if cuda else torch.device("cpu")
         self._started = False
+        self.sharded = False
+        """The trained model is split over the ranks (:meth:`prepare` with an FSDP launch): gradients arrive summed."""
         if self.world > 1 and not torch.distributed.is_initialized():
             if cuda:
                 torch.cuda.set_device(self.device)
@@ -88,19 +98,52 @@ class DataParallel:
         torch.distributed.all_gather_object(out, obj)
         return out  # type: ignore[return-value]  (every slot is filled by the collective)
 
-    def sum_gradients(self, params: Sequence[torch.nn.Parameter]) -> None:
-        """Replace every gradient by its sum over the ranks (one flat exchange; a missing gradient counts as 0).
+    def prepare(self, model: torch.nn.Module, sharding: Sharding, precision: Precision) -> torch.nn.Module:
+        """``model`` ready to train on this rank: split over the ranks with FSDP2 when ``sharding`` says so and the
+        job was started by a launcher (:func:`zoo.sharding.shard`; every rank loaded the same weights), else on this
+        rank's device with rank 0's weights (ranks that built their model on their own start equal).
+
+        A launcher's single process (``torchrun --nproc_per_node 1``) shards over a group of one: nothing is split,
+        but the config's CPU offload and the mixed-precision policy apply, which is how a 7B full fine-tune fits one
+        GPU. A plain ``zoo train`` (no ``WORLD_SIZE``) holds the model whole."""
+        if self.shards(sharding):
+            from zoo.sharding import shard
+
+            if not torch.distributed.is_initialized():  # one process under torchrun: a group of one
+                torch.distributed.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+                self._started = True
+            self.sharded = True
+            logger.info("FSDP2 over %d ranks (launch %s): %s units, compute %s over %s shards%s", self.world,
+                        sharding.launch, "/".join(sharding.units), precision.compute, precision.trained,
+                        ", offloaded to the CPU" if sharding.offload else "")  # fmt: skip
+            return shard(model, sharding, precision, self.device)
+        model.to(self.device)
+        self.broadcast_parameters(model)
+        return model
+
+    def shards(self, sharding: Sharding) -> bool:
+        """Whether :meth:`prepare` splits the model under ``sharding``: an FSDP launch, started by a launcher."""
+        return sharding.sharded and (self.world > 1 or "WORLD_SIZE" in os.environ)
+
+    def sum_gradients(self, params: Sequence[torch.nn.Parameter], bucket: int = 1 << 24) -> None:
+        """Replace every gradient by its sum over the ranks (a missing gradient counts as 0), ``bucket`` elements of
+        one dtype per exchange so that the copy costs one bucket of memory, not the model's gradients twice. A
+        sharded model's gradients are already sums (FSDP2's reduce-scatter): nothing to do.
 
         Every rank ends with the same bits: the all-reduce hands all ranks one result."""
-        if self.world == 1:
+        if self.world == 1 or self.sharded:
             return
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        torch.distributed.all_reduce(flat)
-        offset = 0
-        for param, grad in zip(params, grads):
-            param.grad = flat[offset : offset + grad.numel()].view_as(grad).clone()
-            offset += grad.numel()
+        for param in params:
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)
+        pending: list[torch.Tensor] = []
+        for grad in [p.grad for p in params]:
+            if pending and (grad.dtype != pending[0].dtype or sum(g.numel() for g in pending) + grad.numel() > bucket):
+                _all_reduce_into(pending)
+                pending = []
+            pending.append(grad)
+        if pending:
+            _all_reduce_into(pending)
 
     def broadcast_parameters(self, module: torch.nn.Module) -> None:
         """Rank 0's weights (and buffers) to every rank: ranks that built their model on their own start equal."""
@@ -115,6 +158,14 @@ class DataParallel:
 
         Raises :class:`RanksDivergedError` naming the ranks that differ from rank 0: a run whose ranks drifted
         apart (a non-deterministic kernel, a rank that skipped a step) must not be saved as if they agreed."""
+        if self.sharded:  # one copy of the weights, split over the ranks: nothing is replicated to compare
+            from zoo.sharding import full_state_dict
+
+            state = full_state_dict(module)  # gathered on rank 0 (a collective)
+            digest = weights_digest(state) if self.is_main else ""
+            if self.is_main:
+                logger.info("weights sharded over %d ranks, gathered (sha256 %s)", self.world, digest[:16])
+            return digest
         digest = weights_digest(module)
         if self.world == 1:
             return digest
@@ -138,6 +189,16 @@ class DataParallel:
             torch.distributed.barrier()
             torch.distributed.destroy_process_group()
             self._started = False
+
+
+def _all_reduce_into(grads: list[torch.Tensor]) -> None:
+    """Sum ``grads`` (one dtype) over the ranks through one flat buffer, written back in place."""
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    torch.distributed.all_reduce(flat)
+    offset = 0
+    for grad in grads:
+        grad.copy_(flat[offset : offset + grad.numel()].view_as(grad))
+        offset += grad.numel()
 
 
 class RanksDivergedError(RuntimeError):

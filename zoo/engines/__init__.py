@@ -27,10 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zoo.import_strings import resolve
 from zoo_common.registry import Registry
+
+if TYPE_CHECKING:
+    from zoo.sharding import Sharding
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class Engine:
         recipe: ``"module:Class"`` of the engine's recipe dataclass (a :class:`~zoo.recipe.Recipe`).
         train: ``"module:function"`` called as ``fn(recipe, out_dir, resume=..., dry_run=...) -> Path``.
         aliases: other accepted names.
+        distributes: how a multi-process run of the engine holds its model (:data:`zoo.sharding.DISTRIBUTES`):
+            ``accelerate`` applies the recipe's ``launch:`` config (TRL), ``zoo`` runs DDP and shards FSDP configs
+            itself (the own loops), ``none`` runs one learner process and refuses a launch config, ``ray`` launches
+            on a cluster and does not read it (verl).
     """
 
     name: str
@@ -50,6 +57,7 @@ class Engine:
     recipe: str
     train: str
     aliases: tuple[str, ...] = ()
+    distributes: str = "none"
 
     def recipe_class(self) -> type:
         """The engine's recipe dataclass, a :class:`~zoo.recipe.Recipe` subclass (imported on first use)."""
@@ -60,7 +68,28 @@ class Engine:
         if not isinstance(recipe, self.recipe_class()):
             raise TypeError(f"engine {self.name!r} runs {self.recipe_class().__name__} recipes, "
                             f"got {type(recipe).__name__}")  # fmt: skip
+        self.sharding(recipe.launch)  # a launch config the engine does not run is refused before anything starts
         return resolve(self.train, what=f"engine {self.name!r}")(recipe, out_dir, resume=resume, dry_run=dry_run)
+
+
+    def sharding(self, launch: str) -> Sharding:
+        """What this engine does under the launch config ``launch`` (``""``: none): replicated, FSDP sharded by the
+        zoo, or accelerate's; a config it does not run is a :class:`~zoo.sharding.ShardingError` saying what it runs."""
+        from zoo.launch import read
+        from zoo.sharding import decide
+
+        return decide(self.name, self.distributes, read(launch) if launch else None)
+
+    def launched(self, launch: str) -> Sharding:
+        """:meth:`sharding`, after checking that this process's job was started as ``launch`` says
+        (:func:`zoo.sharding.check_launched`; ``WORLD_SIZE`` processes): what a loop calls before it loads a weight."""
+        import os
+
+        from zoo.sharding import check_launched
+
+        sharding = self.sharding(launch)
+        check_launched(sharding, int(os.environ.get("WORLD_SIZE", "1") or 1))
+        return sharding
 
 
 ENGINES: Registry[Engine] = Registry("engine")
@@ -74,23 +103,27 @@ def register_engine(engine: Engine) -> Engine:
 register_engine(Engine(
     "vlm-trl", "GRPO-family RL of a VLM on this machine (TRL GRPOTrainer + zoo.rl maths)",
     recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.trl_engine:train", aliases=("trl",),
+    distributes="accelerate",
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
     recipe="zoo.engines.vlm.recipe:VerlRecipe", train="zoo.engines.vlm.verl_engine:train", aliases=("verl",),
+    distributes="ray",
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-semi-online", "UI-S1's semi-online multi-turn RL of a VLM agent (expert-patched rollouts, step advantages)",
     recipe="zoo.engines.vlm.recipe:SemiOnlineRecipe", train="zoo.engines.vlm.semi_online_engine:train",
-    aliases=("semi-online",),
+    aliases=("semi-online",), distributes="zoo",
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",
     recipe="zoo.engines.vlm.sft_engine:SFTRecipe", train="zoo.engines.vlm.sft_engine:train", aliases=("sft",),
+    distributes="zoo",
 ))  # fmt: skip
 register_engine(Engine(
     "diffusion", "RL of text-to-image diffusion/flow models: flow_grpo, dance_grpo, ddpo, rlcm, tree_grpo, adv_grpo",
     recipe="zoo.engines.diffusion.recipe:DiffusionRecipe", train="zoo.engines.diffusion.trainer:train",
+    distributes="zoo",
 ))  # fmt: skip
 register_engine(Engine(
     "policy", "RL of a control policy (gymnasium + stable-baselines3): residual PPO/TD3 on a frozen base",

@@ -67,9 +67,12 @@ class VLMPolicy:
     """``policy(turns) -> generations``: sampled answers of a transformers VLM, with their token ids."""
 
     def __init__(self, model: Any, processor: Any, *, temperature: float = 1.0, top_p: float = 1.0,
-                 max_new_tokens: int = 64, do_sample: bool = True) -> None:  # fmt: skip
-        self.model, self.processor = model, processor
-        self.generation: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": do_sample}
+                 max_new_tokens: int = 64, do_sample: bool = True, device: torch.device | None = None) -> None:  # fmt: skip
+        self.model, self.processor, self.device = model, processor, device
+        # synced_gpus off: transformers turns it on for an FSDP-managed model and then all-reduces a flag at every
+        # token, but the zoo's sharded loops decode on the gathered model (zoo.sharding.gathered), each rank its own
+        # number of answers, with no collective to wait for
+        self.generation: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": do_sample, "synced_gpus": False}
         placeholders = _vision_placeholder_ids(processor)
         if placeholders:  # a sampled <|image_pad|> in an answer breaks the next turn's image/token count
             self.generation["suppress_tokens"] = placeholders
@@ -85,7 +88,7 @@ class VLMPolicy:
 
     @torch.no_grad()
     def __call__(self, turns: Sequence[Turn]) -> list[Generation]:
-        device = next(self.model.parameters()).device
+        device = self.device or next(self.model.parameters()).device
         inputs = _encode_prompts(self.processor, turns).to(device)
         tokenizer = self.processor.tokenizer
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -100,15 +103,16 @@ class VLMPolicy:
 
 
 def turn_logps(
-    model: Any, processor: Any, records: Sequence[StepRecord], temperature: float = 1.0
+    model: Any, processor: Any, records: Sequence[StepRecord], temperature: float = 1.0, device: torch.device | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(logps, mask)``, both (B, T): log-probabilities of each record's answer ids given its turn.
 
     Under the sampling ``temperature`` (``log_softmax(logits / temperature)``, as TRL and verl score
     their rollouts): the policy gradient is that of the distribution the answers were drawn from.
     At 1.0 (UI-S1's setting) the division is a no-op; at any other temperature, scoring the raw
-    logits would push on a distribution nobody sampled from."""
-    device = next(model.parameters()).device
+    logits would push on a distribution nobody sampled from. ``device``: where the model computes (default: its first
+    parameter's; a CPU-offloaded shard lives on the CPU and computes on its rank's GPU)."""
+    device = device or next(model.parameters()).device
     inputs = _encode_prompts(processor, [r.turn for r in records]).to(device)
     answers = [list(r.generation.token_ids) for r in records]
     width = max(len(a) for a in answers)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from zoo.data import Sample
     from zoo.engines.vlm.recipe import ModelConfig, VLMRLRecipe
+    from zoo.precision import Precision
     from zoo.recipe import TrainingBase
 
 #: How a recipe opts in to code shipped with its model.
@@ -34,23 +35,40 @@ class PolicyRecipe(Protocol):
     def training(self) -> TrainingBase: ...
 
 
+def policy_precision(recipe: PolicyRecipe, *, cuda: bool) -> Precision:
+    """The run's :class:`~zoo.precision.Precision`: ``model.dtype`` computes (``auto``: bf16 on a GPU, float32 on
+    the CPU) over float32 master weights, unless ``training.fp32_master_weights`` is false."""
+    from zoo.precision import PrecisionError, resolve
+
+    try:
+        return resolve(recipe.model.dtype, fp32_master_weights=recipe.training.fp32_master_weights, cuda=cuda)
+    except PrecisionError as err:
+        raise RecipeError(str(err)) from None
+
+
+def load_dtype(recipe: PolicyRecipe, precision: Precision) -> Any:
+    """The dtype the policy's weights are loaded in: the master dtype of trained weights, or for LoRA (whose
+    adapters peft creates in float32 over a frozen base) the compute dtype of the base."""
+    lora = getattr(recipe.training, "lora", None)
+    return precision.dtype("frozen" if lora is not None and lora.enabled else "trained")
+
+
 def load_policy(
-    recipe: PolicyRecipe, samples: list[Sample] | None = None, corpus: list[str] | None = None
+    recipe: PolicyRecipe, samples: list[Sample] | None = None, corpus: list[str] | None = None, *,
+    precision: Precision | None = None,
 ) -> tuple[Any, Any]:
-    """``(model, processor)`` for ``recipe.model.name``: ``tiny:<arch>``, a local directory or a zoo name.
+    """``(model, processor)`` for ``recipe.model.name``: ``tiny:<arch>``, a local directory or a zoo name, its
+    weights in :func:`load_dtype` of ``precision`` (default: the CPU's, :func:`policy_precision`).
 
     A ``tiny:`` model's tokenizer learns ``corpus`` (default: the prompts and targets of ``samples``)
     unless ``model.tiny`` gives its own.
     """
-    import torch
     from transformers import AutoProcessor
 
     from zoo.load import load_vlm_weights
 
     name = recipe.model.name
-    dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if recipe.model.dtype not in dtype:
-        raise RecipeError(f"model.dtype={recipe.model.dtype!r}; choose one of {list(dtype)}")
+    dtype = load_dtype(recipe, precision or policy_precision(recipe, cuda=False))
     if name.startswith("tiny:"):
         from zoo.tiny import DEFAULT_CORPUS, build_tiny_vlm
 
@@ -64,12 +82,10 @@ def load_policy(
             raise RecipeError(f"model.name={name!r}: tiny models are tiny:qwen2_5_vl or tiny:qwen3_vl")
         model, processor = build_tiny_vlm(arch, **kwargs)
         set_pixel_limits(processor, *pixel_limits(recipe))
-        # Held in the recipe's dtype like a loaded checkpoint: bf16 mixed precision over fp32 weights
-        # breaks the static KV cache (allocated in the weights' dtype, filled under autocast).
-        return (model if dtype[recipe.model.dtype] == "auto" else model.to(dtype[recipe.model.dtype])), processor
+        return model.to(dtype), processor
     source, revision = policy_source(recipe)
     trust = recipe.model.trust_remote_code
-    model = load_vlm_weights(source, dtype=dtype[recipe.model.dtype], revision=revision, trust_remote_code=trust)
+    model = load_vlm_weights(source, dtype=dtype, revision=revision, trust_remote_code=trust)
     processor = AutoProcessor.from_pretrained(source, revision=revision, trust_remote_code=trust)
     set_pixel_limits(processor, *pixel_limits(recipe))
     missing = [t for t in added_tokens(recipe.model.added_tokens) if t not in processor.tokenizer.get_vocab()]
@@ -82,7 +98,7 @@ def load_policy(
 
 def resumed_policy(recipe: PolicyRecipe, checkpoint: Path) -> tuple[Any, Any]:
     """``(model, processor)`` saved in a run's ``checkpoint``: a resumed run goes on from the weights it wrote
-    (in the dtype they were saved in), not from ``recipe.model.name``."""
+    (in the dtype they were saved in: the float32 masters of a mixed-precision run), not from ``recipe.model.name``."""
     from transformers import AutoProcessor
 
     from zoo.load import load_vlm_weights
@@ -90,6 +106,7 @@ def resumed_policy(recipe: PolicyRecipe, checkpoint: Path) -> tuple[Any, Any]:
     trust = recipe.model.trust_remote_code
     return (load_vlm_weights(checkpoint, trust_remote_code=trust),
             AutoProcessor.from_pretrained(checkpoint, trust_remote_code=trust))  # fmt: skip
+
 
 
 def peft_config(recipe: VLMRLRecipe) -> LoraConfig | None:

@@ -30,7 +30,9 @@ class ModelConfig:
     revision: str | None = None
     """Hub revision (commit or tag) when ``name`` resolves to a Hub repository; ``None`` uses the entry's pin."""
     dtype: str = "auto"
-    """``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``bfloat16`` or ``float16``."""
+    """The compute dtype: ``auto`` (float32 on CPU, bfloat16 on a GPU), ``float32``, ``bfloat16`` or ``float16``. The
+    trained weights stay float32 masters under a 16-bit compute (:mod:`zoo.precision`; ``training.fp32_master_weights``)
+    and frozen copies (a KL reference, a LoRA base) are held in this dtype."""
     tiny: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for :func:`zoo.tiny.build_tiny_vlm` (``hidden``, ``layers``, ``seed``...) when
     ``name`` is ``tiny:*``. Without ``corpus`` the tokenizer is trained on the training prompts and targets."""
@@ -108,6 +110,13 @@ def check_contract(model: ModelConfig, system_prompt: str | None, provenance: Ma
             raise RecipeError(f"model.{key}={value}: model.entry={model.entry!r} decides it ({getattr(spec, key)}, "
                               "what zoo.load resizes to); remove one of them, or cite under provenance: why the "
                               f"authors train at another resolution than they infer at (model.{key})")  # fmt: skip
+
+
+def check_own_loop_dtype(model: ModelConfig, loop: str) -> None:
+    """The zoo's own loops (``vlm-sft``, ``vlm-semi-online``) compute in float32 or bfloat16: float16 would need a loss
+    scaler they do not run (TRL's engine takes it through accelerate's)."""
+    if model.dtype == "float16":
+        raise RecipeError(f"model.dtype=float16: {loop} runs no loss scaler for float16's narrow range; use bfloat16")
 
 
 def check_image_first(model: ModelConfig, loop: str) -> None:
@@ -227,6 +236,10 @@ class TrainingConfig(TrainingBase):
     """Trade compute for memory on large models."""
     use_cpu: bool | None = None
     """Force CPU; ``None`` uses a GPU when one is visible."""
+    fp32_master_weights: bool = True
+    """Keep the trained weights, their gradients and AdamW's moments in float32 under ``model.dtype``'s 16-bit compute
+    (:mod:`zoo.precision`). ``false`` steps the 16-bit weights themselves (half the weight memory) and warns: an update
+    below half a bf16 weight's spacing (6e-5 at |w| = 0.02) rounds away, which at lr 1e-6 is nearly every update."""
     shuffle: bool = True
     """Draw prompts in random order; ``false`` keeps the dataset's order, which is how a curriculum
     dataset (easy stages first, Curr-ReFT) is trained."""
@@ -474,6 +487,7 @@ class SemiOnlineRecipe(VLMRLRecipe):
         from zoo.rl import ADVANTAGE_ESTIMATORS
 
         mt, alg = self.multi_turn, self.algorithm
+        check_own_loop_dtype(self.model, "engine vlm-semi-online")
         if not self.is_multi_turn:
             multi = [n for n in ADVANTAGE_ESTIMATORS.list() if getattr(ADVANTAGE_ESTIMATORS.get(n), "rollout_fields", ())]
             raise RecipeError(f"algorithm.adv_estimator={alg.adv_estimator!r} is single-turn; engine vlm-semi-online "

@@ -26,11 +26,12 @@ so this is a plain torch loop, reading top to bottom in training order:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,8 @@ from zoo.runs import read_state, start_run
 if TYPE_CHECKING:
     from zoo.distributed import DataParallel
     from zoo.engines.vlm.recipe import SemiOnlineRecipe
+    from zoo.precision import Precision
+    from zoo.sharding import Sharding
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +67,17 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
     ranks, each turn weighted by its share of the whole mini-batch, before one optimiser step on every rank. The
     metrics are those of all ranks' turns; rank 0 writes the run directory.
     """
+    from zoo.engines import ENGINES
+    from zoo.recipe import RecipeError
+
+    tr = recipe.training
+    if ENGINES.get(recipe.engine).sharding(recipe.launch).sharded and tr.lora.enabled:
+        raise RecipeError(f"training.lora with launch: {recipe.launch} (FSDP): LoRA's adapters are small enough to hold "
+                          "whole on every GPU; launch with ddp, or train the full model")  # fmt: skip
     if dry_run:
         return output_dir
     from zoo.distributed import DataParallel
 
-    tr = recipe.training
     parallel = DataParallel(cuda=not tr.use_cpu and torch.cuda.is_available())
     try:
         return _train(recipe, output_dir, resume, parallel)
@@ -79,10 +88,14 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
 def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: DataParallel) -> Path:
     from zoo.data import answer_format
     from zoo.distributed import rank_seed
-    from zoo.engines.vlm.policy_model import load_policy, resumed_policy
+    from zoo.engines import ENGINES
+    from zoo.engines.vlm.checkpoint import gather_weights
+    from zoo.engines.vlm.policy_model import load_policy, policy_precision, resumed_policy
     from zoo.recipe import RecipeError
 
     tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
+    sharding = ENGINES.get(recipe.engine).launched(recipe.launch)
+    precision = policy_precision(recipe, cuda=parallel.device.type == "cuda")
     if mt.episodes_per_step % parallel.world:
         raise RecipeError(f"multi_turn.episodes_per_step={mt.episodes_per_step} is the step's episodes over all "
                           f"processes: it must split evenly over the {parallel.world} processes")  # fmt: skip
@@ -95,12 +108,16 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
                           "start again, or train without training.lora")  # fmt: skip
     start = start_run(output_dir, resume=resume)
     checkpoint = start.checkpoint
+    corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
+    initial = None
     if checkpoint is not None:
         model, processor = resumed_policy(recipe, checkpoint)
+        if alg.beta > 0:  # the KL reference is the policy the run started from, not the checkpoint's
+            initial, _ = load_policy(recipe, samples, corpus=corpus, precision=precision)
     else:
-        corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
-        model, processor = load_policy(recipe, samples, corpus=corpus)
-    learner = SemiOnlineLearner(recipe, model, processor, parallel)
+        model, processor = load_policy(recipe, samples, corpus=corpus, precision=precision)
+    learner = SemiOnlineLearner(recipe, model, processor, parallel, precision=precision, sharding=sharding,
+                                initial=initial)  # fmt: skip
     if parallel.rank:  # rank 0 keeps a one-process run's stream
         torch.manual_seed(rank_seed(tr.seed, parallel.rank))
     sampler = _sampler(recipe, episodes, random.Random(rank_seed(tr.seed, parallel.rank)))
@@ -111,15 +128,16 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
     model = learner.model
     score, match_key = _score(recipe)
     policy = VLMPolicy(model, processor, temperature=alg.temperature, top_p=alg.top_p,
-                       max_new_tokens=alg.max_completion_length)  # fmt: skip
+                       max_new_tokens=alg.max_completion_length, device=parallel.device)  # fmt: skip
 
     def roll(batch: Sequence[Sequence[Any]]) -> list[StepRecord]:
         model.eval()
-        return semi_online_rollout(
-            [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
-            rollout_n=alg.num_generations, patch_threshold=mt.patch_threshold, image_limit=mt.image_limit,
-            match_component=match_key, image_first=image_first,
-        )  # fmt: skip
+        with learner.sampling(model):  # a sharded policy whole for the rollout: ranks decode apart
+            return semi_online_rollout(
+                [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
+                rollout_n=alg.num_generations, patch_threshold=mt.patch_threshold, image_limit=mt.image_limit,
+                match_component=match_key, image_first=image_first,
+            )  # fmt: skip
 
     log = MetricsLog.for_run(start)
     quiet = None if parallel.is_main else True  # one progress bar per job
@@ -133,10 +151,11 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
             log.log(learner.step, metrics)
         if learner.step % tr.save_steps == 0 or learner.step == tr.steps:
             ranks = parallel.gather({**learner.rank_state_dict(), "sampler": sampler.state_dict()})
+            shared, weights = learner.state_dict(), gather_weights(learner.model)  # collectives when sharded
             if parallel.is_main:
-                state = {**learner.state_dict(), **ranks[0]} if parallel.world == 1 else {**learner.state_dict(), "ranks": ranks}
+                state = {**shared, **ranks[0]} if parallel.world == 1 else {**shared, "ranks": ranks}
                 save_checkpoint(output_dir / f"checkpoint-{learner.step}", learner.model, processor, state, STATE_FILE,
-                                learner.step, tr.save_total_limit)  # fmt: skip
+                                learner.step, tr.save_total_limit, weights)  # fmt: skip
             parallel.barrier()
     bar.close()
     log.finish()
@@ -144,8 +163,9 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
     if hasattr(model, "merge_and_unload"):  # LoRA: ship the merged weights, loadable like any checkpoint
         model = model.merge_and_unload()
     parallel.check_same_weights(model)
+    weights = gather_weights(model)
     if parallel.is_main:
-        save_model(model, processor, output_dir / "final")
+        save_model(model, processor, output_dir / "final", weights)
     return output_dir
 
 
@@ -255,34 +275,63 @@ def _score(recipe: SemiOnlineRecipe) -> tuple[Any, str]:
 
 
 class SemiOnlineLearner:
-    """Batch selection, advantages and the mini-batch optimiser steps over a rollout's turns; owns the optimiser."""
+    """Batch selection, advantages and the mini-batch optimiser steps over a rollout's turns; owns the optimiser.
+
+    ``precision`` (:mod:`zoo.precision`): the forward passes compute under autocast in the compute dtype over float32
+    master weights; the KL reference is held in the compute dtype. ``sharding`` with an FSDP
+    launch and several processes splits the policy and the reference over the ranks (:mod:`zoo.sharding`, as UI-S1's
+    verl actor and reference are FSDP-sharded): sampling and the log-probabilities without gradients run on the
+    gathered model (:meth:`sampling`), and every rank runs as many forward/backward passes per mini-batch (a rank
+    with fewer turns runs zero-weighted filler ones), since each pass exchanges shards."""
 
     def __init__(
-        self, recipe: SemiOnlineRecipe, model: torch.nn.Module, processor: Any, parallel: DataParallel | None = None
-    ) -> None:
+        self, recipe: SemiOnlineRecipe, model: torch.nn.Module, processor: Any, parallel: DataParallel | None = None,
+        *, precision: Precision | None = None, sharding: Sharding | None = None, initial: torch.nn.Module | None = None,
+    ) -> None:  # fmt: skip
         from zoo.distributed import DataParallel
         from zoo.engines.vlm.policy_model import peft_config
         from zoo.engines.vlm.sft import freeze_vision_tower
+        from zoo.precision import Precision
+        from zoo.sharding import Sharding, shard
 
         tr = recipe.training
         torch.manual_seed(tr.seed)
         self.parallel = parallel or DataParallel(cuda=not tr.use_cpu and torch.cuda.is_available())
-        model.to(self.parallel.device)
-        self.parallel.broadcast_parameters(model)
-        self.reference = copy.deepcopy(model).eval() if recipe.algorithm.beta > 0 else None
+        self.precision = precision or Precision("float32", "float32", "float32")
+        sharding = sharding or Sharding("", "replicated")
+        sharded = self.parallel.shards(sharding)
         if tr.freeze_vision:
             logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
         if tr.gradient_checkpointing:
             model.gradient_checkpointing_enable()
+        if not sharded:
+            model = self.parallel.prepare(model, sharding, self.precision)  # this rank's device, rank 0's weights
+        # the KL reference: the policy the run started from (``initial`` when resuming from a checkpoint)
+        start = model if initial is None else initial
+        self.reference = _frozen_copy(start, self.precision, self.parallel.device) if recipe.algorithm.beta > 0 else None
         lora = peft_config(recipe)
         if lora is not None:
             from peft import get_peft_model
 
             model = get_peft_model(model, lora)
+        if sharded:
+            model = self.parallel.prepare(model, sharding, self.precision)
+            if self.reference is not None:  # UI-S1's reference is sharded (and offloaded) like the actor
+                frozen = self.precision.frozen
+                shard(self.reference, sharding, Precision(frozen, frozen, frozen), self.parallel.device)
         self.recipe, self.model, self.processor = recipe, model, processor
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=tr.lr, weight_decay=tr.weight_decay)
         self.step = 0
+
+    @contextlib.contextmanager
+    def sampling(self, module: torch.nn.Module) -> Iterator[None]:
+        """``module`` (the policy or the reference) whole on this rank and computing in the compute dtype: forward
+        passes without gradients that each rank takes as many of as it needs (:func:`zoo.sharding.gathered`)."""
+        from zoo.sharding import gathered
+
+        with gathered(module), self.precision.autocast(self.parallel.device.type):
+            yield
 
     def select(self, records: list[StepRecord]) -> tuple[list[StepRecord], torch.Tensor]:
         """``(scorable records, keep flags)``: trajectories with an unscored step dropped whole, then
@@ -333,7 +382,11 @@ class SemiOnlineLearner:
         rows = [i for i in range(len(records)) if records[i].generation.token_ids]
         trained, turns = self.parallel.sum([len(rows), len(generated)])
         metrics["frac_trained"] = trained / max(1, turns)
-        old = self._old_logps(records, rows) if mt.mini_batches > 1 else None
+        minis = mini_batches(rows, mt.mini_batches, keep_empty=self.parallel.world > 1)
+        chunks = [self._chunks(mini) for mini in minis]
+        # one mini-batch: the ratio is 1 either way and the old log-probabilities' pass is skipped
+        old = self._logps(self.model, records, self._chunks(rows)) if mt.mini_batches > 1 else None
+        ref = self._logps(self.reference, records, [c for cs in chunks for c in cs])
         self.model.train()
         clip_low, clip_high = alg.clips()
         loss_fn = POLICY_LOSSES.get(alg.loss.loss)
@@ -342,10 +395,15 @@ class SemiOnlineLearner:
                        loss_scale_factor=alg.loss.scale(alg.max_completion_length))  # fmt: skip
         stats = _PolicyStats()
         losses = []
-        for mini in mini_batches(rows, mt.mini_batches, keep_empty=self.parallel.world > 1):
-            (size,) = self.parallel.sum([len(mini)])  # the mini-batch's turns over every rank
+        filler = _filler(records, rows, generated)
+        for mini_chunks in chunks:
+            (size,) = self.parallel.sum([sum(len(c) for c in mini_chunks)])  # the mini-batch's turns over every rank
+            (passes,) = self.parallel.max([len(mini_chunks)])
             if size:  # the same on every rank: all step, or none
-                losses.append(self._mini_batch_step(records, mini, int(size), adv, old, loss_fn, options, stats))
+                if self.parallel.sharded:  # every rank as many passes: each exchanges shards
+                    mini_chunks = mini_chunks + [[]] * (int(passes) - len(mini_chunks))
+                losses.append(self._mini_batch_step(records, mini_chunks, int(size), adv, old, ref, loss_fn, options,
+                                                    stats, filler))  # fmt: skip
         self.step += 1
         metrics["loss"] = sum(losses) / len(losses) if losses else 0.0
         metrics["optimizer_steps"] = float(len(losses))
@@ -364,49 +422,61 @@ class SemiOnlineLearner:
                  for r in records]  # fmt: skip
         return [r for part in self.parallel.gather(light) for r in part]
 
-    def _old_logps(self, records: list[StepRecord], rows: list[int]) -> dict[int, torch.Tensor]:
-        """Each trained row's answer log-probabilities under the policy before this update (no gradient),
-        in micro-batches of ``training.batch_size``; eval mode, as verl's ``compute_log_prob``."""
-        size, temperature = self.recipe.training.batch_size, self.recipe.algorithm.temperature
-        self.model.eval()
-        old: dict[int, torch.Tensor] = {}
-        with torch.no_grad():
-            for start in range(0, len(rows), size):
-                chunk = rows[start : start + size]
-                logps, _ = turn_logps(self.model, self.processor, [records[i] for i in chunk], temperature)
+    def _chunks(self, rows: list[int]) -> list[list[int]]:
+        """``rows`` in the micro-batches of ``training.batch_size`` turns they are scored and trained in, in order."""
+        size = self.recipe.training.batch_size
+        return [rows[start : start + size] for start in range(0, len(rows), size)]
+
+    def _logps(self, module: torch.nn.Module | None, records: list[StepRecord], chunks: list[list[int]]) -> dict[int, torch.Tensor]:
+        """Each row's answer log-probabilities under ``module`` before this update (no gradient; ``{}`` without a
+        module), computed in ``chunks``; eval mode, as verl's ``compute_log_prob`` and ``compute_ref_log_prob`` run
+        before the actor update (X-PLUG/MobileAgent@f7702e46 ``UI-S1/verl/trainer/ppo/dapo_ray_trainer.py:405-430``)."""
+        out: dict[int, torch.Tensor] = {}
+        if module is None:
+            return out
+        temperature = self.recipe.algorithm.temperature
+        module.eval()
+        with torch.no_grad(), self.sampling(module):
+            for chunk in (c for c in chunks if c):
+                logps, _ = turn_logps(module, self.processor, [records[i] for i in chunk], temperature,
+                                      device=self.parallel.device)  # fmt: skip
                 for k, i in enumerate(chunk):
-                    old[i] = logps[k, : len(records[i].generation.token_ids)]
-        return old
+                    out[i] = logps[k, : len(records[i].generation.token_ids)]
+        return out
 
     def _mini_batch_step(
         self,
         records: list[StepRecord],
-        mini: list[int],
+        chunks: list[list[int]],
         size: int,
         adv: torch.Tensor,
         old: dict[int, torch.Tensor] | None,
+        ref: dict[int, torch.Tensor],
         loss_fn: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]],
         options: dict[str, Any],
         stats: _PolicyStats,
+        filler: StepRecord,
     ) -> float:
-        """One optimiser step on the rows ``mini`` (micro-batches of ``training.batch_size`` turns, gradients
-        accumulated, each weighted by its share of the mini-batch's ``size`` turns over every rank, then summed over
-        the ranks); returns the mini-batch's loss (over every rank)."""
+        """One optimiser step on a mini-batch's ``chunks`` of rows (micro-batches of ``training.batch_size`` turns,
+        gradients accumulated, each weighted by its share of the mini-batch's ``size`` turns over every rank, then
+        summed over the ranks); returns the mini-batch's loss (over every rank). An empty chunk (a sharded rank with
+        fewer turns than another) trains ``filler`` with weight 0: its pass only takes part in the shard exchange."""
         from zoo.rl import losses
 
         alg, tr = self.recipe.algorithm, self.recipe.training
         total = 0.0
-        for start in range(0, len(mini), tr.batch_size):
-            chunk = mini[start : start + tr.batch_size]
-            logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk], alg.temperature)
+        for chunk in chunks:
+            with self.precision.autocast(self.parallel.device.type):
+                logps, mask = turn_logps(self.model, self.processor, [records[i] for i in chunk] or [filler],
+                                         alg.temperature, device=self.parallel.device)  # fmt: skip
             # old rows end where each answer does; padded to the chunk's longest, logps' width (masked out past it)
-            before = logps.detach() if old is None else pad_sequence([old[i] for i in chunk], batch_first=True)
-            loss, loss_stats = loss_fn(logps, before, adv[chunk].to(logps.device), mask, **options)
-            stats.add(logps.detach(), before, mask, loss_stats)
-            if self.reference is not None:
-                with torch.no_grad():
-                    ref, _ = turn_logps(self.reference, self.processor, [records[i] for i in chunk], alg.temperature)
-                kl = losses.kl_penalty(logps, ref, alg.kl_estimator)
+            before = pad_sequence([old[i] for i in chunk], batch_first=True) if old and chunk else logps.detach()
+            advantages = adv[chunk].to(logps.device) if chunk else torch.zeros(1, device=logps.device)
+            loss, loss_stats = loss_fn(logps, before, advantages, mask, **options)
+            if chunk:
+                stats.add(logps.detach(), before, mask, loss_stats)
+            if ref and chunk:
+                kl = losses.kl_penalty(logps, pad_sequence([ref[i] for i in chunk], batch_first=True), alg.kl_estimator)
                 loss = loss + alg.beta * losses.aggregate(kl, mask, alg.loss.aggregation)
             # chunks are weighted by their share of turns: exact for the seq-mean aggregations,
             # a per-chunk token mean (not one over the whole mini-batch) for token-mean losses
@@ -421,8 +491,11 @@ class SemiOnlineLearner:
         return total
 
     def state_dict(self) -> dict[str, Any]:
-        """Step and optimiser: the same on every rank (:meth:`rank_state_dict` holds what is not)."""
-        return {"step": self.step, "optimizer": self.optimizer.state_dict()}
+        """Step and optimiser (gathered whole, by parameter name: a collective when sharded, so every rank calls it):
+        the same on every rank (:meth:`rank_state_dict` holds what is not)."""
+        from zoo.sharding import optimizer_state
+
+        return {"step": self.step, "optimizer": optimizer_state(self.model, self.optimizer)}
 
     def rank_state_dict(self) -> dict[str, Any]:
         """This rank's torch RNG (it drives sampling, seeded apart per rank); the engine adds its episode sampler's."""
@@ -430,9 +503,30 @@ class SemiOnlineLearner:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` and :meth:`rank_state_dict` (merged, as :func:`rank_state` hands them)."""
+        from zoo.sharding import load_optimizer_state
+
         self.step = int(state["step"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        load_optimizer_state(self.model, self.optimizer, state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
+
+
+def _frozen_copy(model: torch.nn.Module, precision: Precision, device: torch.device) -> torch.nn.Module:
+    """The KL reference: a frozen copy of the initial policy in the compute dtype (verl builds UI-S1's reference in
+    bf16, X-PLUG/MobileAgent@11cea575:UI-S1/verl/workers/fsdp_workers.py:197-199)."""
+    reference = copy.deepcopy(model).eval().requires_grad_(False)
+    return reference.to(device=device, dtype=precision.dtype("frozen"))
+
+
+def _filler(records: list[StepRecord], rows: list[int], generated: list[StepRecord]) -> StepRecord:
+    """A turn with answer tokens for a zero-weighted pass (a sharded rank with fewer turns to train than another)."""
+    from zoo.engines.vlm.semi_online_rollout import Generation
+
+    for record in [*(records[i] for i in rows), *generated]:
+        if record.generation.token_ids:
+            return record
+    if not generated:
+        raise RuntimeError("this rank rolled out no turn; it cannot take part in the step's passes")
+    return replace(generated[0], generation=Generation("", (0,)))
 
 
 def _rollout_metrics(records: list[StepRecord]) -> dict[str, float]:

@@ -17,12 +17,16 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tqdm.auto import tqdm
 
 from zoo.distributed import DataParallel
+
+if TYPE_CHECKING:
+    from zoo.precision import Precision
+    from zoo.sharding import Sharding
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +91,9 @@ class SFTLoop:
     gradient (to float rounding: the sums run in another order). The data RNG is the same on every rank on
     purpose (it picks the global batch); nothing else in a step draws random numbers, so the per-rank state
     is the same too and one state dict serves every rank, whatever the number of processes it resumes with.
+
+    ``precision`` (:mod:`zoo.precision`) computes under autocast over the model's float32 weights; ``sharding`` with an FSDP launch splits the model over the ranks
+    (:meth:`~zoo.distributed.DataParallel.prepare`), whose gradients then arrive summed by FSDP2's reduce-scatter.
     """
 
     def __init__(
@@ -104,14 +111,22 @@ class SFTLoop:
         total_steps: int | None = None,
         decay_steps: int = 0,
         parallel: DataParallel | None = None,
+        precision: Precision | None = None,
+        sharding: Sharding | None = None,
     ) -> None:
+        from zoo.precision import Precision
+
         torch.manual_seed(seed)
-        self.model, self.processor, self.sample_examples = model, processor, sample_examples
+        self.processor, self.sample_examples = processor, sample_examples
         self.parallel = parallel
+        self.precision = precision or Precision("float32", "float32", "float32")
         self.batch_size, self.grad_clip = batch_size, grad_clip
         self.rng = random.Random(seed)
         if freeze_vision:
             logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
+        if parallel is not None and sharding is not None:
+            model = parallel.prepare(model, sharding, self.precision)
+        self.model = model
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=lr)
         if decay_steps and (total_steps is None or not 0 < decay_steps <= total_steps):
@@ -125,7 +140,8 @@ class SFTLoop:
         self.model.train()
         examples = self.sample_examples(self.rng, self.batch_size)
         if self.parallel is None or self.parallel.world == 1:
-            loss = self.model(**build_batch(self.processor, examples)).loss
+            with self.precision.autocast(self._device_type()):
+                loss = self.model(**build_batch(self.processor, examples)).loss
             loss.backward()
             value = loss.item()
         else:
@@ -148,18 +164,26 @@ class SFTLoop:
         (total,) = parallel.sum([tokens])
         share = 0.0
         if batch is not None and tokens:
-            loss = self.model(**batch).loss * (tokens / total)
+            with self.precision.autocast(self._device_type()):
+                loss = self.model(**batch).loss * (tokens / total)
             loss.backward()
             share = loss.item()
         parallel.sum_gradients(self.params)
         (value,) = parallel.sum([share])
         return value
 
+    def _device_type(self) -> str:
+        """Where the forward computes (a CPU-offloaded shard lives on the CPU and computes on its rank's device)."""
+        return self.parallel.device.type if self.parallel is not None else next(self.model.parameters()).device.type
+
     def state_dict(self) -> dict[str, Any]:
-        """Everything but the weights that the next step depends on."""
+        """Everything but the weights that the next step depends on (the optimiser's state gathered whole, keyed by
+        parameter name: a collective when the model is sharded, so every rank calls it)."""
+        from zoo.sharding import optimizer_state
+
         return {
             "step": self.step_count,
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": optimizer_state(self.model, self.optimizer),
             "schedule": self.schedule.state_dict(),
             "data_rng": self.rng.getstate(),
             "torch_rng": torch.get_rng_state(),
@@ -167,8 +191,10 @@ class SFTLoop:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue where :meth:`state_dict` was taken (the weights are loaded by the caller)."""
+        from zoo.sharding import load_optimizer_state
+
         self.step_count = int(state["step"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        load_optimizer_state(self.model, self.optimizer, state["optimizer"])
         self.schedule.load_state_dict(state["schedule"])
         self.rng.setstate(state["data_rng"])
         torch.set_rng_state(state["torch_rng"])

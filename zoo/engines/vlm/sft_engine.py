@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
-from zoo.engines.vlm.recipe import ModelConfig, check_contract, check_image_first
+from zoo.engines.vlm.recipe import ModelConfig, check_contract, check_image_first, check_own_loop_dtype
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
 from zoo.runs import read_state, start_run
@@ -77,6 +77,9 @@ class SFTTrainingConfig(TrainingBase):
     """Gradient clipping norm."""
     freeze_vision: bool = True
     """Keep the vision tower frozen, as the papers do."""
+    fp32_master_weights: bool = True
+    """Keep the trained weights and AdamW's moments in float32 under ``model.dtype``'s 16-bit compute
+    (:mod:`zoo.precision`); ``false`` steps the 16-bit weights themselves and warns of the rounding."""
     max_minutes: float | None = None
     """Stop after this much CPU time of training (the equal-time control arm of an RL run); ``None``
     runs ``steps`` steps."""
@@ -97,6 +100,7 @@ class SFTRecipe(Recipe):
         if not self.data.name or not self.data.answer_format:
             raise RecipeError("an SFT recipe needs data.name (a dataset) and data.answer_format (zoo.data.ANSWER_FORMATS)")
         check_contract(self.model, self.data.system_prompt, self.provenance)
+        check_own_loop_dtype(self.model, "engine vlm-sft")
         if self.training.batch_size < 1:
             raise RecipeError(f"training.batch_size={self.training.batch_size} must be >= 1")
         if not 0 <= self.training.decay_steps <= self.training.steps:
@@ -129,9 +133,13 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
 
 
 def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataParallel) -> Path:
-    from zoo.engines.vlm.policy_model import load_policy, resumed_policy
+    from zoo.engines import ENGINES
+    from zoo.engines.vlm.checkpoint import gather_weights
+    from zoo.engines.vlm.policy_model import load_policy, policy_precision, resumed_policy
     from zoo.engines.vlm.sft import SFTLoop
 
+    sharding = ENGINES.get(recipe.engine).launched(recipe.launch)
+    precision = policy_precision(recipe, cuda=False)  # this loop trains on the CPU
     start = start_run(output_dir, resume=resume)
     checkpoint = start.checkpoint
     sampler = ExampleStream(recipe)
@@ -139,15 +147,16 @@ def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataPara
         model, processor = resumed_policy(recipe, checkpoint)
     else:
         corpus = sampler.corpus() if recipe.model.name.startswith("tiny:") else None
-        model, processor = load_policy(recipe, corpus=corpus)
-    parallel.broadcast_parameters(model)
+        model, processor = load_policy(recipe, corpus=corpus, precision=precision)
     tr = recipe.training
     if tr.batch_size % parallel.world:
         raise RecipeError(f"training.batch_size={tr.batch_size} is the global batch: it must split evenly over "
                           f"the {parallel.world} processes")  # fmt: skip
     loop = SFTLoop(model, processor, sampler, batch_size=tr.batch_size, lr=tr.lr, warmup=tr.warmup_steps,
                    seed=tr.seed, freeze_vision=tr.freeze_vision, grad_clip=tr.max_grad_norm,
-                   total_steps=tr.steps, decay_steps=tr.decay_steps, parallel=parallel)  # fmt: skip
+                   total_steps=tr.steps, decay_steps=tr.decay_steps, parallel=parallel, precision=precision,
+                   sharding=sharding)  # fmt: skip
+    model = loop.model
     used = 0.0
     if checkpoint is not None:
         state = read_state(checkpoint / STATE_FILE)
@@ -167,10 +176,12 @@ def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataPara
         last = loop.step_count == tr.steps or (budget is not None and used >= budget)
         if loop.step_count % tr.logging_steps == 0 or last:
             log.log(loop.step_count, {"loss": loss, "lr": loop.schedule.get_last_lr()[0], CPU_MINUTES: used / 60})
-        if (loop.step_count % tr.save_steps == 0 or last) and parallel.is_main:
-            save_checkpoint(output_dir / f"checkpoint-{loop.step_count}", model, processor,
-                            {**loop.state_dict(), "examples": sampler.state_dict(), "cpu_seconds": used}, STATE_FILE,
-                            loop.step_count, tr.save_total_limit)  # fmt: skip
+        if loop.step_count % tr.save_steps == 0 or last:
+            state, weights = loop.state_dict(), gather_weights(model)  # collectives when sharded: every rank
+            if parallel.is_main:
+                save_checkpoint(output_dir / f"checkpoint-{loop.step_count}", model, processor,
+                                {**state, "examples": sampler.state_dict(), "cpu_seconds": used}, STATE_FILE,
+                                loop.step_count, tr.save_total_limit, weights)  # fmt: skip
         parallel.barrier()
     bar.close()
     if budget is not None and used >= budget:
@@ -178,8 +189,9 @@ def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataPara
     log.finish()
     model.eval()
     parallel.check_same_weights(model)
+    weights = gather_weights(model)
     if parallel.is_main:
-        save_model(model, processor, output_dir / "final")
+        save_model(model, processor, output_dir / "final", weights)
     return output_dir
 
 

@@ -91,7 +91,9 @@ class ZooGRPOTrainer(GRPOTrainer):
             wanted = torch.bfloat16 if self.args.bf16 else torch.float16
             if held != wanted:  # the static cache takes the weights' dtype; autocast fills it with another
                 raise ValueError(f"rollout.backend=static under {wanted} mixed precision needs the policy held in "
-                                 f"{wanted} (it is {held}); set model.dtype accordingly")
+                                 f"{wanted}, and it holds float32 master weights (zoo.precision); use rollout.backend "
+                                 "hf or vllm, or set training.fp32_master_weights=false (which rounds small updates "
+                                 "away)")  # fmt: skip
         if self.args.cache_implementation == "static" and getattr(self, "generation_config", None) is not None:
             self.generation_config.disable_compile = False  # TRL turns compilation off; `static` is for it
             self.generation_config.compile_config = compiled_decode_config(self.accelerator.device.type)

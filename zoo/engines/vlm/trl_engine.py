@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rewards.adapters import to_trl
 from zoo.distributed import DataParallel
+from zoo.engines import ENGINES
 from zoo.engines.vlm import rollout
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, peft_config
@@ -26,6 +27,8 @@ from zoo.runs import start_run
 
 if TYPE_CHECKING:
     from trl import GRPOConfig
+
+    from zoo.precision import Precision
 
     from zoo.engines.vlm.trainer import ZooGRPOTrainer
 
@@ -40,6 +43,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     """
     if dry_run:
         return output_dir
+    ENGINES.get(recipe.engine).launched(recipe.launch)  # accelerate applies the config; it must be the one named
     start = start_run(output_dir, resume=resume)  # metrics.csv is TRL's callback's (MetricsCallback)
     checkpoint = start.checkpoint
     trainer = build_trainer(recipe, output_dir)
@@ -63,7 +67,9 @@ def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | No
 
     contract = recipe.model.contract()  # looked up once, not per sample
     samples = [with_contract(s, contract) for s in recipe.data.load()]
-    model, processor = load_policy(recipe, samples)
+    # fp32 master weights under bf16 autocast (HF Trainer's bf16=True over float32 weights; ZeRO-3 and accelerate's
+    # FSDP keep their own fp32 copies from these): zoo.precision
+    model, processor = load_policy(recipe, samples, precision=_precision(recipe))
     if recipe.training.freeze_vision:
         from zoo.engines.vlm.sft import freeze_vision_tower
 
@@ -107,7 +113,8 @@ def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
         logging_steps=tr.logging_steps,
         **checkpointing,
         use_cpu=tr.use_cpu if tr.use_cpu is not None else not _has_gpu(),
-        bf16=recipe.model.dtype == "bfloat16",
+        bf16=_precision(recipe).compute == "bfloat16",
+        fp16=_precision(recipe).compute == "float16",
         report_to=["tensorboard"] if importlib.util.find_spec("tensorboard") else [],
         num_generations=alg.num_generations,
         temperature=alg.temperature,
@@ -158,6 +165,13 @@ def _checkpointing_arg() -> str:
 
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
     return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+
+
+def _precision(recipe: VLMRecipe) -> Precision:
+    from zoo.engines.vlm.policy_model import policy_precision
+
+    tr = recipe.training
+    return policy_precision(recipe, cuda=not tr.use_cpu if tr.use_cpu is not None else _has_gpu())
 
 
 def _has_gpu() -> bool:

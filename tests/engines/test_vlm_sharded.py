@@ -1,0 +1,124 @@
+"""The zoo's own VLM loops sharded with FSDP2 as their recipe's ``launch:`` names it (``zoo.sharding``), 2 processes
+over gloo on the CPU, launched as users launch them.
+
+accelerate's FSDP plugin is ignored on a CPU, so these runs test the sharding the zoo does itself: ``fully_shard`` per
+decoder layer and vision block, float32 shards, gradients reduce-scattered as sums, the rollout on the gathered model.
+What must hold:
+
+* ``vlm-semi-online``: a sharded run (CPU offload, the config UI-S1's 7B recipe names) equals the replicated
+  (``ddp``) run of the same 2 processes, every metric and every final weight, in float32; in bf16 compute their
+  first step's loss agrees to bf16 rounding (the rollouts then part: sampling follows the logits' last bits); a
+  sharded job killed with ``kill -9`` after a checkpoint resumes to the run that never stopped;
+* ``vlm-sft``: 2 sharded processes with half the batch each equal one process with the whole batch (to float
+  rounding), and the sharded checkpoint resumes with one process (the checkpoint holds the whole state by name);
+* ``final/`` of a sharded run is a plain Hugging Face folder ``zoo.load`` reads, in float32 (the masters).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.engines.launch import killed_after, needs_torchrun, one_process, torchrun
+from tests.engines.run_dirs import assert_same_final, metric_rows
+
+pytestmark = needs_torchrun
+
+AGENT = "domains/gui/recipes/ui-s1-tiny-cpu.yaml"
+#: the shipped tiny agent with a hot sampler (so that groups differ and every step trains), a KL reference (sharded
+#: too) and two mini-batches (old log-probabilities on the gathered policy, a ratio off 1 in the second)
+AGENT_SETTINGS = [
+    "model.name=checkpoints/gui-agent-tiny", "data.kwargs.n=16", "multi_turn.episodes_per_step=2",
+    "algorithm.num_generations=4", "algorithm.temperature=2.5", "algorithm.beta=0.04", "multi_turn.mini_batches=2",
+    "training.batch_size=8", "training.steps=3", "training.save_steps=1", "training.save_total_limit=null",
+]  # fmt: skip
+SFT = "domains/gui/recipes/gui-g1-tiny-sft.yaml"
+SFT_SETTINGS = [
+    "model.tiny.hidden=32", "model.tiny.layers=1", "model.tiny.vision_hidden=32", "model.tiny.vocab_size=300",
+    "data.corpus_kwargs.n=16", "training.batch_size=4", "training.save_steps=2", "training.steps=4",
+    "training.warmup_steps=2", "training.save_total_limit=null",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("agent-sharded")
+    runs = {"ddp": root / "ddp", "fsdp": root / "fsdp"}
+    torchrun(AGENT, runs["ddp"], [*AGENT_SETTINGS, "launch=ddp"])
+    done = torchrun(AGENT, runs["fsdp"], [*AGENT_SETTINGS, "launch=fsdp-qwen2.5-vl-offload"])
+    assert "FSDP2 over 2 ranks (launch fsdp-qwen2.5-vl-offload)" in done.stderr and "offloaded to the CPU" in done.stderr
+    return runs
+
+
+def test_sharded_semi_online_equals_the_replicated_run(agent: dict[str, Path]) -> None:
+    rows = metric_rows(agent["fsdp"])
+    assert [r["step"] for r in rows] == ["1", "2", "3"] and any(float(r["loss"]) != 0 for r in rows)
+    assert rows == metric_rows(agent["ddp"])  # measured: equal to the last digit
+    ddp, fsdp = (load_file(agent[k] / "final" / "model.safetensors") for k in ("ddp", "fsdp"))
+    assert ddp.keys() == fsdp.keys()
+    assert max(float((ddp[k] - fsdp[k]).abs().max()) for k in ddp) < 1e-6  # measured: 0.0
+
+
+def test_a_sharded_final_folder_is_a_plain_float32_checkpoint(agent: dict[str, Path]) -> None:
+    import zoo
+
+    model = zoo.load(str(agent["fsdp"] / "final")).model
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    shipped = load_file("checkpoints/gui-agent-tiny/model.safetensors")
+    assert sorted(load_file(agent["fsdp"] / "final" / "model.safetensors")) == sorted(shipped)  # names as shipped
+
+
+def test_a_killed_sharded_job_resumes_to_the_same_run(agent: dict[str, Path], tmp_path: Path) -> None:
+    settings = [*AGENT_SETTINGS, "launch=fsdp-qwen2.5-vl-offload"]
+    killed = tmp_path / "killed"
+    killed_after(AGENT, killed, settings, 1)
+    torchrun(AGENT, killed, settings, "--resume")
+    assert metric_rows(killed) == metric_rows(agent["fsdp"])
+    assert_same_final(agent["fsdp"], killed)
+
+
+def test_bf16_compute_sharded_and_replicated_agree_on_the_first_step(tmp_path: Path) -> None:
+    settings = [*AGENT_SETTINGS, "model.dtype=bfloat16", "training.steps=1"]
+    torchrun(AGENT, tmp_path / "ddp", [*settings, "launch=ddp"])
+    done = torchrun(AGENT, tmp_path / "fsdp", [*settings, "launch=fsdp-qwen2.5-vl"])
+    assert "compute bfloat16 over float32 shards" in done.stderr
+    (ddp,), (fsdp,) = metric_rows(tmp_path / "ddp"), metric_rows(tmp_path / "fsdp")
+    assert ddp["reward"] == fsdp["reward"]  # the same rollout: both sample from the same bf16 logits
+    # the loss through bf16 matmuls: autocast over fp32 weights (replicated) vs FSDP2's bf16 all-gather (sharded)
+    assert float(fsdp["loss"]) == pytest.approx(float(ddp["loss"]), rel=1e-2, abs=1e-4)  # measured: 1e-5 relative
+
+
+@pytest.fixture(scope="module")
+def sft(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("sft-sharded")
+    runs = {"one": root / "one", "fsdp": root / "fsdp"}
+    one_process(SFT, runs["one"], SFT_SETTINGS)
+    torchrun(SFT, runs["fsdp"], [*SFT_SETTINGS, "launch=fsdp-qwen2.5-vl"])
+    return runs
+
+
+def losses(run: Path) -> list[float]:
+    with (run / "metrics.csv").open() as f:
+        return [float(r["loss"]) for r in csv.DictReader(f)]
+
+
+def test_two_sharded_processes_take_the_one_process_sft_step(sft: dict[str, Path]) -> None:
+    assert losses(sft["fsdp"]) == pytest.approx(losses(sft["one"]), rel=1e-5)
+    one, fsdp = (load_file(sft[k] / "final" / "model.safetensors") for k in ("one", "fsdp"))
+    assert max(float((one[k] - fsdp[k]).abs().max()) for k in one) < 1e-5  # measured: 5e-7
+
+
+def test_a_sharded_sft_checkpoint_resumes_in_one_process(sft: dict[str, Path], tmp_path: Path) -> None:
+    """The checkpoint holds the whole weights and the optimiser's state by parameter name: one process takes it up."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(sft["fsdp"], copy, ignore=shutil.ignore_patterns("final", "checkpoint-4"))
+    one_process(SFT, copy, SFT_SETTINGS, "--resume")
+    assert losses(copy) == pytest.approx(losses(sft["fsdp"]), rel=1e-5)
+    a, b = (load_file(run / "final" / "model.safetensors") for run in (copy, sft["fsdp"]))
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
