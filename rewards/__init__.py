@@ -39,11 +39,10 @@ PLUGIN_GROUP = "zoo.rewards"
 
 def _discover_rewards() -> None:
     """The primitives, then each ``zoo.rewards`` entry point; a broken plug-in is logged and skipped."""
-    from importlib.metadata import entry_points  # on first lookup, not at `import rewards`
-
     import rewards.builtin  # noqa: F401  (registers the primitives)
+    from zoo_common.plugins import installed_entry_points  # installed distributions only, not the working directory
 
-    for point in entry_points(group=PLUGIN_GROUP):
+    for point in installed_entry_points(PLUGIN_GROUP):
         try:
             loaded = point.load()
             if callable(loaded):

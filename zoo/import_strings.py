@@ -23,12 +23,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import site
 import sys
-import sysconfig
-from functools import cache
 from pathlib import Path
 from typing import Any
+
+from zoo_common.plugins import install_dirs, installed_entry_points
 
 #: The environment variable that trusts further top-level packages by name (comma separated).
 TRUST_ENV = "ZOO_TRUST_MODULES"
@@ -102,7 +101,7 @@ def _refusal(top: str, target: str, what: str) -> str | None:
         trusted_roots: tuple[Path, ...] = (PROJECT_ROOT / top,)
         place = f"this installation's own {top!r} ({PROJECT_ROOT / top})"
     else:
-        trusted_roots = _install_dirs()
+        trusted_roots = install_dirs()
         place = "an installed package (standard library or site-packages)"
     outside = [p for p in locations if not any(_inside(p, root) for root in trusted_roots)]
     if not outside or (top not in PROJECT_PACKAGES and top in _registered_domain_packages()):
@@ -118,18 +117,6 @@ def _inside(path: Path, root: Path) -> bool:
     return Path(os.path.realpath(path)).is_relative_to(root)
 
 
-@cache
-def _install_dirs() -> tuple[Path, ...]:
-    """The folders installed packages live in: the standard library and every site-packages folder."""
-    schemes = [sysconfig.get_paths(), sysconfig.get_paths(vars={"base": sys.base_prefix,
-                                                                "platbase": sys.base_exec_prefix})]  # fmt: skip
-    dirs = {paths[key] for paths in schemes for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    dirs.update(site.getsitepackages())
-    if site.ENABLE_USER_SITE:
-        dirs.add(site.getusersitepackages())
-    return tuple(Path(os.path.realpath(d)) for d in sorted(dirs))
-
-
 #: Entry-point group of distributions that add a domain (value: the module holding its ``DOMAIN``).
 ENTRY_POINT_GROUP = "zoo.domains"
 
@@ -138,10 +125,10 @@ def entry_point_packages() -> list[str]:
     """The modules other distributions advertise under :data:`ENTRY_POINT_GROUP` (each holds a ``DOMAIN``).
 
     Installing a distribution that advertises one is how a user trusts a domain's code, so
-    :func:`resolve` imports from these packages too; :mod:`zoo.domains` discovers them."""
-    from importlib.metadata import entry_points
-
-    return [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    :func:`resolve` imports from these packages too; :mod:`zoo.domains` discovers them. Only installed
+    distributions count (:func:`zoo_common.plugins.installed_entry_points`): a dist-info folder in the working
+    directory advertises nothing."""
+    return [ep.value for ep in installed_entry_points(ENTRY_POINT_GROUP)]
 
 
 def _registered_domain_packages() -> frozenset[str]:
