@@ -488,6 +488,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from zoo.job import die_with_launcher
+
+    die_with_launcher()  # a rank of a torchrun job stops when its launcher is killed, never trains on as an orphan
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if args.command == "train":  # everything after `train` belongs to the trainer's own parser

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from zoo.engines import ENGINES
+from zoo.job import LOCK_FILE, hold_run_dir
 from zoo.recipe import load_recipe
 from zoo.runs import RESOLVED_RECIPE, disk_full, is_main_process, prepare_run_dir
 
@@ -89,15 +90,16 @@ def run(
         return None
     out = Path(recipe.output_dir)
     existed = out.exists()
-    out = prepare_run_dir(recipe, resume=resume)
-    try:
-        return ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
-    except Exception as err:
-        _drop_stub(out, existed)
-        full = disk_full(err, out)
-        if full is not None:
-            raise full from err
-        raise
+    with hold_run_dir(out, main=is_main_process()):  # one job per run directory, before anything is written
+        out = prepare_run_dir(recipe, resume=resume)
+        try:
+            return ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
+        except Exception as err:
+            _drop_stub(out, existed)
+            full = disk_full(err, out)
+            if full is not None:
+                raise full from err
+            raise
 
 
 def _drop_stub(out: Path, existed: bool) -> None:
@@ -106,7 +108,8 @@ def _drop_stub(out: Path, existed: bool) -> None:
     if not is_main_process():
         return
     written = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-    if written == [RESOLVED_RECIPE]:
-        (out / RESOLVED_RECIPE).unlink()
+    if set(written) <= {RESOLVED_RECIPE, LOCK_FILE} and RESOLVED_RECIPE in written:
+        for name in written:
+            (out / name).unlink()
         if not existed:
             out.rmdir()

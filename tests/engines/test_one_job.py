@@ -1,0 +1,75 @@
+"""One job owns a run directory (review-reliability 9.1, 9.2): a second job on it is refused with the holder named,
+the lock goes with the process that held it however it ends, and the ranks of a ``torchrun`` job die with their
+launcher instead of training on as orphans."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.engines.launch import ROOT, TORCHRUN, _finish, _start, kill_job, needs_torchrun, train_args
+from zoo.job import LOCK_FILE, RunDirBusyError, hold_run_dir
+from zoo.runs import is_complete
+
+SFT = "domains/gui/recipes/gui-g1-tiny-sft.yaml"
+SLOW = [
+    "model.tiny.hidden=32", "model.tiny.layers=1", "model.tiny.vision_hidden=32", "model.tiny.vocab_size=300",
+    "data.corpus_kwargs.n=16", "training.batch_size=4", "training.save_steps=2", "training.steps=400",
+]  # fmt: skip
+
+
+def test_a_second_job_on_a_held_run_directory_is_refused_with_the_holder_named(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; from zoo.job import "
+                               "hold_run_dir\nwith hold_run_dir(Path(sys.argv[1])):\n print('held', flush=True); "
+                               "time.sleep(600)", str(tmp_path / "run")], cwd=ROOT, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunDirBusyError, match=rf"being written by another job \(pid {holder.pid} on .*\); wait"):
+            with hold_run_dir(tmp_path / "run"):
+                pytest.fail("two holders")
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with hold_run_dir(tmp_path / "run"):  # the kernel released the dead holder's lock: no stale lock to clear
+        assert (tmp_path / "run" / LOCK_FILE).is_file()
+
+
+def test_a_link_in_place_of_the_lock_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / LOCK_FILE).symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError), hold_run_dir(tmp_path / "run"):
+        pass
+    assert not (tmp_path / "elsewhere").exists()
+
+
+@needs_torchrun
+def test_ranks_die_with_a_killed_launcher_and_the_directory_is_free_again(tmp_path: Path) -> None:
+    import psutil
+
+    out = tmp_path / "run"
+    launcher = _start([str(TORCHRUN), "--standalone", "--nproc_per_node", "2", *train_args(SFT, out, SLOW)], out)
+    try:
+        deadline = time.monotonic() + 300
+        while not is_complete(out / "checkpoint-2"):
+            assert launcher.poll() is None and time.monotonic() < deadline, "the job ended before its first checkpoint"
+            time.sleep(0.05)
+        ranks = [p for p in psutil.Process(launcher.pid).children(recursive=True) if "zoo.cli" in " ".join(p.cmdline())]
+        assert len(ranks) == 2
+        second = _start([sys.executable, *train_args(SFT, out, SLOW, "--resume")], out)  # while the job runs
+        refused = second.communicate(timeout=120)
+        assert second.returncode == 1 and "being written by another job" in refused[1], refused[1][-2000:]
+        launcher.send_signal(signal.SIGKILL)  # the launcher alone: its ranks live in sessions of their own
+        launcher.wait()
+        gone, alive = psutil.wait_procs(ranks, timeout=20)
+        assert not alive, f"ranks {[p.pid for p in alive]} outlived their launcher"
+    finally:
+        if launcher.poll() is None:
+            kill_job(launcher)
+    assert not (out / "final").exists()
+    _finish(_start([sys.executable, *train_args(SFT, out, [*SLOW, "training.steps=4"], "--resume")], out))
+    assert (out / "final").is_dir()
