@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 #: Keys a recipe sets that describe the recipe itself rather than the run; they need no source.
-UNCITED_KEYS = frozenset({"name", "engine", "description", "reproduces", "provenance"})
+UNCITED_KEYS = frozenset({"name", "engine", "description", "reproduces", "provenance", "changes"})
 
 _CODE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}:[^\s:]+(:\d+(-\d+)?)?(\s.*)?$")
 _PAPER = re.compile(r"^arXiv:\d{4}\.\d{4,5}(v\d+)?\s+\S.*$")

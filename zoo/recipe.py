@@ -240,6 +240,10 @@ class Recipe:
     provenance: dict[str, str] = field(default_factory=dict)
     """Field path -> where its value comes from: ``owner/repo@commit:path[:line]``, ``arXiv:<id> <section>``,
     an ``https://`` page, or ``zoo: <why the zoo differs>``; ``zoo train --set`` adds ``user:`` rows."""
+    changes: tuple[dict[str, Any], ...] = ()
+    """A run's history (written into its ``recipe.yaml``, never by hand): each ``{step, before}`` says that a
+    ``zoo train --resume --resume-changes`` at that step changed the settings, and ``before`` holds their values
+    until then (dotted paths); the fields above are the settings the run trains with now."""
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:

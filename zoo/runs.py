@@ -77,14 +77,24 @@ def is_main_process() -> bool:
     return process_rank() == 0
 
 
-def prepare_run_dir(recipe: Recipe, out_dir: Path | None = None, *, resume: bool = False) -> Path:
+def prepare_run_dir(recipe: Recipe, out_dir: Path | None = None, *, resume: bool = False,
+                    resume_changes: bool = False) -> Path:  # fmt: skip
     """Create the run directory and write the resolved recipe into it (main process); returns the directory.
 
     A fresh run (``resume=False``) refuses a directory that already holds a run's checkpoints or
     ``final/``: resuming that directory later would silently continue the *other* run (its
-    checkpoints outnumber the new ones, and pruning deletes the new ones first).
+    checkpoints outnumber the new ones, and pruning deletes the new ones first). A resume keeps the run's
+    settings: changed ones are refused, or with ``resume_changes`` recorded as a change at the step it resumes
+    from (:func:`zoo.resume_changes.continued`).
     """
     out = Path(out_dir) if out_dir is not None else recipe.output_dir
+    if resume and (out / RESOLVED_RECIPE).is_file():
+        from zoo.recipe import read_yaml
+        from zoo.resume_changes import continued
+
+        newest = latest_checkpoint(out)
+        recipe = continued(recipe, read_yaml(out / RESOLVED_RECIPE), accept=resume_changes,
+                           step=checkpoint_step(newest) if newest is not None else 0)  # fmt: skip
     if not resume:
         earlier = existing_run(out)
         if earlier:

@@ -39,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "data position and RNG restored)",
     )
     parser.add_argument(
+        "--resume-changes",
+        action="store_true",
+        help="with --resume: continue with settings that differ from the run's recipe.yaml (refused otherwise), "
+        "recorded there as a change at the step the run resumes from",
+    )
+    parser.add_argument(
         "--engine",
         default=None,
         metavar="NAME",
@@ -62,6 +68,7 @@ def run(
     recipe_path: str,
     overrides: list[str] | tuple[str, ...] = (),
     resume: bool = False,
+    resume_changes: bool = False,
     engine: str | None = None,
     dry_run: bool = False,
     output_dir: str | None = None,
@@ -74,6 +81,7 @@ def run(
         recipe_path: recipe YAML.
         overrides: ``dotted.key=value`` strings applied on top of the file.
         resume: continue from the newest complete checkpoint.
+        resume_changes: with ``resume``, accept settings that differ from the run's (recorded as a change).
         engine: an engine name (``zoo engines``); ``None`` uses the recipe's ``engine``.
         dry_run: write files only (the resolved recipe; an export engine also writes its files).
         output_dir: overrides ``training.output_dir``.
@@ -91,7 +99,7 @@ def run(
     out = Path(recipe.output_dir)
     existed = out.exists()
     with hold_run_dir(out, main=is_main_process()):  # one job per run directory, before anything is written
-        out = prepare_run_dir(recipe, resume=resume)
+        out = prepare_run_dir(recipe, resume=resume, resume_changes=resume_changes)
         try:
             return ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
         except Exception as err:

@@ -71,5 +71,28 @@ def test_ranks_die_with_a_killed_launcher_and_the_directory_is_free_again(tmp_pa
         if launcher.poll() is None:
             kill_job(launcher)
     assert not (out / "final").exists()
-    _finish(_start([sys.executable, *train_args(SFT, out, [*SLOW, "training.steps=4"], "--resume")], out))
+    shorter = [*SLOW, "training.steps=4"]  # a change of the run's settings: said so, and recorded
+    _finish(_start([sys.executable, *train_args(SFT, out, shorter, "--resume", "--resume-changes")], out))
     assert (out / "final").is_dir()
+
+
+def test_a_resume_with_other_settings_is_refused_or_recorded_as_a_change(tmp_path: Path, capsys) -> None:
+    """review-reliability 10.8: ``--resume`` with another learning rate continued silently and rewrote ``recipe.yaml``
+    as if the whole run had used it."""
+    import yaml
+
+    from zoo.cli import main
+
+    smoke, out = str(ROOT / "tests/engines/diffusion_smoke.yaml"), tmp_path / "run"
+    args = ["train", smoke, "--set", "training.steps=2", "--output-dir", str(out)]
+    assert main(args) == 0
+    written = (out / "recipe.yaml").read_text()
+    changed = [*args, "--set", "training.lr=5e-2", "--resume"]
+    assert main(changed) == 1
+    assert "training.lr: 0.001 -> 0.05" in capsys.readouterr().err and (out / "recipe.yaml").read_text() == written
+    assert main([*args, "--resume"]) == 0  # the same settings continue (here: nothing left to train)
+    assert main([*changed, "--set", "training.steps=3", "--resume-changes"]) == 0
+    recipe = yaml.safe_load((out / "recipe.yaml").read_text())
+    assert recipe["training"]["lr"] == 0.05 and recipe["changes"] == [
+        {"step": 2, "before": {"training.lr": 0.001, "training.steps": 2}}]  # fmt: skip
+    assert main(["train", str(out / "recipe.yaml"), "--resume"]) == 0  # the run's own recipe.yaml reads back
