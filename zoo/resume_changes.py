@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 #: cannot continue with another process count says so), the provenance rows (``--set`` adds ``user:`` rows beside the
 #: values it changes, which are compared), and the history itself.
 NOT_SETTINGS = ("training.output_dir", "launch", "provenance", "changes")
+#: Settings a resume changes without being asked to, recorded all the same: the run's length (continuing a run for
+#: more steps is what ``--resume`` is for; a schedule over the run's steps then changes from the resumed step on).
+RECORDED_WITHOUT_ASKING = ("training.steps",)
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -40,15 +43,17 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str
 
 
 def continued(recipe: Recipe, recorded: Mapping[str, Any], *, step: int, accept: bool) -> Recipe:
-    """``recipe`` as the resume of the run whose ``recipe.yaml`` held ``recorded``: unchanged settings give it the
-    run's history; changed ones are a :class:`~zoo.recipe.RecipeError` naming them, or with ``accept`` one more entry
-    of :attr:`~zoo.recipe.Recipe.changes` (``step`` and the values ``before``)."""
+    """``recipe`` as the resume of the run whose ``recipe.yaml`` held ``recorded``, with the run's history: changed
+    settings are a :class:`~zoo.recipe.RecipeError` naming them, or with ``accept`` (and for
+    :data:`RECORDED_WITHOUT_ASKING` always) one more entry of :attr:`~zoo.recipe.Recipe.changes` (``step`` and the
+    values ``before``)."""
     from zoo.recipe import RecipeError
 
     history = tuple(recorded.get("changes") or ())
     changed = differences(recorded, recipe.to_dict())
-    if changed and not accept:
-        listed = "; ".join(f"{path}: {old!r} -> {new!r}" for path, (old, new) in changed.items())
+    asked = {path: values for path, values in changed.items() if path not in RECORDED_WITHOUT_ASKING}
+    if asked and not accept:
+        listed = "; ".join(f"{path}: {old!r} -> {new!r}" for path, (old, new) in asked.items())
         raise RecipeError(f"--resume continues the run as it was, and these settings differ from its recipe.yaml: "
                           f"{listed}. Resume with the run's own settings (drop those --set, or zoo train "
                           f"RUN_DIR/recipe.yaml --resume), or add --resume-changes to continue with yours, recorded "

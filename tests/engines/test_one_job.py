@@ -71,8 +71,8 @@ def test_ranks_die_with_a_killed_launcher_and_the_directory_is_free_again(tmp_pa
         if launcher.poll() is None:
             kill_job(launcher)
     assert not (out / "final").exists()
-    shorter = [*SLOW, "training.steps=4"]  # a change of the run's settings: said so, and recorded
-    _finish(_start([sys.executable, *train_args(SFT, out, shorter, "--resume", "--resume-changes")], out))
+    shorter = [*SLOW, "training.steps=4"]  # the run's length: recorded in recipe.yaml as a change
+    _finish(_start([sys.executable, *train_args(SFT, out, shorter, "--resume")], out))
     assert (out / "final").is_dir()
 
 
@@ -91,8 +91,10 @@ def test_a_resume_with_other_settings_is_refused_or_recorded_as_a_change(tmp_pat
     assert main(changed) == 1
     assert "training.lr: 0.001 -> 0.05" in capsys.readouterr().err and (out / "recipe.yaml").read_text() == written
     assert main([*args, "--resume"]) == 0  # the same settings continue (here: nothing left to train)
-    assert main([*changed, "--set", "training.steps=3", "--resume-changes"]) == 0
+    assert main([*args, "--set", "training.steps=3", "--resume"]) == 0  # a longer run: recorded without asking
+    assert main([*changed, "--set", "training.steps=4", "--resume-changes"]) == 0
     recipe = yaml.safe_load((out / "recipe.yaml").read_text())
     assert recipe["training"]["lr"] == 0.05 and recipe["changes"] == [
-        {"step": 2, "before": {"training.lr": 0.001, "training.steps": 2}}]  # fmt: skip
+        {"step": 2, "before": {"training.steps": 2}},
+        {"step": 3, "before": {"training.lr": 0.001, "training.steps": 3}}]  # fmt: skip
     assert main(["train", str(out / "recipe.yaml"), "--resume"]) == 0  # the run's own recipe.yaml reads back

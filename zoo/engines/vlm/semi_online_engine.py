@@ -86,59 +86,19 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
 
 
 def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: DataParallel) -> Path:
-    from zoo.data import answer_format
-    from zoo.distributed import rank_seed
-    from zoo.engines import ENGINES
     from zoo.engines.vlm.checkpoint import gather_weights
-    from zoo.engines.vlm.policy_model import load_policy, policy_precision, resumed_policy
     from zoo.recipe import RecipeError
 
-    tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
-    sharding = ENGINES.get(recipe.engine).launched(recipe.launch)
-    precision = policy_precision(recipe, cuda=parallel.device.type == "cuda")
+    tr, mt = recipe.training, recipe.multi_turn
     if mt.episodes_per_step % parallel.world:
         raise RecipeError(f"multi_turn.episodes_per_step={mt.episodes_per_step} is the step's episodes over all "
                           f"processes: it must split evenly over the {parallel.world} processes")  # fmt: skip
-    samples = training_samples(recipe)
-    image_first = image_first_of(recipe)
-    episodes = group_episodes(samples)
-    expert = answer_format(mt.expert_format)
     if resume and tr.lora.enabled:
         raise RecipeError("--resume of a LoRA semi-online run is not supported (checkpoints hold adapters only); "
                           "start again, or train without training.lora")  # fmt: skip
     start = start_run(output_dir, resume=resume)
-    checkpoint = start.checkpoint
-    corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
-    initial = None
-    if checkpoint is not None:
-        model, processor = resumed_policy(recipe, checkpoint)
-        if alg.beta > 0:  # the KL reference is the policy the run started from, not the checkpoint's
-            initial, _ = load_policy(recipe, samples, corpus=corpus, precision=precision)
-    else:
-        model, processor = load_policy(recipe, samples, corpus=corpus, precision=precision)
-    learner = SemiOnlineLearner(recipe, model, processor, parallel, precision=precision, sharding=sharding,
-                                initial=initial)  # fmt: skip
-    if parallel.rank:  # rank 0 keeps a one-process run's stream
-        torch.manual_seed(rank_seed(tr.seed, parallel.rank))
-    sampler = _sampler(recipe, episodes, random.Random(rank_seed(tr.seed, parallel.rank)))
-    if checkpoint is not None:
-        state = rank_state(read_state(checkpoint / STATE_FILE), parallel.rank, parallel.world, checkpoint)
-        learner.load_state_dict(state)
-        sampler.load_state_dict(state["sampler"])
+    learner, sampler, roll, processor = build(recipe, parallel, start.checkpoint)
     model = learner.model
-    score, match_key = _score(recipe)
-    policy = VLMPolicy(model, processor, temperature=alg.temperature, top_p=alg.top_p,
-                       max_new_tokens=alg.max_completion_length, device=parallel.device)  # fmt: skip
-
-    def roll(batch: Sequence[Sequence[Any]]) -> list[StepRecord]:
-        model.eval()
-        with learner.sampling(model):  # a sharded policy whole for the rollout: ranks decode apart
-            return semi_online_rollout(
-                [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
-                rollout_n=alg.num_generations, patch_threshold=mt.patch_threshold, image_limit=mt.image_limit,
-                match_component=match_key, image_first=image_first,
-            )  # fmt: skip
-
     log = MetricsLog.for_run(start)
     quiet = None if parallel.is_main else True  # one progress bar per job
     bar = tqdm(total=tr.steps, initial=learner.step, desc=f"ui-s1 {recipe.name}", disable=quiet)
@@ -167,6 +127,56 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
     if parallel.is_main:
         save_model(model, processor, output_dir / "final", weights)
     return output_dir
+
+
+def build(
+    recipe: SemiOnlineRecipe, parallel: DataParallel, checkpoint: Path | None = None
+) -> tuple[SemiOnlineLearner, Any, Callable[[Sequence[Sequence[Any]]], list[StepRecord]], Any]:
+    """``(learner, episode sampler, roll, processor)`` of a run, fresh or from ``checkpoint``: the policy in the run's
+    precision, placed or sharded as its launch says, the rank's sampler and RNG, and ``roll(episodes)``, the rollout
+    on the gathered policy. The loop (:func:`train`) and ``bench/sharded_step.py`` both build from here."""
+    from zoo.data import answer_format
+    from zoo.distributed import rank_seed
+    from zoo.engines import ENGINES
+    from zoo.engines.vlm.policy_model import load_policy, policy_precision, resumed_policy
+
+    tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
+    sharding = ENGINES.get(recipe.engine).launched(recipe.launch)
+    precision = policy_precision(recipe, cuda=parallel.device.type == "cuda")
+    samples = training_samples(recipe)
+    expert = answer_format(mt.expert_format)
+    corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
+    initial = None
+    if checkpoint is not None:
+        model, processor = resumed_policy(recipe, checkpoint)
+        if alg.beta > 0:  # the KL reference is the policy the run started from, not the checkpoint's
+            initial, _ = load_policy(recipe, samples, corpus=corpus, precision=precision)
+    else:
+        model, processor = load_policy(recipe, samples, corpus=corpus, precision=precision)
+    learner = SemiOnlineLearner(recipe, model, processor, parallel, precision=precision, sharding=sharding,
+                                initial=initial)  # fmt: skip
+    if parallel.rank:  # rank 0 keeps a one-process run's stream
+        torch.manual_seed(rank_seed(tr.seed, parallel.rank))
+    sampler = _sampler(recipe, group_episodes(samples), random.Random(rank_seed(tr.seed, parallel.rank)))
+    if checkpoint is not None:
+        state = rank_state(read_state(checkpoint / STATE_FILE), parallel.rank, parallel.world, checkpoint)
+        learner.load_state_dict(state)
+        sampler.load_state_dict(state["sampler"])
+    score, match_key = _score(recipe)
+    policy = VLMPolicy(learner.model, processor, temperature=alg.temperature, top_p=alg.top_p,
+                       max_new_tokens=alg.max_completion_length, device=parallel.device)  # fmt: skip
+    image_first = image_first_of(recipe)
+
+    def roll(batch: Sequence[Sequence[Any]]) -> list[StepRecord]:
+        learner.model.eval()
+        with learner.sampling(learner.model):  # a sharded policy whole for the rollout: ranks decode apart
+            return semi_online_rollout(
+                [[policy.in_model_frame(s) for s in episode] for episode in batch], policy, score, expert,
+                rollout_n=alg.num_generations, patch_threshold=mt.patch_threshold, image_limit=mt.image_limit,
+                match_component=match_key, image_first=image_first,
+            )  # fmt: skip
+
+    return learner, sampler, roll, processor
 
 
 def rank_state(state: dict[str, Any], rank: int, world: int, checkpoint: Path) -> dict[str, Any]:
