@@ -13,7 +13,8 @@
   need a package this machine lacks; the suite passes them to ``--ignore`` with that reason, so a
   missing package is a line in the report, not a collection error.
 * ``merge``: one JSON of every step (status, seconds, the benches' reports, pytest's counts and
-  failures from its JUnit XML) and the issue's targets, met or not.
+  failures from its JUnit XML) and issue 46's targets, met or not; a step skipped says why (the budget, the mode,
+  or its bench: ``bench/sharded_step.py`` reports ``skipped`` where the engine leaves the model whole).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ PACKAGES = (
 )  # fmt: skip
 OUTCOMES = {"failure": "failed", "error": "errors", "skipped": "skipped"}
 """JUnit XML's child element of a test case -> the count it adds to (none: passed)."""
+SHARDED_STEPS = ("sharded_semi_online", "sharded_diffusion")
+"""Issue 52's steps (``bench/sharded_step.py``): each writes ``<step>.json``, which may say ``skipped``."""
 TARGETS = {"rollout_best_over_hf": 5.0, "rollout_floor_fraction": 0.30, "grpo_zoo_over_trl": 1.05}
 """Issue 46's targets (a benchmark, not a test): best backend >= 5x hf tokens/s and >= 30 % of the weight-bandwidth
 floor at the 1.5B shape; zoo/TRL step-time ratio <= 1.05."""
@@ -256,12 +259,23 @@ def pytest_summary(junit: Path, log: Path) -> dict[str, Any]:
 
 
 def steps_table(path: Path) -> dict[str, dict[str, Any]]:
-    """The shell's ``steps.tsv`` (name, status, rc, seconds, limit, log) as a mapping."""
+    """The shell's ``steps.tsv`` (name, status, rc, seconds, limit, log, why it was skipped) as a mapping."""
     rows = {}
     for line in path.read_text().splitlines() if path.is_file() else []:
-        name, status, rc, seconds, limit, log = line.split("\t")
+        name, status, rc, seconds, limit, log, why = line.split("\t")
         rows[name] = {"status": status, "rc": int(rc), "seconds": float(seconds), "limit_s": int(limit), "log": log}
+        if why:
+            rows[name]["reason"] = why
     return rows
+
+
+def skipped_by_bench(steps: dict[str, dict[str, Any]], reports: dict[str, Any]) -> None:
+    """A step that ran but whose bench measured nothing (its report says ``skipped``: the engine does not do what
+    the step measures, e.g. shard) is ``skipped`` with the bench's reason, not ``ok``."""
+    for name, report in reports.items():
+        step = steps.get(name)
+        if step is not None and step["status"] == "ok" and isinstance(report, dict) and report.get("skipped"):
+            step.update(status="skipped", reason=report["skipped"])
 
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -294,6 +308,9 @@ def merge(parts: Path, out: Path, mode: str, budget: int, wall: float) -> dict[s
     report["rollout"] = read_json(parts / "rollout.json")
     report["grpo_step"] = {size: read_json(parts / f"grpo_{size}.json") for size in ("tiny", "1.5b")}
     report["diffusion"] = read_json(parts / "diffusion.json")
+    for name in SHARDED_STEPS:
+        report[name] = read_json(parts / f"{name}.json")
+    skipped_by_bench(report["steps"], {name: report[name] for name in SHARDED_STEPS})
     report["pytest"] = {**(read_json(parts / "pytest_plan.json") or {}),
                         **pytest_summary(parts / "pytest.xml", out.parent / "pytest.log")}  # fmt: skip
     report["targets"] = targets(report) if mode == "gpu" else "not applicable (cpu-smoke: tiny shapes)"

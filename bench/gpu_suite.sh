@@ -1,30 +1,47 @@
 #!/usr/bin/env bash
-# bench/gpu_suite.sh: issue 46's prepared GPU run, one command that fits 8 minutes of a lent GPU machine.
+# bench/gpu_suite.sh: issues 46 and 52's prepared GPU run, one command that fits 8 minutes of a lent GPU machine.
 #
-# Runs, each step under its own `timeout` and all within the wall-clock budget (450 s on a GPU):
+# Runs, each step under its own `timeout` (its cap) and all within the wall-clock budget (450 s on a GPU):
 #   setup      install the carried wheels (.whl/, `make gpu-wheels`) into a target folder, put it and the repo
 #              on PYTHONPATH, register the project's entry points, print the versions it runs with;
-#   rollout    bench/rollout.py at the 1.5B shape (hidden 1536, 28 layers, 128 tokens, batch 32): tokens/s of
-#              every backend that runs (hf, static; vllm when installed), ratio to hf, weight-bandwidth floor;
-#   grpo_step  bench/grpo_step.py at the tiny and the 1.5B shape: zoo/TRL step ratio, generation share, memory;
-#   diffusion  bench/diffusion_step.py: Flow-GRPO rounds of the diffusion engine at SD3.5-Medium's shape
-#              (random weights, bf16, LoRA r32, CFG): seconds per round, peak memory;
+#   rollout    (cap 150 s) bench/rollout.py at the 1.5B shape (hidden 1536, 28 layers, 128 tokens, batch 32):
+#              tokens/s of every backend that runs (hf, static; vllm when installed), ratio to hf, bandwidth floor;
+#   grpo_step  (caps 60 s tiny + 100 s 1.5B) bench/grpo_step.py at the tiny and the 1.5B shape: zoo/TRL step
+#              ratio, generation share, memory;
+#   diffusion  (cap 120 s) bench/diffusion_step.py: Flow-GRPO rounds of the diffusion engine at SD3.5-Medium's
+#              shape (random weights, bf16, LoRA r32, CFG): seconds per round, peak memory;
+#   sharded_semi_online  (cap 150 s) bench/sharded_step.py semi-online under `torchrun --nproc_per_node 1` (a
+#              group of one still shards): two UI-S1 semi-online steps (rollout + update) of the vlm-semi-online
+#              engine per launch config, fsdp-qwen2.5-vl then fsdp-qwen2.5-vl-offload, FSDP2 with bf16 compute over
+#              fp32 masters, Qwen2.5-VL at the 1.5B shape with UI-S1's per-GPU work: rollout and update seconds,
+#              peak memory, dtypes (and devices) of parameters, gradients, AdamW state and compute;
+#   sharded_diffusion  (cap 120 s) bench/sharded_step.py diffusion, the same launcher: Flow-GRPO rounds of a full
+#              fine-tune (no LoRA) at SD3.5-Medium's shape under fsdp-sd3: seconds per round, peak memory, dtypes;
+#              `skipped`, with the engine's reason, when the diffusion engine leaves the denoiser whole;
 #   pytest     `pytest -m "not slow and not network and not verl"` with CUDA visible, in the time left; test
 #              files whose imports need a package this machine lacks are --ignore'd with that reason.
-# and writes ONE JSON of everything to $OUT/gpu_suite.json (device, versions, each step's status and
-# seconds, the benches' numbers, pytest's counts and failures, issue 46's targets met or not), beside
-# the logs setup.log, rollout.log, grpo_step.log, diffusion_step.log, pytest.log (6 files: the device
-# tool brings back at most 8). OUT defaults to outputs/gpu-suite.
+# and writes ONE JSON of everything to $OUT/gpu_suite.json (device, versions, each step's status, seconds and,
+# when skipped, why; the benches' numbers, pytest's counts and failures, issue 46's targets met or not), beside
+# the logs setup.log, rollout.log, grpo_step.log, diffusion_step.log, sharded_step.log (both sharded steps),
+# pytest.log (7 files: the device tool brings back at most 8). OUT defaults to outputs/gpu-suite.
+#
+# The budget, not the sum of the caps (700 s), holds the run: a step runs for min(its cap, what is left of the
+# budget less 10 s), one with under 20 s left is skipped (reason `budget` in the JSON), a step past its limit gets
+# 20 s to die, so the script ends by ~465 s (the last limit ends 10 s before the budget, 20 s to die, the merge)
+# whatever the steps take; setup and torchrun's start (inside its step's cap) count against the budget. Nothing
+# has been timed on a GPU yet: which steps the first run reaches, and what time pytest gets, is what it finds out.
 #
 # Without CUDA (or with --cpu-smoke) the same steps run in a reduced mode: tiny shapes, one step each,
-# the hf backend only, one pytest file, the 1.5B grpo step skipped; tests/bench/test_gpu_suite.py runs it
-# in the normal suite, so the script cannot rot between GPU machines.
+# the hf backend only, one pytest file, the 1.5B grpo step skipped, the sharded steps at the smoke recipes' tiny
+# models in two processes over gloo; tests/bench/test_gpu_suite.py runs it in the normal suite, so the script
+# cannot rot between GPU machines.
 #
 # Usage:
 #   bench/gpu_suite.sh                    GPU mode when torch sees CUDA, else the reduced mode
 #   bench/gpu_suite.sh --cpu-smoke        the reduced mode (CUDA hidden)
 #   bench/gpu_suite.sh --only a,b         run only these steps (setup always runs): rollout, grpo_step,
-#                                         diffusion, pytest; e.g. `--only pytest` to rerun the tests alone
+#                                         diffusion, sharded_semi_online, sharded_diffusion, pytest; e.g.
+#                                         `--only pytest` to rerun the tests alone
 #   bench/gpu_suite.sh --collect-wheels   what `make gpu-wheels` runs: download into .whl/ the wheels the GPU
 #                                         image lacks (versions from requirements.lock), then --check-budget
 #   bench/gpu_suite.sh --check-budget     print tree + untracked + .whl/ bytes; fail above 64 MiB
@@ -34,12 +51,15 @@
 #
 # The device call a later session makes (from the repository root, after `make gpu-wheels` here):
 #   run(command="PYTHONUNBUFFERED=1 bash bench/gpu_suite.sh", carry=[".whl"], timeout_s=540)
-# The script stops itself within 8 minutes (450 s budget, 20 s for a step to die, the merge), so the call's 9
-# leave slack; with the machine's start (1-2 minutes) that is ~10 of the 15 device minutes, enough to rerun
-# one step: run(command="GPU_SUITE_BUDGET_S=250 bash bench/gpu_suite.sh --only pytest", carry=[".whl"],
+# The script stops itself within 8 minutes (above), so the call's 9 leave slack; with the machine's start (1-2
+# minutes) that is ~10 of the 15 device minutes, enough for one more call while the machine is still warm (it
+# goes back after 30 s idle): the steps `steps.*.reason` says the budget cut, else pytest alone, e.g.
+# run(command="GPU_SUITE_BUDGET_S=250 bash bench/gpu_suite.sh --only sharded_diffusion,pytest", carry=[".whl"],
 # timeout_s=300). Call give_back when done. With the JSON (files_at/gpu_suite.json): report `targets` on
 # issue 46 (best backend >= 5x hf and >= 30 % of the bandwidth floor at 1.5B; zoo/TRL <= 1.05) with the
-# device named in `device.name`, and put the numbers, with that device, in the benches' docstrings; fix or
+# device named in `device.name`, and put the numbers, with that device, in the benches' docstrings; report
+# `sharded_semi_online.configs` and `sharded_diffusion` on issue 52 (seconds, `peak_gib`, and `dtypes`: params,
+# grads and optimizer_state float32, compute bfloat16; `devices` cpu under the offload config); fix or
 # file each entry of `pytest.failures` (tracebacks in pytest.log; `pytest.ignored` lists test files left out
 # for a missing package); `versions.packages` shows what differed from requirements.lock (`lock`).
 set -euo pipefail
@@ -125,8 +145,8 @@ collect_wheels() {
 }
 
 # --- the run ------------------------------------------------------------------------------------------------
-record() {  # NAME STATUS RC SECONDS LIMIT LOG
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$PARTS/steps.tsv"
+record() {  # NAME STATUS RC SECONDS LIMIT LOG [WHY]
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:-}" >>"$PARTS/steps.tsv"
 }
 
 wanted() { [[ -z $ONLY || ",$ONLY," == *",$1,"* ]]; }
@@ -138,7 +158,7 @@ run_step() {  # NAME CAP LOG CMD...: CMD under `timeout` (SIGINT first, so pytes
     limit=$((cap < left ? cap : left))
     if ((limit < 20)); then
         echo "== $name: skipped, ${left}s of the budget left" | tee -a "$OUT/$log"
-        record "$name" skipped 0 0 "$limit" "$log"
+        record "$name" skipped 0 0 "$limit" "$log" "budget: ${left}s left; rerun it with --only"
         return 0
     fi
     echo "== $name (limit ${limit}s): $*" | tee -a "$OUT/$log"
@@ -151,7 +171,7 @@ run_step() {  # NAME CAP LOG CMD...: CMD under `timeout` (SIGINT first, so pytes
 
 skip_step() {  # NAME LOG WHY
     echo "== $1: skipped ($3)" | tee -a "$OUT/$2"
-    record "$1" skipped 0 0 0 "$2"
+    record "$1" skipped 0 0 0 "$2" "$3"
 }
 
 setup() {  # never fatal: whatever fails here shows in setup.log and the JSON, and the steps still run
@@ -176,17 +196,25 @@ setup() {  # never fatal: whatever fails here shows in setup.log and the JSON, a
 }
 
 benches() {
-    local rollout=() grpo=() diffusion=()
+    local rollout=() grpo=() diffusion=() semi_online=() sharded_diffusion=() launcher
     if [[ $MODE == gpu ]]; then
         rollout=(--hidden 1536 --layers 28 --length 128 --batch 32 --backends hf,static,vllm
             --steps 2 --warmup 1 --repeats 1)
         grpo=(--steps 3 --warmup 1 --repeats 1)
         diffusion=(--rounds 2)
+        semi_online=(--shape 1.5b --steps 2)
+        sharded_diffusion=(--rounds 2)
     else
         rollout=(--backends hf --batch 4 --group 2 --length 4 --steps 1 --warmup 0 --repeats 1)
         grpo=(--batch 4 --group 2 --length 4 --steps 1 --warmup 0 --repeats 1 --no-cpu-memory)
         diffusion=(--shape tiny --rounds 1 --group 2 --micro-batch 2)
+        semi_online=(--steps 1)
+        sharded_diffusion=(--shape tiny --rounds 1 --group 2 --micro-batch 2)
     fi
+    # a launcher's processes, as a sharded run is started: one per GPU (a group of one still shards), else two over
+    # gloo, which accelerate (the diffusion engine's) joins into one group only when told it runs on the CPU
+    launcher=("$PY" -m torch.distributed.run --standalone --nproc_per_node)
+    if [[ $MODE == gpu ]]; then launcher+=(1); else launcher=(env ACCELERATE_USE_CPU=1 "${launcher[@]}" 2); fi
     if wanted rollout; then
         run_step rollout 150 rollout.log "$PY" bench/rollout.py "${rollout[@]}" --out "$PARTS/rollout" \
             --json "$PARTS/rollout.json"
@@ -204,6 +232,14 @@ benches() {
     if wanted diffusion; then
         run_step diffusion 120 diffusion_step.log "$PY" bench/diffusion_step.py "${diffusion[@]}" \
             --json "$PARTS/diffusion.json"
+    fi
+    if wanted sharded_semi_online; then
+        run_step sharded_semi_online 150 sharded_step.log "${launcher[@]}" bench/sharded_step.py \
+            --json "$PARTS/sharded_semi_online.json" semi-online "${semi_online[@]}"
+    fi
+    if wanted sharded_diffusion; then
+        run_step sharded_diffusion 120 sharded_step.log "${launcher[@]}" bench/sharded_step.py \
+            --json "$PARTS/sharded_diffusion.json" diffusion "${sharded_diffusion[@]}"
     fi
 }
 
@@ -241,7 +277,7 @@ main() {
     done
     local step
     for step in ${ONLY//,/ }; do
-        [[ $step =~ ^(rollout|grpo_step|diffusion|pytest)$ ]] || { echo "gpu_suite.sh: --only: no step $step" >&2; return 2; }
+        [[ $step =~ ^(rollout|grpo_step|diffusion|sharded_semi_online|sharded_diffusion|pytest)$ ]] || { echo "gpu_suite.sh: --only: no step $step" >&2; return 2; }
     done
     PY=${PYTHON:-python3}
     [[ -z ${PYTHON:-} && -x .venv/bin/python ]] && PY=.venv/bin/python
@@ -265,7 +301,7 @@ main() {
     PARTS=$(mktemp -d "${TMPDIR:-/tmp}/gpu-suite.XXXXXX")
     SITE=$PARTS/site
     trap 'rm -rf "$PARTS"' EXIT
-    rm -f "$OUT"/{setup,rollout,grpo_step,diffusion_step,pytest}.log "$OUT/gpu_suite.json"
+    rm -f "$OUT"/{setup,rollout,grpo_step,diffusion_step,sharded_step,pytest}.log "$OUT/gpu_suite.json"
     echo "gpu_suite.sh: mode $MODE, budget ${BUDGET}s, python $PY, output $OUT"
 
     setup

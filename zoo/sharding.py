@@ -48,6 +48,23 @@ logger = logging.getLogger(__name__)
 DISTRIBUTES = ("accelerate", "zoo", "none", "ray")
 
 
+@dataclass(frozen=True)
+class Holds:
+    """What an engine holds beyond its :class:`Sharding` and :class:`~zoo.precision.Precision`, as its code does it
+    (stated with the engine, :attr:`zoo.engines.Engine.holds`, and priced by :mod:`zoo.memory_plan`)."""
+
+    samples_gathered: bool = False
+    """Sharded by the zoo's FSDP2 or DeepSpeed ZeRO-3, it samples (rollouts, log-probabilities without gradients) on
+    the whole model all-gathered in the compute dtype; otherwise a forward gathers one shard unit at a time."""
+    reference: str = "frozen"
+    """The dtype of its KL reference: ``frozen`` (the precision's frozen dtype) or ``loaded`` (the model's)."""
+    reference_with_lora: bool = False
+    """It keeps a KL reference beside LoRA adapters (rather than scoring with the adapters disabled)."""
+    ddp_reducer: bool = False
+    """Replicated, its gradients are averaged by DDP's reducer, whose buckets are a second copy of them (accelerate
+    keeps ``gradient_as_bucket_view`` off), rather than summed by :meth:`zoo.distributed.DataParallel.sum_gradients`."""
+
+
 class ShardingError(ValueError):
     """A launch config the engine does not run, or wrap classes the model lacks."""
 
@@ -145,7 +162,7 @@ def shard(model: torch.nn.Module, sharding: Sharding, precision: Precision, devi
     options = {"mesh": mesh, "mp_policy": mixed if precision.mixed else MixedPrecisionPolicy(),
                "offload_policy": CPUOffloadPolicy(pin_memory=device.type == "cuda") if sharding.offload else OffloadPolicy()}  # fmt: skip
     if sharding.activation_checkpointing:
-        checkpoint_units(model, sharding.units)
+        checkpoint_units(model)
     for unit in units(model, sharding.units):
         fully_shard(unit, **options)
     fully_shard(model, **options)
@@ -155,12 +172,17 @@ def shard(model: torch.nn.Module, sharding: Sharding, precision: Precision, devi
     return model
 
 
-def checkpoint_units(model: torch.nn.Module, classes: Sequence[str]) -> None:
-    """Recompute each unit's activations in the backward pass (torch's non-reentrant checkpoint wrapper)."""
-    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
-
-    wrapped = set(classes)
-    apply_activation_checkpointing(model, check_fn=lambda module: type(module).__name__ in wrapped)
+def checkpoint_units(model: torch.nn.Module) -> None:
+    """Recompute each block's activations in the backward pass with the model's own gradient checkpointing
+    (transformers' ``gradient_checkpointing_enable``, diffusers' ``enable_gradient_checkpointing``: per decoder layer
+    or transformer block, the units the configs wrap). Not torch's checkpoint wrapper, which renames every parameter
+    under it (``_checkpoint_wrapped_module.``) and with them the names checkpoints and ``final/`` are keyed by."""
+    for method in ("gradient_checkpointing_enable", "enable_gradient_checkpointing"):
+        if callable(getattr(model, method, None)):
+            getattr(model, method)()
+            return
+    raise ShardingError(f"the launch config recomputes activations (fsdp_activation_checkpointing), and "
+                        f"{type(model).__name__} has no gradient checkpointing of its own; name a config without it")
 
 
 def fsdp_modules(model: torch.nn.Module) -> list[Any]:

@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "optimiser, reference, activations) and exit; loads no weights and needs no network",
     )
     parser.add_argument("--json", dest="as_json", action="store_true", help="with --plan: print the plan as JSON")
+    parser.add_argument("--nproc", type=int, default=None, metavar="N",
+                        help="with --plan: size every config for N processes (GPUs) over all machines, and print the "
+                        "launch line for N (default: each config's own, 8)")  # fmt: skip
 
 
 def run(
@@ -74,6 +77,7 @@ def run(
     output_dir: str | None = None,
     plan: bool = False,
     as_json: bool = False,
+    nproc: int | None = None,
 ) -> Path | None:
     """Run a recipe on its engine; returns the run directory (``None`` for ``plan``, which writes nothing).
 
@@ -87,14 +91,19 @@ def run(
         output_dir: overrides ``training.output_dir``.
         plan: print the per-GPU memory plan (:mod:`zoo.memory_plan`) to stdout instead of training.
         as_json: with ``plan``, as JSON.
+        nproc: with ``plan``, the process count to size every config for (default: each config's).
     """
     extra = [f"training.output_dir={output_dir}"] if output_dir else []
     recipe = load_recipe(recipe_path, [*overrides, *extra], engine=engine)
     if plan:
         from zoo import memory_plan
 
-        found = memory_plan.plan(recipe)
-        sys.stdout.write((memory_plan.to_json if as_json else memory_plan.render)(*found) + "\n")
+        if nproc is not None and nproc < 1:
+            raise ValueError(f"--nproc {nproc}: a run has at least one process")
+        found = memory_plan.plan(recipe, processes=nproc)
+        again = [recipe_path, *(arg for o in overrides for arg in ("--set", o)), *(["--engine", engine] if engine else [])]
+        text = memory_plan.to_json(*found) if as_json else memory_plan.render(*found, train_args=again)
+        sys.stdout.write(text + "\n")
         return None
     out = Path(recipe.output_dir)
     existed = out.exists()

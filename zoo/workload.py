@@ -1,31 +1,40 @@
 """What a recipe trains, counted before any weight is loaded: the workload :mod:`zoo.memory_plan` prices per GPU.
 
-The parameters come from :mod:`zoo.model_size` (the architecture on the meta device); the token counts from the
-recipe's batch. A VLM policy's micro-batch is ``training.batch_size`` sequences of prompt (text and image tokens)
-and completion; a diffusion step's is ``training.train_batch_size`` latents of ``(resolution / 8 / patch)^2``
-image tokens beside the prompt's text tokens, twice over when classifier-free guidance runs in the trained step.
+The parameters come from :mod:`zoo.model_size` (the architecture on the meta device), each weight's shape kept so
+that a shard can be sized the way FSDP2 cuts it; the precision is the engine's own decision, from the functions the
+engine itself calls (``policy_precision`` and ``load_dtype`` for the VLM engines, the diffusion engine's
+``run_precision``); what else an engine holds (a reference, gathered sampling, DDP's buckets) is its
+:attr:`zoo.engines.Engine.holds`. The
+token counts come from the recipe's batch. A VLM policy's micro-batch is ``training.batch_size`` sequences of prompt
+(text and image tokens) and completion; a diffusion step's is ``training.train_batch_size`` latents of
+``(resolution / 8 / patch)^2`` image tokens beside the prompt's text tokens, twice over when classifier-free guidance
+runs in the trained step.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zoo.model_size import Counted, ModelSizeError, block_sizes, count, known_row, offline_dir, pipeline, vlm
+from zoo.engines import ENGINES
+from zoo.launch import LaunchSettings, read
+from zoo.model_size import Counted, ModelSizeError, block_sizes, known_row, offline_dir, pipeline, vlm
+from zoo.precision import BYTES, Precision
+from zoo.sharding import Holds
 
 #: zoo: images are sized at one megapixel (within the recipe's pixel limits) for the activation estimate: a
 #: recipe's max_pixels is a bound, not the typical image, and the datasets' images are rarely above 1 MP.
 IMAGE_PIXELS = 1024 * 1024
 #: zoo: text tokens of a prompt around its images (system prompt, template, question) for the estimate.
 PROMPT_TEXT_TOKENS = 256
-#: Engines whose runs start under ``accelerate launch`` (the others run in one process or on Ray).
-ENGINES = ("vlm-trl", "vlm-semi-online", "vlm-sft", "diffusion")
-_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+Shape = tuple[int, ...]
 
 
 class PlanError(ValueError):
-    """A recipe the plan cannot size: another engine, a ``tiny:`` model, or a model not on this machine and not in
-    :data:`zoo.model_size.KNOWN`."""
+    """A recipe the plan cannot size (an engine that reads no launch config, a ``tiny:`` model, a model not on this
+    machine and not in :data:`zoo.model_size.KNOWN`), or a launch config that does not fit the model."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,8 @@ class Workload:
 
     recipe: str
     engine: str
+    launch: str
+    """The launch config the recipe names (``""``: none)."""
     model: str
     """The trained model's class and where its config came from."""
     params: int
@@ -64,12 +75,20 @@ class Workload:
     """Parameters the optimiser steps (LoRA adapters included)."""
     adapter: int
     """LoRA parameters added to the model (0 for a full fine-tune)."""
-    weight_bytes: int
-    trained_bytes: int
+    holds: Holds
+    precision: Precision
+    """What the engine computes in and holds trained and frozen weights in under the recipe's own launch
+    (:mod:`zoo.precision`; the plan asks again per launch config, where the diffusion engine's compute follows it)."""
+    load_dtype: str
+    """What the engine loads the model's weights in: its frozen weights (a vision tower, a LoRA base) stay so."""
+    trained_shapes: tuple[Shape, ...]
+    """Shape of every tensor the optimiser steps (LoRA's A and B for adapters)."""
+    frozen_shapes: tuple[Shape, ...]
+    """Shape of every weight of the model nothing steps (a frozen vision tower, a LoRA run's base)."""
     reference: int
-    reference_bytes: int
-    reference_sharded: bool
-    ema: int
+    """Parameters of the KL reference, a frozen copy of the model's weights (0: none)."""
+    ema: bool
+    """An EMA of the trained weights beside them on the GPU (not ``training.ema_device: cpu``)."""
     frozen_bytes: int
     """Bytes of the other models each process keeps (text encoders, VAE)."""
     frozen: dict[str, int]
@@ -82,6 +101,33 @@ class Workload:
     no_split: tuple[str, ...]
     """The model's own repeated blocks (``_no_split_modules``): ZeRO-3's gathered units."""
     assumptions: dict[str, Any] = field(default_factory=dict)
+
+    def trained_bytes(self, precision: Precision) -> int:
+        """Bytes of a trained weight, its gradient and each AdamW moment: float32 for LoRA adapters (peft keeps them
+        so), else ``precision``'s trained dtype."""
+        return 4 if self.adapter else BYTES[precision.trained]
+
+    def reference_dtype(self, precision: Precision) -> str:
+        """The dtype of a KL reference's weights, as the engine holds it (:attr:`zoo.sharding.Holds.reference`)."""
+        return precision.frozen if self.holds.reference == "frozen" else self.load_dtype
+
+    def reference_bytes(self, precision: Precision) -> int:
+        """Bytes of a KL reference's weight."""
+        return BYTES[self.reference_dtype(precision)]
+
+    @property
+    def base_shapes(self) -> tuple[Shape, ...]:
+        """The model's own weights (adapters aside): what a KL reference copies."""
+        return self.frozen_shapes if self.adapter else self.trained_shapes + self.frozen_shapes
+
+    def largest_trained(self) -> int:
+        """Elements of the largest trained tensor (the gradient exchange's buffer is at least this big)."""
+        return max((math.prod(s) for s in self.trained_shapes), default=0)
+
+
+def numel(shapes: Iterable[Shape]) -> int:
+    """Elements of tensors of ``shapes``."""
+    return sum(math.prod(s) for s in shapes)
 
 
 def _located(name: str, revision: str | None, marker: str) -> tuple[Any, str | None]:
@@ -98,28 +144,33 @@ def _located(name: str, revision: str | None, marker: str) -> tuple[Any, str | N
     return folder, row
 
 
-def lora_params(module: Any, targets: tuple[str, ...] | list[str], rank: int) -> int:
-    """Parameters LoRA of rank ``rank`` adds to ``module``'s linear layers that peft's own matcher selects for
-    ``targets``: ``rank * (in + out)`` each (A and B)."""
+def lora_shapes(module: Any, targets: tuple[str, ...] | list[str], rank: int) -> tuple[Shape, ...]:
+    """Shapes of the tensors LoRA of rank ``rank`` adds to ``module``'s linear layers that peft's own matcher selects
+    for ``targets``: A ``(rank, in)`` and B ``(out, rank)`` each."""
     import torch
     from peft import LoraConfig
     from peft.tuners.tuners_utils import check_target_module_exists
 
     config = LoraConfig(r=rank, target_modules=list(targets))
-    return sum(rank * (sub.in_features + sub.out_features) for name, sub in module.named_modules()
-               if isinstance(sub, torch.nn.Linear) and check_target_module_exists(config, name))  # fmt: skip
+    return tuple(shape for name, sub in module.named_modules()
+                 if isinstance(sub, torch.nn.Linear) and check_target_module_exists(config, name)
+                 for shape in ((rank, sub.in_features), (sub.out_features, rank)))  # fmt: skip
 
 
-def _dtype_bytes(dtype: str, config: Any) -> int:
-    if dtype == "auto":  # what transformers loads: the checkpoint's own dtype
-        dtype = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "float32")
-    return _BYTES[str(dtype).removeprefix("torch.")]
+def split_shapes(module: Any, frozen: Iterable[Any] = ()) -> tuple[tuple[Shape, ...], tuple[Shape, ...]]:
+    """``(trained, frozen)`` shapes of ``module``'s parameters (a tied weight once), ``frozen`` naming the parameters
+    the engine freezes."""
+    held = {id(p) for p in frozen}
+    params = list(module.parameters())
+    return (tuple(tuple(p.shape) for p in params if id(p) not in held),
+            tuple(tuple(p.shape) for p in params if id(p) in held))  # fmt: skip
 
 
 def vlm_workload(recipe: Any) -> Workload:
-    """A VLM recipe (``vlm-trl``, ``vlm-semi-online``, ``vlm-sft``): the policy, its LoRA or frozen tower, the
-    reference for a KL term, and the tokens of one micro-batch."""
-    from zoo.engines.vlm.policy_model import pixel_limits
+    """A VLM recipe (``vlm-trl``, ``vlm-semi-online``, ``vlm-sft``): the policy in the precision its engine resolves
+    (``policy_precision`` on a GPU, ``load_dtype``), its LoRA or frozen tower, the reference for a KL term, and the
+    tokens of one micro-batch."""
+    from zoo.engines.vlm.policy_model import load_dtype, pixel_limits, policy_precision
 
     folder, row = _located(recipe.model.name, recipe.model.revision, "config.json")
     try:
@@ -128,11 +179,13 @@ def vlm_workload(recipe: Any) -> Workload:
         raise PlanError(f"model {recipe.model.name!r}: {err}") from None
     tr, alg = recipe.training, recipe.algorithm if hasattr(recipe, "algorithm") else None
     text, vision = counted.config.get_text_config(), counted.config.vision_config
-    tower = count(counted.module.model.visual)
+    tower = counted.module.model.visual
     lora = getattr(tr, "lora", None)
-    adapter = lora_params(counted.module, lora.target_modules, lora.r) if lora is not None and lora.enabled else 0
-    vision_trains = not adapter and not tr.freeze_vision
-    trainable = adapter or counted.params - (0 if vision_trains else tower)
+    adapters = lora_shapes(counted.module, lora.target_modules, lora.r) if lora is not None and lora.enabled else ()
+    vision_trains = not adapters and not tr.freeze_vision
+    frozen = counted.module.parameters() if adapters else () if vision_trains else tower.parameters()
+    trained_shapes, frozen_shapes = split_shapes(counted.module, frozen)
+    trained_shapes = adapters or trained_shapes
     low, high = pixel_limits(recipe)
     pixels = min(max(IMAGE_PIXELS, low or 0), high or IMAGE_PIXELS)
     patch, merge = vision.patch_size, vision.spatial_merge_size
@@ -147,14 +200,15 @@ def vlm_workload(recipe: Any) -> Workload:
     if vision_trains:
         stacks.append(Stack("vision tower", vision.depth, vision.hidden_size, vision.intermediate_size,
                             vision.hidden_size, 4, tr.batch_size * images * patches))  # fmt: skip
-    weight_bytes = _dtype_bytes(recipe.model.dtype, counted.config)
-    beta = getattr(alg, "beta", 0.0)
-    reference = counted.params if beta and not adapter else 0
+    precision, holds = policy_precision(recipe, cuda=True), ENGINES.get(recipe.engine).holds
+    keeps_reference = getattr(alg, "beta", 0.0) and (not adapters or holds.reference_with_lora)
     return Workload(
-        recipe=recipe.name, engine=recipe.engine, model=f"{counted.architecture} (config: {counted.source})",
-        params=counted.params, trainable=trainable, adapter=adapter, weight_bytes=weight_bytes,
-        trained_bytes=4 if adapter else weight_bytes, reference=reference, reference_bytes=weight_bytes,
-        reference_sharded=recipe.engine == "vlm-trl", ema=0, frozen_bytes=0, frozen={}, stacks=tuple(stacks),
+        recipe=recipe.name, engine=recipe.engine, launch=recipe.launch,
+        model=f"{counted.architecture} (config: {counted.source})", params=counted.params,
+        trainable=numel(trained_shapes), adapter=numel(adapters), holds=holds, precision=precision,
+        load_dtype=str(load_dtype(recipe, precision)).removeprefix("torch."), trained_shapes=trained_shapes,
+        frozen_shapes=frozen_shapes, reference=counted.params if keeps_reference else 0, ema=False,
+        frozen_bytes=0, frozen={}, stacks=tuple(stacks),
         logits=tr.batch_size * completion * text.vocab_size,
         checkpointing=bool(getattr(tr, "gradient_checkpointing", False)), blocks=block_sizes(counted.module),
         no_split=tuple(counted.module._no_split_modules or ()),
@@ -165,8 +219,9 @@ def vlm_workload(recipe: Any) -> Workload:
 
 
 def diffusion_workload(recipe: Any) -> Workload:
-    """A diffusion recipe: the trained transformer (float32, as the engine keeps it), its LoRA, reference copy and
-    EMA, the frozen text encoders and VAE every process holds, and the tokens of one trained step."""
+    """A diffusion recipe: the trained transformer (float32 masters, as the engine loads it whatever ``model.dtype``
+    says), its LoRA, reference copy and EMA (none on the GPU under ``training.ema_device: cpu``), the frozen text
+    encoders and VAE every process holds in ``model.dtype``, and the tokens of one trained step."""
     from zoo.engines.diffusion.methods import METHODS
 
     folder, row = _located(recipe.model.name, recipe.model.revision, "model_index.json")
@@ -181,8 +236,9 @@ def diffusion_workload(recipe: Any) -> Workload:
     parts = {name: c for name, c in parts.items() if name != "transformer"}
     tr, alg, config = recipe.training, recipe.algorithm, denoiser.config
     targets = tr.lora.target_modules or _default_lora_targets()
-    adapter = lora_params(denoiser.module, targets, tr.lora.r) if tr.lora.enabled else 0
-    trainable = adapter or denoiser.params
+    adapters = lora_shapes(denoiser.module, targets, tr.lora.r) if tr.lora.enabled else ()
+    trained_shapes, frozen_shapes = split_shapes(denoiser.module, denoiser.module.parameters() if adapters else ())
+    trained_shapes = adapters or trained_shapes
     latent = parts["vae"].config["latent_channels"] if "vae" in parts else 16
     patch = config["patch_size"] * round((config["in_channels"] // latent) ** 0.5)
     resolution = recipe.model.resolution or 8 * config.get("sample_size", 128)
@@ -194,20 +250,30 @@ def diffusion_workload(recipe: Any) -> Workload:
     layers = config["num_layers"] + config.get("num_single_layers", 0)
     stack = Stack("transformer", layers, hidden, 4 * hidden, hidden, 2,
                   tr.train_batch_size * passes * (image_tokens + text_tokens))  # fmt: skip
-    # the engine loads the pipeline in float32 and casts only the VAE to model.dtype (zoo/engines/diffusion/setup.py)
-    frozen_bytes = sum(c.params * (_BYTES[recipe.model.dtype] if name == "vae" else 4) for name, c in parts.items())
+    precision = diffusion_precision(recipe, read(recipe.launch) if recipe.launch else None)
     return Workload(
-        recipe=recipe.name, engine=recipe.engine, model=f"{denoiser.architecture} (config: {denoiser.source})",
-        params=denoiser.params, trainable=trainable, adapter=adapter, weight_bytes=4, trained_bytes=4,
-        reference=denoiser.params if alg.beta > 0 and not adapter else 0, reference_bytes=4,
-        reference_sharded=False, ema=trainable if tr.ema_decay is not None else 0,
-        frozen_bytes=frozen_bytes,
+        recipe=recipe.name, engine=recipe.engine, launch=recipe.launch,
+        model=f"{denoiser.architecture} (config: {denoiser.source})", params=denoiser.params,
+        trainable=numel(trained_shapes), adapter=numel(adapters), holds=ENGINES.get(recipe.engine).holds, precision=precision,
+        load_dtype="float32", trained_shapes=trained_shapes, frozen_shapes=frozen_shapes,
+        reference=denoiser.params if alg.beta > 0 and not adapters else 0,
+        ema=tr.ema_decay is not None and getattr(tr, "ema_device", None) != "cpu",
+        frozen_bytes=sum(c.params for c in parts.values()) * BYTES[precision.frozen],
         frozen={name: c.params for name, c in parts.items()}, stacks=(stack,), logits=0, checkpointing=False,
         blocks=block_sizes(denoiser.module), no_split=tuple(getattr(denoiser.module, "_no_split_modules", None) or ()),
         assumptions={"resolution": resolution, "image tokens": image_tokens, "text tokens": text_tokens,
                      "guided passes with gradients": passes,
-                     "frozen dtypes": f"text encoders float32, vae {recipe.model.dtype}"},
+                     "frozen dtypes": f"text encoders and vae {precision.frozen}"},
     )  # fmt: skip
+
+
+def diffusion_precision(recipe: Any, launch: LaunchSettings | None) -> Precision:
+    """The diffusion engine's precision under ``launch`` (``None``: none, accelerate's ``no``): its own
+    ``run_precision`` of the config's ``mixed_precision`` and the recipe's ``model.dtype``."""
+    from zoo.engines.diffusion.placement import run_precision
+
+    sharded = launch is not None and launch.distributed_type == "FSDP"
+    return run_precision(launch.mixed_precision if launch else "no", recipe.model.dtype, sharded=sharded)
 
 
 def _text_tokens(architecture: str, max_sequence_length: int | None) -> int:

@@ -42,25 +42,60 @@ def _run(*args: str, env: dict[str, str] | None = None, timeout: int = 60) -> su
 
 
 def test_cpu_smoke_runs_every_step_and_writes_one_json(tmp_path):
-    """One tiny pass of every step (~1 min of CPU): each bench's numbers, pytest's counts and at most 8 files back."""
+    """One tiny pass of every step (~1.5 min of CPU): each bench's numbers, pytest's counts and at most 8 files back."""
     out = tmp_path / "out"
     done = _run("--cpu-smoke", env={"OUT": str(out)}, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     report = json.loads((out / "gpu_suite.json").read_text())
     assert report["mode"] == "cpu-smoke" and report["ok"], report["steps"]
     statuses = {name: step["status"] for name, step in report["steps"].items()}
+    assert statuses.pop("sharded_diffusion") in ("ok", "skipped")  # skipped, with why, where the engine does not shard
     assert statuses == {"setup": "ok", "rollout": "ok", "grpo_step_tiny": "ok", "grpo_step_1.5b": "skipped",
-                        "diffusion": "ok", "pytest": "ok"}  # fmt: skip
+                        "diffusion": "ok", "sharded_semi_online": "ok", "pytest": "ok"}  # fmt: skip
+    assert report["steps"]["grpo_step_1.5b"]["reason"] == "cpu-smoke runs the tiny shape only"
     assert report["versions"]["torch"] and report["device"]["name"].startswith("cpu")
     assert report["rollout"]["backends"]["hf"]["tokens_per_s"] > 0
     assert report["grpo_step"]["tiny"]["step_time_ratio_zoo_over_trl"] > 0
     diffusion = report["diffusion"]
     assert diffusion["seconds_per_round"] > 0 and diffusion["images_per_round"] == 2
     assert (diffusion["lora"]["r"], diffusion["guidance_scale"]) == (32, 4.5)  # the SD3.5-M recipe's, kept
+    _check_sharded(report)
     assert report["pytest"]["passed"] > 0 and report["pytest"]["failed"] == report["pytest"]["errors"] == 0
     files = sorted(p.name for p in out.iterdir())
     assert len(files) <= 8 and all(OUT_NAME.match(name) for name in files), files
     assert "gpu_suite.json" in files and "pytest.log" in files
+
+
+def _check_sharded(report: dict) -> None:
+    """Issue 52's steps: each FSDP launch config sharded over the two gloo processes, trained tensors (parameters,
+    gradients, AdamW's moments) float32 and every matmul bf16; seconds per step, rollout and update apart."""
+    semi = report["sharded_semi_online"]
+    assert semi["world"] == 2 and list(semi["configs"]) == ["fsdp-qwen2.5-vl", "fsdp-qwen2.5-vl-offload"]
+    for launch, config in semi["configs"].items():
+        assert config["sharded"] and config["offload"] == launch.endswith("offload")
+        assert config["precision"] == {"compute": "bfloat16", "trained": "float32", "frozen": "bfloat16"}
+        assert config["rollout_s"] > 0 and config["update_s"] > 0 and config["peak_rss_gib"] > 0
+        assert config["steps"][0]["optimizer_steps"] == 2  # multi_turn.mini_batches: 2
+        _check_dtypes(config["dtypes"])
+    diffusion = report["sharded_diffusion"]
+    if report["steps"]["sharded_diffusion"]["status"] == "skipped":
+        assert report["steps"]["sharded_diffusion"]["reason"] == diffusion["skipped"]
+        assert "left the denoiser whole under launch: fsdp-sd3" in diffusion["skipped"]
+        return
+    assert diffusion["sharded"] and diffusion["world"] == 2 and not diffusion["lora"]
+    assert diffusion["trainable_params_m"] == diffusion["denoiser_params_m"] and diffusion["seconds_per_round"] > 0
+    _check_dtypes(diffusion["dtypes"])
+
+
+def _check_dtypes(dtypes: dict) -> None:
+    """fp32 masters: parameters, a gradient for each and AdamW's two moments per parameter, all float32; every
+    matmul (training and sampling forwards) in bf16."""
+    for kind in ("params", "grads", "optimizer_state"):
+        assert list(dtypes[kind]) == ["float32"], (kind, dtypes)
+    assert dtypes["optimizer_state"]["float32"] == 2 * dtypes["params"]["float32"]  # AdamW: exp_avg, exp_avg_sq
+    assert dtypes["grads"] == dtypes["params"]
+    assert {mode: list(seen) for mode, seen in dtypes["compute"].items()} == {"train": ["bfloat16"],
+                                                                             "no_grad": ["bfloat16"]}  # fmt: skip
 
 
 def test_help_holds_the_device_call_that_fits_the_tool():
@@ -119,7 +154,11 @@ def test_merge_checks_the_issue_targets_and_reads_pytests_junit(tmp_path):
     parts, out = tmp_path / "parts", tmp_path / "out"
     parts.mkdir()
     out.mkdir()
-    (parts / "steps.tsv").write_text("rollout\tok\t0\t80\t150\trollout.log\npytest\tfailed\t1\t200\t300\tpytest.log\n")
+    (parts / "steps.tsv").write_text("rollout\tok\t0\t80\t150\trollout.log\t\n"
+                                     "pytest\tfailed\t1\t200\t300\tpytest.log\t\n"
+                                     "sharded_diffusion\tok\t0\t30\t120\tsharded_step.log\t\n"
+                                     "sharded_semi_online\tskipped\t0\t0\t12\tsharded_step.log\tbudget: 12s left\n")
+    (parts / "sharded_diffusion.json").write_text(json.dumps({"sharded": False, "skipped": "left whole"}))
     backends = {"hf": {"tokens_per_s": 100.0, "tokens_per_s_over_hf": 1.0, "weight_bandwidth_floor_fraction": 0.05},
                 "static": {"tokens_per_s": 640.0, "tokens_per_s_over_hf": 6.4, "weight_bandwidth_floor_fraction": 0.21}}
     (parts / "rollout.json").write_text(json.dumps({"backends": backends}))
@@ -140,3 +179,8 @@ def test_merge_checks_the_issue_targets_and_reads_pytests_junit(tmp_path):
     assert tests["failures"] == [failure]
     assert tests["skip_reasons"] == {"needs vllm": 1}
     assert json.loads((out / "gpu_suite.json").read_text())["targets"] == report["targets"]
+    # a bench that measured nothing says why, and so does a step the budget cut
+    assert report["steps"]["sharded_diffusion"] == {"status": "skipped", "rc": 0, "seconds": 30.0, "limit_s": 120,
+                                                    "log": "sharded_step.log", "reason": "left whole"}  # fmt: skip
+    assert report["steps"]["sharded_semi_online"]["reason"] == "budget: 12s left"
+    assert report["sharded_diffusion"]["skipped"] == "left whole" and report["sharded_semi_online"] is None

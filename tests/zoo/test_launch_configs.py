@@ -34,6 +34,9 @@ EXPECTED = {
                            "fsdp_reshard_after_forward": True, "fsdp_offload_params": False,
                            "fsdp_activation_checkpointing": True,
                            "fsdp_transformer_layer_cls_to_wrap": "FluxTransformerBlock,FluxSingleTransformerBlock"}),
+    "fsdp-sd3": ("FSDP", {"fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                          "fsdp_reshard_after_forward": True, "fsdp_offload_params": False,
+                          "fsdp_activation_checkpointing": True, "fsdp_transformer_layer_cls_to_wrap": "JointTransformerBlock"}),
 }  # fmt: skip
 FSDP = [name for name, (kind, _) in EXPECTED.items() if kind == "FSDP"]
 
@@ -93,10 +96,11 @@ def test_fsdp_config_builds_accelerates_plugin(name, monkeypatch):
 
 def test_wrapped_classes_are_the_architectures_blocks():
     """The class names FSDP wraps are the models' own no-split blocks (a misspelt name would wrap nothing)."""
-    from diffusers import FluxTransformer2DModel
+    from diffusers import FluxTransformer2DModel, SD3Transformer2DModel
     from transformers import Qwen2_5_VLForConditionalGeneration
 
     assert set(read("fsdp-flux").wrap_classes) == set(FluxTransformer2DModel._no_split_modules)
+    assert set(read("fsdp-sd3").wrap_classes) == set(SD3Transformer2DModel._no_split_modules)
     assert set(read("fsdp-qwen2.5-vl").wrap_classes) == set(Qwen2_5_VLForConditionalGeneration._no_split_modules)
 
 
@@ -123,15 +127,17 @@ def _recipes():
 
 def test_every_gpu_recipe_names_a_config_that_applies():
     """A recipe whose model has a billion parameters or more (sized offline by the plan) names a launch config, and
-    the plan finds that config applicable to its model; a recipe the plan cannot size must be a tiny CPU one."""
+    the plan finds that config applicable to its model and run by its engine (the plan asks the engine, no longer a
+    list of engines); a recipe the plan cannot size must be a tiny CPU one."""
+    from zoo.engines import ENGINES
     from zoo.memory_plan import plan, workload
-    from zoo.workload import ENGINES, PlanError
+    from zoo.workload import PlanError
 
     gpu = []
     for path in _recipes():
         recipe = load_recipe(path)
-        if recipe.engine not in ENGINES:
-            assert not recipe.launch, f"{path}: engine {recipe.engine} is not launched with accelerate"
+        if ENGINES.get(recipe.engine).distributes in ("none", "ray"):
+            assert not recipe.launch, f"{path}: engine {recipe.engine} runs no launch config"
             continue
         try:
             params = workload(recipe).params

@@ -1,5 +1,6 @@
 """``zoo train RECIPE --plan``: parameter counts from configs on this machine or the cited table, and the bytes per GPU
-of each launch config, checked against a hand computation on tiny models instantiated for real."""
+of each launch config as the recipe's engine runs it (its sharding and precision), checked against a hand computation
+on tiny models instantiated for real (tests/zoo/test_memory_plan_tensors.py holds them to a real step's tensors)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from zoo.workload import Stack
 
 GUI_G1 = "domains/gui/recipes/gui-g1-3b.yaml"  # Qwen/Qwen2.5-VL-3B-Instruct, bf16, full fine-tune, 8 x (prompt + 128)
 FLUX = "domains/image/recipes/dancegrpo-flux-hps.yaml"
+UI_S1 = "domains/gui/recipes/ui-s1-7b.yaml"  # vlm-semi-online, Qwen2.5-VL-7B, launch fsdp-qwen2.5-vl-offload
+SD35_LORA = "domains/image/recipes/flow-grpo-sd35m-pickscore.yaml"
 
 
 def tiny_qwen_config():
@@ -64,6 +67,11 @@ def _no_weights(monkeypatch):
     monkeypatch.setattr("zoo.hub.snapshot_download", refuse)
 
 
+def _rank0_shard(module, n: int) -> int:
+    """Elements of rank 0's FSDP2 shard of ``module``'s real parameters: ``torch.chunk`` on dim 0 over ``n``."""
+    return sum(p.chunk(n, dim=0)[0].numel() for p in module.parameters())
+
+
 def test_counts_the_cached_config_and_matches_a_hand_computation(tiny_qwen_in_cache, monkeypatch):
     snapshot, real = tiny_qwen_in_cache
     _no_weights(monkeypatch)
@@ -71,31 +79,39 @@ def test_counts_the_cached_config_and_matches_a_hand_computation(tiny_qwen_in_ca
     p = sum(t.numel() for t in real.parameters())  # counted on the real CPU model
     assert str(snapshot) in work.model and (work.params, work.trainable, work.adapter) == (p, p, 0)
     by = {r.config: r for r in rows}
-    assert set(skipped) == {"fsdp-flux"} and by["zero3"].named and not by["ddp"].named
+    assert set(by) == {"ddp", "fsdp-qwen2.5-vl", "fsdp-qwen2.5-vl-offload", "zero3", "zero3-offload"}
+    assert "fsdp-flux" in skipped and all(why.startswith("not applicable") for why in skipped.values())
+    assert by["zero3"].named and not by["ddp"].named and by["ddp"].strategy == "accel. DDP"
 
-    # DDP, bf16 weights: weights 2P, gradient + DDP bucket 4P, two bf16 moments 4P
-    assert {k: by["ddp"].parts[k] for k in ("params", "grads", "optim", "gather", "reference")} == {
-        "params": 2 * p,
+    # DDP: TRL now holds fp32 master weights under bf16 autocast (zoo.precision), so weights and gradients are 4P and
+    # AdamW's two moments 8P (the bf16 weights of before were 2P, 2P and 4P); the copies are DDP's reducer buckets
+    # (a second fp32 copy of the gradients) and autocast's bf16 copy of every weight
+    assert {k: by["ddp"].parts[k] for k in ("params", "grads", "optim", "copies", "reference")} == {
+        "params": 4 * p,
         "grads": 4 * p,
-        "optim": 4 * p,
-        "gather": 0,
+        "optim": 8 * p,
+        "copies": 4 * p + 2 * p,
         "reference": 0,
     }
-    # ZeRO-3 over 8: 16-bit weights and gradients, 12 bytes of fp32 master + moments per trained parameter
+    # ZeRO-3 over 8: 16-bit weights and gradients, 12 bytes of fp32 master + moments per trained parameter; the copies
+    # are the whole bf16 policy TRL gathers to generate (ds3_gather_for_generation), more than two blocks and the root
     blocks = [m for m in real.modules() if type(m).__name__ in ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock")]
     sizes = [sum(t.numel() for t in m.parameters()) for m in blocks]
     gather = (p - sum(sizes) + 2 * max(sizes)) * 2
-    assert {k: by["zero3"].parts[k] for k in ("params", "grads", "optim", "gather")} == {
+    assert {k: by["zero3"].parts[k] for k in ("params", "grads", "optim", "copies")} == {
         "params": 2 * p // 8,
         "grads": 2 * p // 8,
         "optim": 12 * p // 8,
-        "gather": gather,
+        "copies": 2 * p,
     }
-    # FSDP: trained parameters upcast to fp32 by accelerate; offload leaves only the gathered units on the GPU
-    assert {k: by["fsdp-qwen2.5-vl"].parts[k] for k in ("params", "grads", "optim")} == {
-        "params": 4 * p // 8,
-        "grads": 4 * p // 8,
-        "optim": 8 * p // 8,
+    # FSDP: fp32 shards (accelerate upcasts trained parameters), rank 0's torch.chunk share of every tensor (more
+    # than P/8 where a tensor's rows do not split evenly); offload leaves only the gathered units
+    shard = _rank0_shard(real, 8)
+    assert {k: by["fsdp-qwen2.5-vl"].parts[k] for k in ("params", "grads", "optim", "copies")} == {
+        "params": 4 * shard,
+        "grads": 4 * shard,
+        "optim": 8 * shard,
+        "copies": gather,
     }
     assert by["fsdp-qwen2.5-vl-offload"].parts["params"] == by["zero3-offload"].parts["optim"] == 0
 
@@ -109,24 +125,35 @@ def test_counts_the_cached_config_and_matches_a_hand_computation(tiny_qwen_in_ca
 
 
 def test_lora_counts_what_peft_adds(tiny_qwen_in_cache):
-    """LoRA's trainable count equals what peft itself adds to the real tiny model."""
+    """LoRA's trainable tensors are the ones peft itself adds to the real tiny model, shape for shape."""
     from peft import LoraConfig, get_peft_model
 
     _, real = tiny_qwen_in_cache
     recipe = load_recipe(GUI_G1, ["training.lora.enabled=true", "training.lora.r=4"])
     work = memory_plan.workload(recipe)
     peft_model = get_peft_model(real, LoraConfig(r=4, target_modules=list(recipe.training.lora.target_modules)))
-    added = sum(t.numel() for n, t in peft_model.named_parameters() if "lora_" in n)
-    assert work.adapter == work.trainable == added > 0
-    assert work.trained_bytes == 4 and memory_plan.row(work, read("ddp"), False).parts["optim"] == 2 * added * 4
+    added = [t for n, t in peft_model.named_parameters() if "lora_" in n]
+    assert sorted(work.trained_shapes) == sorted(tuple(t.shape) for t in added)
+    assert work.adapter == work.trainable == sum(t.numel() for t in added) > 0
+    launch = read("ddp")
+    sharding, precision = memory_plan.placement(recipe, launch)
+    assert work.trained_bytes(precision) == 4 and work.load_dtype == "bfloat16"  # fp32 adapters over a bf16 base
+    assert memory_plan.row(work, launch, sharding, precision, False).parts["optim"] == 2 * work.adapter * 4
 
 
 def test_kl_adds_a_reference_sharded_as_the_policy(tiny_qwen_in_cache):
     _, real = tiny_qwen_in_cache
     p = sum(t.numel() for t in real.parameters())
-    work = memory_plan.workload(load_recipe(GUI_G1, ["algorithm.beta=0.04"]))
-    assert memory_plan.row(work, read("ddp"), False).parts["reference"] == 2 * p
-    assert memory_plan.row(work, read("zero3"), False).parts["reference"] == 2 * p // 8
+    recipe = load_recipe(GUI_G1, ["algorithm.beta=0.04"])
+    work = memory_plan.workload(recipe)
+
+    def reference(config: str) -> int:
+        launch = read(config)
+        return memory_plan.row(work, launch, *memory_plan.placement(recipe, launch), False).parts["reference"]
+
+    # TRL builds the reference in the policy's dtype, now its float32 masters (2P bytes with the bf16 policy of before)
+    assert reference("ddp") == 4 * p
+    assert reference("zero3") == 2 * p // 8 and reference("zero3-offload") == 0  # offloaded with the parameters
 
 
 def test_diffusion_pipeline_from_the_cache(tmp_path, hf_cache, install, monkeypatch):
@@ -137,15 +164,44 @@ def test_diffusion_pipeline_from_the_cache(tmp_path, hf_cache, install, monkeypa
     install(folder, "black-forest-labs/FLUX.1-dev", hf_cache)
     pipe = FluxPipeline.from_pretrained(str(folder))
     _no_weights(monkeypatch)
-    work, rows, _ = memory_plan.plan(load_recipe(FLUX))
+    work, rows, skipped = memory_plan.plan(load_recipe(FLUX, ["training.ema_device=null"]))  # the EMA on the GPUs
     count = {name: sum(t.numel() for t in getattr(pipe, name).parameters())
              for name in ("transformer", "text_encoder", "text_encoder_2", "vae")}  # fmt: skip
     assert work.params == work.trainable == count["transformer"]
     assert work.frozen == {k: v for k, v in count.items() if k != "transformer"}
-    # text encoders stay float32 in the engine, the VAE takes model.dtype (bfloat16); EMA: an fp32 copy
-    assert work.frozen_bytes == 4 * (count["text_encoder"] + count["text_encoder_2"]) + 2 * count["vae"]
+    # the engine loads the text encoders and the VAE in model.dtype (bfloat16), no longer the encoders in float32
+    assert work.frozen_bytes == 2 * (count["text_encoder"] + count["text_encoder_2"] + count["vae"])
     fsdp = next(r for r in rows if r.config == "fsdp-flux")
-    assert fsdp.named and fsdp.parts["ema"] == 4 * count["transformer"]
+    # the EMA follows the fp32 shards (each rank averages its rows), no longer a whole fp32 copy on every GPU; the
+    # rollouts run on the whole denoiser gathered in bf16
+    assert fsdp.named and fsdp.strategy == "zoo FSDP2" and fsdp.parts["ema"] == 4 * _rank0_shard(pipe.transformer, 8)
+    assert fsdp.parts["copies"] == 2 * count["transformer"]
+    assert "refused by the engine" in skipped["zero3"] and "offloads the shards" in skipped["fsdp-qwen2.5-vl-offload"]
+    _, as_shipped, _ = memory_plan.plan(load_recipe(FLUX))  # training.ema_device: cpu, where DanceGRPO keeps it
+    assert next(r for r in as_shipped if r.config == "fsdp-flux").parts["ema"] == 0
+
+
+def test_the_plan_runs_each_config_as_the_engine_does(hf_cache):
+    """UI-S1's engine shards with its own FSDP2 and refuses DeepSpeed: the plan says so where it used to price
+    accelerate's semantics for every engine, and it prices the whole bf16 policy its rollouts gather."""
+    recipe = load_recipe(UI_S1)
+    work, rows, skipped = memory_plan.plan(recipe)
+    named = next(r for r in rows if r.named)
+    assert (named.config, named.strategy) == ("fsdp-qwen2.5-vl-offload", "zoo FSDP2 + offload")
+    assert named.parts["params"] == named.parts["reference"] == 0  # policy and reference offloaded with the shards
+    assert named.parts["copies"] == 2 * work.params  # the rollouts' whole policy, gathered in bf16
+    assert "does not run DEEPSPEED" in skipped["zero3"]
+    text = memory_plan.render(*memory_plan.plan(load_recipe(UI_S1, ["launch=zero3"])))
+    assert "* zero3: refused by the engine: engine vlm-semi-online shards with FSDP2 itself" in text
+    assert "launch config zero3 cannot run it" in text
+
+
+def test_the_diffusion_engine_computes_in_the_configs_precision_and_refuses_lora_under_fsdp(hf_cache):
+    recipe = load_recipe(SD35_LORA)  # LoRA, model.dtype float32 under ddp (mixed_precision bf16)
+    work, rows, skipped = memory_plan.plan(recipe)
+    assert (work.precision.compute, work.precision.frozen) == ("bfloat16", "float32")
+    assert [r.config for r in rows] == ["ddp"]
+    assert all("a LoRA run does not need" in skipped[name] for name in ("fsdp-flux", "fsdp-qwen2.5-vl"))
 
 
 def test_real_recipes_from_the_cited_table(hf_cache):
@@ -171,7 +227,7 @@ def test_plan_cli_prints_json_and_writes_nothing(tmp_path, hf_cache, capsys):
 @pytest.mark.parametrize(
     ("path", "overrides", "message"),
     [
-        ("domains/robot/recipes/fetch-push-resip.yaml", [], "not launched with accelerate"),
+        ("domains/robot/recipes/fetch-push-resip.yaml", [], "one learner process and runs no launch config"),
         ("domains/perception/recipes/vlm-r1-rec-smoke.yaml", [], "tiny CPU model"),
         (GUI_G1, ["model.name=someone/unknown-vl"], "not a known architecture"),
     ],

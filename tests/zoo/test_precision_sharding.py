@@ -93,7 +93,7 @@ def test_dry_run_refuses_a_sharded_lora_semi_online_recipe(tmp_path) -> None:
 
     from zoo.train import run
 
-    with pytest.raises(RecipeError, match="LoRA's adapters are small enough"):
+    with pytest.raises(ShardingError, match="LoRA's adapters are small enough"):
         run(str(Path(__file__).parents[2] / "domains/gui/recipes/ui-s1-smoke.yaml"), ["launch=fsdp-qwen2.5-vl", "training.lora.enabled=true"],
             dry_run=True, output_dir=str(tmp_path / "run"))  # fmt: skip
 

@@ -25,7 +25,7 @@ a recipe, it only checks one against the class its own import string names and h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,13 @@ from zoo.import_strings import resolve
 from zoo_common.registry import Registry
 
 if TYPE_CHECKING:
-    from zoo.sharding import Sharding
+    from zoo.sharding import Holds, Sharding
+
+
+def _holds(**facts: Any) -> Holds:
+    from zoo.sharding import Holds
+
+    return Holds(**facts)
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,11 @@ class Engine:
             ``accelerate`` applies the recipe's ``launch:`` config (TRL), ``zoo`` runs DDP and shards FSDP configs
             itself (the own loops), ``none`` runs one learner process and refuses a launch config, ``ray`` launches
             on a cluster and does not read it (verl).
+        launch_check: ``"module:function"`` called as ``fn(recipe, sharding)`` that raises
+            :class:`~zoo.sharding.ShardingError` for what else of a recipe the engine does not run under that sharding
+            (LoRA under FSDP); the engine and ``zoo train --plan`` both ask :meth:`sharding`, so both refuse alike.
+        holds: what else the engine holds per process (:class:`zoo.sharding.Holds`: gathered sampling, its KL
+            reference's dtype, DDP's gradient buckets), which ``zoo train --plan`` prices.
     """
 
     name: str
@@ -58,6 +69,8 @@ class Engine:
     train: str
     aliases: tuple[str, ...] = ()
     distributes: str = "none"
+    launch_check: str | None = None
+    holds: Holds = field(default_factory=lambda: _holds())
 
     def recipe_class(self) -> type:
         """The engine's recipe dataclass, a :class:`~zoo.recipe.Recipe` subclass (imported on first use)."""
@@ -68,26 +81,30 @@ class Engine:
         if not isinstance(recipe, self.recipe_class()):
             raise TypeError(f"engine {self.name!r} runs {self.recipe_class().__name__} recipes, "
                             f"got {type(recipe).__name__}")  # fmt: skip
-        self.sharding(recipe.launch)  # a launch config the engine does not run is refused before anything starts
+        self.sharding(recipe.launch, recipe)  # a launch config the engine does not run is refused before anything starts
         return resolve(self.train, what=f"engine {self.name!r}")(recipe, out_dir, resume=resume, dry_run=dry_run)
 
 
-    def sharding(self, launch: str) -> Sharding:
+    def sharding(self, launch: str, recipe: Any = None) -> Sharding:
         """What this engine does under the launch config ``launch`` (``""``: none): replicated, FSDP sharded by the
-        zoo, or accelerate's; a config it does not run is a :class:`~zoo.sharding.ShardingError` saying what it runs."""
+        zoo, or accelerate's; a config it does not run, or (given ``recipe``) a setting it does not run under it, is a
+        :class:`~zoo.sharding.ShardingError` saying what it runs."""
         from zoo.launch import read
         from zoo.sharding import decide
 
-        return decide(self.name, self.distributes, read(launch) if launch else None)
+        sharding = decide(self.name, self.distributes, read(launch) if launch else None)
+        if recipe is not None and self.launch_check is not None:
+            resolve(self.launch_check, what=f"engine {self.name!r}")(recipe, sharding)
+        return sharding
 
-    def launched(self, launch: str) -> Sharding:
+    def launched(self, launch: str, recipe: Any = None) -> Sharding:
         """:meth:`sharding`, after checking that this process's job was started as ``launch`` says
         (:func:`zoo.sharding.check_launched`; ``WORLD_SIZE`` processes): what a loop calls before it loads a weight."""
         import os
 
         from zoo.sharding import check_launched
 
-        sharding = self.sharding(launch)
+        sharding = self.sharding(launch, recipe)
         check_launched(sharding, int(os.environ.get("WORLD_SIZE", "1") or 1))
         return sharding
 
@@ -104,6 +121,10 @@ register_engine(Engine(
     "vlm-trl", "GRPO-family RL of a VLM on this machine (TRL GRPOTrainer + zoo.rl maths)",
     recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.trl_engine:train", aliases=("trl",),
     distributes="accelerate",
+    # TRL's GRPOTrainer: its reference built in the policy's dtype (create_model_from_path(dtype=self.model.dtype)),
+    # none beside a peft model; DDP through accelerate; under ZeRO-3 unwrap_model_for_generation gathers the policy
+    # to generate (ds3_gather_for_generation, TRL's default, which trl_engine.grpo_config leaves)
+    holds=_holds(samples_gathered=True, reference="loaded", ddp_reducer=True),
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
@@ -113,7 +134,10 @@ register_engine(Engine(
 register_engine(Engine(
     "vlm-semi-online", "UI-S1's semi-online multi-turn RL of a VLM agent (expert-patched rollouts, step advantages)",
     recipe="zoo.engines.vlm.recipe:SemiOnlineRecipe", train="zoo.engines.vlm.semi_online_engine:train",
-    aliases=("semi-online",), distributes="zoo",
+    aliases=("semi-online",), distributes="zoo", launch_check="zoo.engines.vlm.recipe:check_sharding",
+    # SemiOnlineLearner: _frozen_copy in the frozen dtype before LoRA is added; rollouts and log-probabilities under
+    # sampling (the gathered model); DataParallel.sum_gradients
+    holds=_holds(samples_gathered=True, reference="frozen", reference_with_lora=True),
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",
@@ -123,7 +147,10 @@ register_engine(Engine(
 register_engine(Engine(
     "diffusion", "RL of text-to-image diffusion/flow models: flow_grpo, dance_grpo, ddpo, rlcm, tree_grpo, adv_grpo",
     recipe="zoo.engines.diffusion.recipe:DiffusionRecipe", train="zoo.engines.diffusion.trainer:train",
-    distributes="zoo",
+    distributes="zoo", launch_check="zoo.engines.diffusion.placement:check_sharding",
+    # setup.build_run: a deepcopy of the float32 denoiser as a full fine-tune's reference, sharded like it;
+    # Run.sampling gathers the denoiser; DDP through accelerator.prepare
+    holds=_holds(samples_gathered=True, reference="loaded", ddp_reducer=True),
 ))  # fmt: skip
 register_engine(Engine(
     "policy", "RL of a control policy (gymnasium + stable-baselines3): residual PPO/TD3 on a frozen base",

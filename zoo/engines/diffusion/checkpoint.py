@@ -10,11 +10,17 @@ half the diversity, silently). Every process hands its state to the main process
 writes the folder and then its completion marker (:func:`zoo.runs.mark_complete`): a checkpoint is
 complete only with every rank's state in it, and a killed write is skipped by ``--resume``.
 
+A sharded run (FSDP2, :mod:`.placement`) writes the same files: the trained tensors, the optimiser state and the EMA
+are gathered whole on the main process (:func:`zoo.sharding.full_state_dict`, :func:`zoo.sharding.optimizer_state`,
+:meth:`~zoo.engines.diffusion.ema.ShardEMA.state_dict`; collectives every rank joins) under the names an unsharded
+run uses, and on resume each rank keeps its own rows of each. The optimiser state is keyed by parameter name (a
+checkpoint keyed by index, as written before, still loads).
+
 The state file holds tensors and plain containers only and is read back with
 :func:`zoo.runs.read_state` (``weights_only``): a run directory someone hands over cannot run code
 through ``--resume``. With the same recipe and number of processes, a resumed run is bit-identical
 on CPU to one that never stopped (``tests/engines/test_diffusion_engine.py``,
-``tests/engines/test_diffusion_multiprocess.py``).
+``tests/engines/test_diffusion_multiprocess.py``, ``tests/engines/test_diffusion_sharded.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from zoo.runs import checkpoint_step, mark_complete, prune_checkpoints, read_state, rng_state, set_rng_state
+from zoo.sharding import load_optimizer_state, local_rows, local_tensor, optimizer_state
 
 if TYPE_CHECKING:
     from zoo.engines.diffusion.setup import Run
@@ -48,22 +55,26 @@ def save_checkpoint(run: Run, state: RunState, output_dir: Path) -> Path | None:
     """Write ``checkpoint-<step>`` atomically and prune to ``save_total_limit``; returns it (``None`` off the
     main process).
 
-    Every process must call it: each hands over its RNG state (a collective), the main process writes."""
+    Every process must call it: each hands over its RNG state, and its shards when the denoiser is sharded
+    (collectives), the main process writes."""
     from accelerate.utils import gather_object
     from safetensors.torch import save_file
 
     ranks = gather_object([{"generator": run.generator.get_state(), "global": rng_state()}])
+    weights, denoiser = run.trainable_state(), run.accelerator.unwrap_model(run.model.denoiser)
+    optimizer = optimizer_state(denoiser, run.optimizer)
+    ema = run.ema.state_dict(run.trainable) if run.ema is not None else None
     if not run.accelerator.is_main_process:
         return None
     folder = Path(output_dir) / f"checkpoint-{state.step}"
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    save_file(run.trainable_state(), str(folder / WEIGHTS))
+    save_file(weights, str(folder / WEIGHTS))
     torch.save({
         "step": state.step,
-        "optimizer": run.optimizer.state_dict(),
-        "ema": run.ema.state_dict() if run.ema is not None else None,
+        "optimizer": optimizer,
+        "ema": ema,
         "tracker": run.tracker.state_dict() if run.tracker is not None else None,
         "extra": {k: v.state_dict() for k, v in run.extra.items() if hasattr(v, "state_dict")},
         "ranks": ranks,
@@ -86,12 +97,12 @@ def load_checkpoint(run: Run, folder: Path) -> RunState:
         raise ValueError(f"{folder} does not fit this recipe's trainable weights (unknown: {missing[:3]}, "
                          f"{len(weights)} saved vs {len(run.trainable)} trainable); was LoRA or the model changed?")  # fmt: skip
     saved = read_state(folder / STATE)
-    with torch.no_grad():
+    with torch.no_grad():  # each rank its own rows of a sharded weight
         for name, tensor in weights.items():
-            by_name[name].copy_(tensor)
-    run.optimizer.load_state_dict(saved["optimizer"])
+            local_tensor(by_name[name]).copy_(local_rows(tensor, by_name[name]))
+    load_optimizer_state(denoiser, run.optimizer, saved["optimizer"])
     if run.ema is not None and saved["ema"] is not None:
-        run.ema.load_state_dict(saved["ema"])
+        run.ema.load_state_dict(saved["ema"], run.trainable)
     if run.tracker is not None and saved["tracker"] is not None:
         run.tracker.load_state_dict(saved["tracker"])
     for key, value in saved["extra"].items():

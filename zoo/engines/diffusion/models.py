@@ -253,8 +253,10 @@ def load_pipeline(
 ) -> DiffusionModel:
     """A diffusers text-to-image pipeline directory (``model_index.json``; SD3-style or FLUX transformer, or UNet).
 
-    The text encoders and VAE are frozen and kept in ``dtype``; ``resolution`` (pixels) sets the
-    latent size, by default the denoiser's ``sample_size`` (FLUX: the pipeline's default, 1024 px).
+    The text encoders and VAE are frozen and loaded in ``dtype`` (the recipe's ``model.dtype``: nothing steps them,
+    so a float32 copy would only cost memory, 19 GB for SD3.5's and FLUX's T5-XXL); the denoiser is loaded in
+    float32 whatever ``dtype`` says (the trained weights are masters, log-probs float32). ``resolution`` (pixels)
+    sets the latent size, by default the denoiser's ``sample_size`` (FLUX: the pipeline's default, 1024 px).
     ``embedded_guidance`` is fed to a denoiser with a guidance input (:func:`default_guidance`);
     ``max_sequence_length`` caps the T5 prompt tokens (``None``: the pipeline's default).
     """
@@ -262,7 +264,8 @@ def load_pipeline(
 
     from zoo.pipelines.diffusion import absent_components
 
-    pipe = DiffusionPipeline.from_pretrained(str(directory), dtype=dtype, use_safetensors=True,
+    dtypes = {"default": dtype, "transformer": torch.float32, "unet": torch.float32}
+    pipe = DiffusionPipeline.from_pretrained(str(directory), dtype=dtypes, use_safetensors=True,
                                              **absent_components(directory))  # fmt: skip
     pipe.set_progress_bar_config(disable=True)
     denoiser = getattr(pipe, "transformer", None) or getattr(pipe, "unet", None)
@@ -272,7 +275,6 @@ def load_pipeline(
     for part in ("text_encoder", "text_encoder_2", "text_encoder_3", "vae"):
         if getattr(pipe, part, None) is not None:
             getattr(pipe, part).requires_grad_(False)
-    denoiser.float()  # trained weights and log-probs in float32
     config = {"name": str(directory), "pipeline": type(pipe).__name__}
     if isinstance(denoiser, FluxTransformer2DModel):
         size = (resolution or pipe.default_sample_size * pipe.vae_scale_factor) // pipe.vae_scale_factor
@@ -291,9 +293,10 @@ def load_pipeline(
 
 def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | None = None,
                embedded_guidance: float | None = None, revision: str | None = None,
-               max_sequence_length: int | None = None) -> DiffusionModel:  # fmt: skip
+               max_sequence_length: int | None = None, dtype: torch.dtype = torch.float32) -> DiffusionModel:  # fmt: skip
     """``tiny:*`` -> :func:`build_tiny`; a :func:`save_tiny` directory -> that model; a diffusers pipeline
-    directory, zoo name (``flux-1-dev``) or Hub id (at ``revision``) -> :func:`load_pipeline`."""
+    directory, zoo name (``flux-1-dev``) or Hub id (at ``revision``) -> :func:`load_pipeline`, its frozen parts in
+    ``dtype``."""
     from safetensors.torch import load_file
 
     if name.startswith("tiny:"):
@@ -302,7 +305,7 @@ def load_model(name: str, tiny: dict[str, Any] | None = None, resolution: int | 
 
     directory = lookup(name).files(revision).path
     if (directory / "model_index.json").is_file():
-        return load_pipeline(directory, resolution, embedded_guidance=embedded_guidance,
+        return load_pipeline(directory, resolution, dtype, embedded_guidance=embedded_guidance,
                              max_sequence_length=max_sequence_length)
     if not (directory / TINY_CONFIG).is_file():
         raise FileNotFoundError(

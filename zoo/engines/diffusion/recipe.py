@@ -54,7 +54,9 @@ class DiffusionModelConfig:
     tiny: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the tiny builder (``sample_size``, ``seed``, ...)."""
     dtype: str = "float32"
-    """``float32``, ``bfloat16`` or ``float16`` for the frozen parts; log-probs are always float32."""
+    """``float32``, ``bfloat16`` or ``float16``: what the frozen parts (text encoders, VAE) are held and run in. The
+    trained denoiser weights are float32 whatever it says (master weights; compute is the launch config's
+    ``mixed_precision``), and log-probs are always float32."""
 
 
 @dataclass(frozen=True)
@@ -331,6 +333,10 @@ class DiffusionTrainingConfig(TrainingBase):
     ``EMAModel``; Flow-GRPO's ``EMAModuleWrapper``, yifan123/flow_grpo@ac4c86e:flow_grpo/ema.py:33-37);
     ``false`` decays by ``ema_decay`` from the first step (DanceGRPO's ``FSDP_EMA``,
     XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:64-85)."""
+    ema_device: str | None = None
+    """Where the EMA is kept: ``null`` (or ``""``) beside the trained weights, ``cpu`` in CPU memory (DanceGRPO keeps
+    its EMA of FLUX's 12B weights there, 44 GiB in float32, XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:69-73).
+    Under FSDP each rank keeps the rows of the weights it holds."""
     eval_every: int = 10
     """Evaluate held-out prompts (deterministic sampler, fixed noise) every N rounds and at the end."""
     eval_seed: int = 1234
@@ -377,6 +383,9 @@ class DiffusionRecipe(Recipe):
             raise RecipeError("training.train_batch_size, prompts_per_step and grad_accum must be >= 1")
         if tr.ema_decay is not None and not 0 < tr.ema_decay < 1:
             raise RecipeError(f"training.ema_decay={tr.ema_decay} must be in (0, 1) or null")
+        if tr.ema_device not in (None, "", "cpu"):
+            raise RecipeError(f"training.ema_device={tr.ema_device!r}: null keeps the EMA beside the trained weights, "
+                              "cpu in CPU memory")  # fmt: skip
         family = FAMILY_OF_TINY.get(self.model.name)
         if family is not None and family != method.family:
             fit = [k for k, v in FAMILY_OF_TINY.items() if v == method.family]

@@ -4,6 +4,12 @@
 its small methods, so it reads in training order. One ``torch.Generator`` per process drives every
 random choice (prompts, noise, trained steps, shuffles), seeded apart per rank (:func:`zoo.distributed.rank_seed`), so
 that a checkpoint that stores each rank's state resumes the exact same run.
+
+The denoiser is replicated (one process, or DDP through accelerate) or sharded with FSDP2 when the recipe's launch
+config says so (:mod:`.placement`); the optimiser and the EMA (:mod:`.ema`) are built after, over the parameters
+actually trained. Sharded, every forward is a collective: sampling runs inside :meth:`Run.sampling` (the denoiser
+gathered once, no collective per forward) and every rank runs as many training micro-batches as every other
+(:func:`zoo.engines.diffusion.trainer.optimise`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import torch
 from rewards.base import RewardSample, WeightedSum
 from zoo.data import load_dataset
 from zoo.distributed import rank_seed
+from zoo.engines import ENGINES
 from zoo.engines.diffusion.adversarial import (
     DISCRIMINATORS,
     AdversarialReward,
@@ -30,11 +37,14 @@ from zoo.engines.diffusion.adversarial import (
 )
 from zoo.engines.diffusion.adversarial_pickscore import PickScoreReward, load_pickscore
 from zoo.engines.diffusion.distributed import gather_all
+from zoo.engines.diffusion.ema import ShardEMA
 from zoo.engines.diffusion.methods import METHODS, Method, StepSettings
 from zoo.engines.diffusion.models import DiffusionModel, load_model
+from zoo.engines.diffusion.placement import adapt, run_precision
 from zoo.engines.diffusion.recipe import DiffusionRecipe, sde_window_range
 from zoo.engines.diffusion.sampling import Sampler
 from zoo.rl.diffusion_loss import PerPromptStatTracker
+from zoo.sharding import full_state_dict, gathered, shard
 
 logger = logging.getLogger(__name__)
 SAMPLES_DIR = "samples"
@@ -57,7 +67,7 @@ class Run:
     generator: torch.Generator
     output_dir: Path
     tracker: PerPromptStatTracker | None = None
-    ema: Any = None
+    ema: ShardEMA | None = None
     reference_model: torch.nn.Module | None = None
     round_cond: tuple[torch.Tensor, torch.Tensor] | None = None
     targets: dict[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -65,6 +75,8 @@ class Run:
     eval_sampler: Sampler | None = None
     """The evaluation's own step count (``algorithm.eval_num_steps``) on a copy of the scheduler; ``None``: ``sampler``."""
     extra: dict[str, Any] = field(default_factory=dict)
+    sharded: bool = False
+    """The denoiser is split over the ranks with FSDP2 (:mod:`.placement`): its forwards are collectives."""
 
     # --- sampling ---------------------------------------------------------------------------
     def draw_prompts(self) -> list[str]:
@@ -155,7 +167,20 @@ class Run:
                 out[key] = values[0] if all(v == values[0] for v in values) else sum(values) / len(values)
         return out
 
+    def sampling(self) -> contextlib.AbstractContextManager[None]:
+        """The block in which a rollout or an evaluation samples: a sharded denoiser gathered whole (in the compute
+        dtype) once for it, so that its forwards need no collective; nothing for a replicated one."""
+        return gathered(self.model.denoiser)
+
     # --- optimisation -----------------------------------------------------------------------
+    def backward(self, loss: torch.Tensor, rows: int, window_rows: int) -> None:
+        """Backward of ``loss``, the mean over ``rows`` rows of this rank, weighted as ``rows`` of the ``window_rows``
+        rows that all ranks train in the optimiser step's window: the gradient summed over the ranks is the window's
+        mean over every rank's rows, the one-process gradient. FSDP2 sums the ranks' gradients and DDP averages
+        them, hence the factor. A filler micro-batch (``rows`` 0) adds nothing, but runs the collectives."""
+        ranks = 1 if self.sharded else self.accelerator.num_processes
+        self.accelerator.backward(loss * (rows * ranks) / window_rows)
+
     def optimizer_step(self) -> float:
         norm = self.accelerator.clip_grad_norm_(self.trainable, self.recipe.training.max_grad_norm)
         self.optimizer.step()
@@ -192,9 +217,9 @@ class Run:
         gen = torch.Generator().manual_seed(self.recipe.training.eval_seed)
         start = self.initial_noise(len(self.eval_prompts), group, same_within_group=False, generator=gen)
         cond_index = torch.arange(len(self.eval_prompts)).repeat_interleave(group)
-        with self.ema_weights():
-            latents, _ = (self.eval_sampler or self.sampler).run(start, self.select_cond(self.encode(self.eval_prompts), cond_index), 0.0, gen,
-                                          sde_steps=set())  # fmt: skip
+        cond = self.select_cond(self.encode(self.eval_prompts), cond_index)
+        with self.ema_weights(), self.sampling():  # the EMA in the shards first, then gathered
+            latents, _ = (self.eval_sampler or self.sampler).run(start, cond, 0.0, gen, sde_steps=set())
         prompts = [p for p in self.eval_prompts for _ in range(group)]
         rewards, metrics = self.score(latents, prompts)
         if self.accelerator.is_main_process:
@@ -203,21 +228,18 @@ class Run:
         out.update({f"eval/{k}": v for k, v in metrics.items() if k.startswith("rewards/")})
         return out
 
-    @contextlib.contextmanager
-    def ema_weights(self) -> Iterator[None]:
-        if self.ema is None:
-            yield
-            return
-        self.ema.store(self.trainable)
-        self.ema.copy_to(self.trainable)
-        try:
-            yield
-        finally:
-            self.ema.restore(self.trainable)
+    def ema_weights(self) -> contextlib.AbstractContextManager[None]:
+        """The trained weights replaced by their EMA for the block (nothing when the run keeps none)."""
+        return contextlib.nullcontext() if self.ema is None else self.ema.applied(self.trainable)
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
-        """The trained tensors by name (LoRA adapters, or every denoiser weight)."""
-        names = {id(p): n for n, p in self.accelerator.unwrap_model(self.model.denoiser).named_parameters()}
+        """The trained tensors by name (LoRA adapters, or every denoiser weight), whole and on the CPU. Sharded, they
+        are gathered on the main process (a collective: every rank calls it; the others get ``{}``)."""
+        denoiser = self.accelerator.unwrap_model(self.model.denoiser)
+        if self.sharded:
+            state = full_state_dict(denoiser)
+            return {name: state[name] for name, p in denoiser.named_parameters() if p.requires_grad} if state else {}
+        names = {id(p): n for n, p in denoiser.named_parameters()}
         return {names[id(p)]: p.detach().cpu().contiguous() for p in self.trainable}
 
     def save_final(self, directory: Path) -> None:
@@ -228,8 +250,8 @@ class Run:
 
         with self.ema_weights():  # the state's CPU tensors share the weights' storage: used inside the block only
             state = self.trainable_state()
-            # the processes must end on the same trained weights (DDP's averaged gradients, one step each)
-            DataParallel(cuda=self.accelerator.device.type == "cuda").check_same_weights(state)
+            if not self.sharded:  # replicas must end on the same trained weights (DDP's averaged gradients)
+                DataParallel(cuda=self.accelerator.device.type == "cuda").check_same_weights(state)
             if self.accelerator.is_main_process:
                 directory.mkdir(parents=True, exist_ok=True)
                 save_file(state, str(directory / "trained.safetensors"))
@@ -238,9 +260,10 @@ class Run:
 
 
 def _encode(model: DiffusionModel, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(embeds, pooled)`` of ``prompts`` on the denoiser's device."""
+    """``(embeds, pooled)`` of ``prompts`` on the denoiser's device, in float32: the text encoders run in
+    ``model.dtype`` and the denoiser's inputs are cast to its compute dtype by autocast or FSDP2, not here."""
     embeds, pooled = model.encoder(prompts)
-    return embeds.to(model.device), pooled.to(model.device)
+    return embeds.to(model.device, torch.float32), pooled.to(model.device, torch.float32)
 
 
 def math_nan(value: float | None) -> float:
@@ -259,43 +282,44 @@ def save_grid(images: torch.Tensor, per_row: int, path: Path) -> Path:
 
 
 def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
-    """Model, adapters or full weights, optimiser, EMA, tracker, generator, prompts and rewards for ``recipe``."""
+    """Model, adapters or full weights (sharded when the launch config says so), optimiser, EMA, tracker, generator,
+    prompts and rewards for ``recipe``."""
     from accelerate import Accelerator
 
     tr, alg = recipe.training, recipe.algorithm
     method = METHODS.get(alg.method)
+    sharding = ENGINES.get(recipe.engine).launched(recipe.launch, recipe)
     accelerator = Accelerator(cpu=bool(tr.use_cpu))
+    # a group of one shards too (`accelerate launch` starts an FSDP config on one GPU as one): the mixed-precision
+    # policy applies, and accelerate's own FSDP never replaces parameters the run has captured
+    sharded = sharding.sharded and torch.distributed.is_available() and torch.distributed.is_initialized()
+    precision = run_precision(str(accelerator.mixed_precision), recipe.model.dtype, sharded=sharded)
     if tr.num_threads is not None and accelerator.device.type == "cpu":
         torch.set_num_threads(tr.num_threads)
     # prompts first: a wrong prompt file is an error in a second, not after the base model has loaded
     prompts, eval_prompts, targets = _prompts(recipe)
-    torch.manual_seed(tr.seed)
+    torch.manual_seed(tr.seed)  # every rank builds the same weights: sharding splits them as they are
     model = load_model(recipe.model.name, {"seed": tr.seed, **recipe.model.tiny}, recipe.model.resolution,
                        embedded_guidance=recipe.model.embedded_guidance, revision=recipe.model.revision,
-                       max_sequence_length=recipe.model.max_sequence_length)  # fmt: skip
+                       max_sequence_length=recipe.model.max_sequence_length, dtype=precision.dtype("frozen"))  # fmt: skip
     _check_family(method, model)
     if getattr(model.encoder, "pipe", None) is not None:  # a pipeline's text encoders run on the device
         model.encoder.pipe.to(accelerator.device)
     model.vae.requires_grad_(False)
-    model.vae.to(accelerator.device, dtype=getattr(torch, recipe.model.dtype))
-    reference_model = None
-    if tr.lora.enabled:
-        from peft import LoraConfig
-
-        model.denoiser.requires_grad_(False)
-        model.denoiser.add_adapter(LoraConfig(r=tr.lora.r, lora_alpha=tr.lora.alpha, init_lora_weights="gaussian",
-                                              target_modules=list(tr.lora.target_modules or model.lora_targets())))  # fmt: skip
-    elif alg.beta > 0:
-        reference_model = copy.deepcopy(model.denoiser).requires_grad_(False).to(accelerator.device)
-    trainable = [p for p in model.denoiser.parameters() if p.requires_grad]
+    model.vae.to(accelerator.device, dtype=precision.dtype("frozen"))
+    reference_model = adapt(model, recipe, accelerator.device)
+    if sharded:
+        for denoiser in (model.denoiser, reference_model):
+            if denoiser is not None:
+                shard(denoiser, sharding, precision, accelerator.device)
+    trainable = [p for p in model.denoiser.parameters() if p.requires_grad]  # after sharding: the shards it made
     optimizer = torch.optim.AdamW(trainable, lr=tr.lr, betas=(0.9, 0.999), weight_decay=tr.weight_decay)
-    model.denoiser, optimizer = accelerator.prepare(model.denoiser, optimizer)
+    if not sharded:  # DDP over several processes; a denoiser sharded by the zoo must not be wrapped in it
+        model.denoiser, optimizer = accelerator.prepare(model.denoiser, optimizer)
     ema = None
-    if tr.ema_decay is not None:
-        from diffusers.training_utils import EMAModel
-
-        constant = {} if tr.ema_warmup else {"min_decay": tr.ema_decay, "update_after_step": -1}  # from step 1
-        ema = EMAModel(trainable, decay=tr.ema_decay, **constant)
+    if tr.ema_decay is not None:  # over the parameters the optimiser steps, once they are where they train
+        device = torch.device(tr.ema_device) if tr.ema_device else None
+        ema = ShardEMA(trainable, tr.ema_decay, warmup=tr.ema_warmup, device=device)
     generator = torch.Generator().manual_seed(rank_seed(tr.seed, accelerator.process_index))
     settings = alg.settings(method)
     null_cond = _encode(model, [""]) if settings.guidance_scale != 1.0 else None  # the authors' null prompt
@@ -310,11 +334,15 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
               optimizer=optimizer, trainable=trainable, reward=_reward(recipe), prompts=prompts,
               eval_prompts=eval_prompts, targets=targets, settings=settings, generator=generator,
               output_dir=Path(output_dir), tracker=method.tracker() if method.tracker else None, ema=ema,
-              reference_model=reference_model, eval_sampler=eval_sampler)  # fmt: skip
+              reference_model=reference_model, eval_sampler=eval_sampler, sharded=sharded)  # fmt: skip
     if method.adversarial:
         attach_discriminator(run)
-    logger.info("%s: %d trainable parameters (%s), method %s", recipe.name, sum(p.numel() for p in trainable),
-                "LoRA" if tr.lora.enabled else "full", alg.method)  # fmt: skip
+    world = accelerator.num_processes
+    held = (f"FSDP2 over {world} ranks ({'/'.join(sharding.units)} blocks, launch {sharding.launch})" if sharded
+            else f"replicated on {world} process(es)")  # fmt: skip
+    logger.info("%s: %d trainable parameters (%s), method %s, compute %s over float32 weights, %s", recipe.name,
+                sum(p.numel() for p in trainable), "LoRA" if tr.lora.enabled else "full", alg.method,
+                precision.compute, held)  # fmt: skip
     return run
 
 

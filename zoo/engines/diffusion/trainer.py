@@ -13,6 +13,12 @@ whose reference images score below the generations for the PickScore one. Multi-
 through ``accelerate launch`` or ``torchrun``: each process samples its own prompts with its own noise,
 rewards and prompts are gathered for the advantages, and the logged metrics are the whole run's
 (:meth:`~zoo.engines.diffusion.setup.Run.over_processes`), written by the main process alone.
+
+The denoiser is replicated (DDP) or, under an FSDP launch config, sharded by the zoo (FSDP2,
+:mod:`~zoo.engines.diffusion.placement`). Either way every backward is a collective, so the ranks train in lockstep:
+the zero-advantage filter leaves each rank its own number of transitions, and :func:`optimise` runs the largest
+rank's number of micro-batches on every rank, a rank short of rows running zero-weighted filler batches, so that
+all take the same optimiser steps. The gradient of a step is the mean over every rank's rows in its window.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 
 import torch
 
+from zoo.engines import ENGINES
 from zoo.engines.diffusion.checkpoint import RunState, load_checkpoint, save_checkpoint
 from zoo.engines.diffusion.distributed import gather_all
 from zoo.engines.diffusion.methods import METHODS, Method, StepSettings
@@ -39,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
     """Train ``recipe`` into ``output_dir`` (``checkpoint-N/``, ``metrics.csv``, curves, sample grids)."""
+    ENGINES.get(recipe.engine).sharding(recipe.launch, recipe)  # a launch config it does not run: refused, dry run too
     if dry_run:
         return output_dir
     run = build_run(recipe, output_dir)
@@ -93,14 +101,12 @@ def train_round(run: Run, index: int) -> dict[str, Any]:
         if steps:
             metrics.update(discriminator.update(images, scored))
             return metrics
+    filler = transitions.select(torch.zeros(1, dtype=torch.long))  # what a rank short of rows runs, weighted 0
     if run.settings.filter_zero_advantage:  # Flow-GRPO: samples with A = 0 carry no signal
         keep = nonzero_advantage_mask(transitions.advantages)
         metrics["kept_fraction"] = float(keep.float().mean())
         transitions = transitions.select(keep.nonzero().flatten())
-    if len(transitions):
-        metrics.update(optimise(run, transitions))
-    else:
-        logger.info("every advantage is 0 this round (all groups tied); no update")
+    metrics.update(optimise(run, transitions, filler))
     return metrics
 
 
@@ -113,8 +119,9 @@ def flat_round(run: Run, method: Method, prompts: list[str]) -> tuple[Transition
     cond_index = torch.arange(len(prompts)).repeat_interleave(group)
     start = run.initial_noise(len(prompts), group, same_within_group=settings.init_same_noise)
     window = run.sde_window()
-    latents, outputs = run.sampler.run(start, run.select_cond(cond, cond_index), settings.noise_level, run.generator,
-                                       sde_steps=None if window is None else set(window))  # fmt: skip
+    with run.sampling():
+        latents, outputs = run.sampler.run(start, run.select_cond(cond, cond_index), settings.noise_level,
+                                           run.generator, sde_steps=None if window is None else set(window))  # fmt: skip
     rewards, reward_metrics = run.score(latents, images_prompts)
     advantages = run.advantages(method, images_prompts, cond_index, rewards)
     reward_metrics["zero_std_ratio"] = zero_std_ratio(images_prompts, rewards)
@@ -129,27 +136,43 @@ def flat_round(run: Run, method: Method, prompts: list[str]) -> tuple[Transition
     )
 
 
-def optimise(run: Run, transitions: Transitions) -> dict[str, float]:
-    """PPO epochs over the transitions in shuffled micro-batches; an optimiser step every ``grad_accum`` backwards."""
+def optimise(run: Run, transitions: Transitions, filler: Transitions) -> dict[str, float]:
+    """PPO epochs over the transitions in shuffled micro-batches; an optimiser step every ``grad_accum`` backwards.
+
+    In lockstep over the ranks (every backward is a collective under DDP and FSDP2): each runs the micro-batches of
+    the rank with the most rows, ``filler`` (one row of this round's rollout) weighted 0 where it has none left, and
+    each window's loss is the mean over every rank's rows in it (:meth:`~zoo.engines.diffusion.setup.Run.backward`).
+    A round in which no rank kept a row trains nothing. ``train_evals`` counts the rows of every forward run, fillers
+    included (they cost the same compute)."""
     recipe, settings = run.recipe, run.settings
     batch = recipe.training.train_batch_size
-    n_batches = math.ceil(len(transitions) / batch)
+    lengths = gather_all(torch.tensor([len(transitions)])).tolist()  # every rank's rows, in rank order
+    n_batches = max(math.ceil(n / batch) for n in lengths)
+    if n_batches == 0:
+        logger.info("every advantage is 0 this round (all groups tied); no update")
+        return {}
     accum = recipe.training.grad_accum or n_batches
+    window = accum * batch  # rows per optimiser step on a rank with enough
+    windows = range(math.ceil(n_batches / accum))
+    window_rows = [sum(min(max(n - w * window, 0), window) for n in lengths) for w in windows]  # over every rank
     stats: dict[str, list[float]] = {"loss": [], "clipfrac": [], "approx_kl": [], "kl": [], "grad_norm": []}
+    passes = 2 if recipe.algorithm.beta > 0 else 1  # the reference forward
+    evals = 0
     for _ in range(recipe.algorithm.num_inner_epochs):
         order = torch.randperm(len(transitions), generator=run.generator)
         for b in range(n_batches):
-            part = transitions.select(order[b * batch : (b + 1) * batch])
-            window = len(order[(b // accum) * accum * batch : (b // accum + 1) * accum * batch])
+            rows = order[b * batch : (b + 1) * batch]
+            part = transitions.select(rows) if len(rows) else filler
             loss, info = step_loss(run, part, settings)
-            run.accelerator.backward(loss * len(part) / window)  # the window's loss is its rows' mean
-            for key, value in info.items():
-                stats[key].append(value)
+            run.backward(loss, len(rows), window_rows[b // accum])
+            evals += len(part) * passes
+            if len(rows):
+                for key, value in info.items():
+                    stats[key].append(value)
             if (b + 1) % accum == 0 or b == n_batches - 1:
                 stats["grad_norm"].append(run.optimizer_step())
     metrics = {f"train/{k}": sum(v) / len(v) for k, v in stats.items() if v}
-    passes = 2 if recipe.algorithm.beta > 0 else 1  # the reference forward
-    metrics["train_evals"] = len(transitions) * recipe.algorithm.num_inner_epochs * passes
+    metrics["train_evals"] = evals
     return metrics
 
 

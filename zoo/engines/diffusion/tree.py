@@ -91,7 +91,8 @@ def tree_round(run: Run, prompts: list[str]) -> tuple[Transitions, torch.Tensor,
     """Grow the trees, score the leaves, and return every branching transition with its step-wise advantage."""
     alg = run.recipe.algorithm
     cond = run.encode(prompts)
-    leaves, records = tree_rollout(run, cond, len(prompts))
+    with run.sampling():
+        leaves, records = tree_rollout(run, cond, len(prompts))
     leaf_prompts = [p for p in prompts for _ in range(alg.group_size)]
     rewards, metrics = run.score(leaves, leaf_prompts)
     advantages = tree_advantages(rewards, records, len(prompts), alg.branch_factor)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from zoo.kinds import VLMSpec
 from zoo.recipe import DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
 from zoo.rl.loss_types import LOSS_TYPES, LossType
+
+if TYPE_CHECKING:
+    from zoo.sharding import Sharding
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,16 @@ def check_own_loop_dtype(model: ModelConfig, loop: str) -> None:
     scaler they do not run (TRL's engine takes it through accelerate's)."""
     if model.dtype == "float16":
         raise RecipeError(f"model.dtype=float16: {loop} runs no loss scaler for float16's narrow range; use bfloat16")
+
+
+def check_sharding(recipe: VLMRLRecipe, sharding: Sharding) -> None:
+    """What the ``vlm-semi-online`` engine refuses under a sharding (its :class:`~zoo.engines.Engine` ``launch_check``):
+    LoRA with an FSDP launch, whose adapters are small enough to hold whole on every GPU."""
+    from zoo.sharding import ShardingError
+
+    if sharding.sharded and recipe.training.lora.enabled:
+        raise ShardingError(f"training.lora with launch: {sharding.launch} (FSDP): LoRA's adapters are small enough to "
+                            "hold whole on every GPU; launch with ddp, or train the full model")  # fmt: skip
 
 
 def check_image_first(model: ModelConfig, loop: str) -> None:

@@ -67,13 +67,7 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
     ranks, each turn weighted by its share of the whole mini-batch, before one optimiser step on every rank. The
     metrics are those of all ranks' turns; rank 0 writes the run directory.
     """
-    from zoo.engines import ENGINES
-    from zoo.recipe import RecipeError
-
     tr = recipe.training
-    if ENGINES.get(recipe.engine).sharding(recipe.launch).sharded and tr.lora.enabled:
-        raise RecipeError(f"training.lora with launch: {recipe.launch} (FSDP): LoRA's adapters are small enough to hold "
-                          "whole on every GPU; launch with ddp, or train the full model")  # fmt: skip
     if dry_run:
         return output_dir
     from zoo.distributed import DataParallel
@@ -141,7 +135,7 @@ def build(
     from zoo.engines.vlm.policy_model import load_policy, policy_precision, resumed_policy
 
     tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
-    sharding = ENGINES.get(recipe.engine).launched(recipe.launch)
+    sharding = ENGINES.get(recipe.engine).launched(recipe.launch, recipe)
     precision = policy_precision(recipe, cuda=parallel.device.type == "cuda")
     samples = training_samples(recipe)
     expert = answer_format(mt.expert_format)
