@@ -188,6 +188,9 @@ setup() {  # never fatal: whatever fails here shows in setup.log and the JSON, a
         echo "no carried wheels installed (${#wheels[@]} in .whl/, interpreter $py; they are for cpython312)" >>"$log"
     fi
     export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+    # the wheels' folder is not a site folder: name it, so that the project's entry points registered there count
+    # (zoo_common.plugins reads plug-ins from installed distributions only, never from the rest of sys.path)
+    export ZOO_PLUGIN_DIRS="$SITE"
     timeout 60 "$PY" bench/gpu_suite.py register --site "$SITE" >>"$log" 2>&1 || rc=$?
     timeout 120 "$PY" bench/gpu_suite.py versions --site "$SITE" --json "$PARTS/versions.json" >>"$log" 2>&1 || rc=$?
     printf '{"wheels": %d, "installed": %s, "interpreter": "%s"}\n' "${#wheels[@]}" "$installed" "$py" >"$PARTS/setup.json"

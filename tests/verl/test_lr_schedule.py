@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from zoo.engines.vlm.recipe import VerlRecipe
-from zoo.engines.vlm.verl_engine import verl_overrides
+from zoo.engines.vlm.verl_engine import ImageSettings, verl_overrides
 
 OPTIM = "actor_rollout_ref.actor.optim."
 
@@ -24,7 +24,7 @@ def overrides(tmp_path, **training) -> dict[str, str]:
         "algorithm": {"num_generations": 4},
         "training": {"batch_size": 4, "steps": 50, **training},
     })  # fmt: skip
-    return verl_overrides(recipe, tmp_path, "model")
+    return verl_overrides(recipe, tmp_path, "model", ImageSettings(14, 2, 3136, 12544), 64)
 
 
 @pytest.mark.parametrize(

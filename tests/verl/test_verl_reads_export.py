@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from zoo.recipe import load_recipe
 from zoo.train import run
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VERL_PYTHON = ROOT / ".venv-verl" / "bin" / "python"
 SCRIPT = Path(__file__).with_name("verl_side.py")
 RECIPE = ROOT / "domains" / "synthetic" / "recipes" / "synthetic-colour.yaml"
+GUI_RECIPE = ROOT / "domains" / "gui" / "recipes" / "gui-g1-tiny-cpu.yaml"
 #: Settings away from verl's defaults, so a key the export drops shows up as verl's default instead.
 SETTINGS = ("data.kwargs.n=8", "training.steps=2", "training.batch_size=8", "algorithm.num_generations=4",
             "algorithm.loss_type=dapo", "algorithm.beta=0.04", "algorithm.temperature=0.9", "algorithm.top_p=0.95",
@@ -91,7 +93,11 @@ def test_verl_composes_the_overrides_into_the_recipe_settings(exported) -> None:
         "reward_name": "compute_score",
         "total_training_steps": 2,
         "n_gpus": 2,
+        "filter_overlong_prompts": False,  # an overlong prompt stops verl's rollout instead of vanishing
+        "image_patch_size": 14,  # the tiny Qwen2.5-VL's
+        "mm_processor_kwargs": {"min_pixels": 56 * 56, "max_pixels": 112 * 112},  # its processor's own limits
     }
+    assert seen["rollout_prompt_length"] == seen["max_prompt_length"] > 0
     assert seen["train_batch_size"] * seen["rollout_n"] == completions_per_step
     assert seen["ppo_mini_batch_size"] == seen["train_batch_size"], "one optimiser step per generated batch"
 
@@ -150,6 +156,39 @@ def test_verl_dataset_yields_the_zoo_prompts_and_images(exported) -> None:
                                        .hexdigest()} for im in row["images"]]  # fmt: skip
         assert verl_row["input_ids"] == ours["input_ids"][0]
         assert verl_row["image_grid_thw"] == ours["image_grid_thw"].tolist()
+    assert max(len(row["input_ids"]) for row in seen["rows"]) == exported_length(folder), "the rollout's longest"
+
+
+def exported_length(folder: Path) -> int:
+    """The export's ``data.max_prompt_length``."""
+    return int(yaml.safe_load((folder / "verl_args.yaml").read_text())["data.max_prompt_length"])
+
+
+@pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl"])
+def screens(request, tmp_path_factory) -> tuple[str, Path]:
+    """``(arch, verl folder)``: GUI-sized screenshots (up to 1440 x 900) at GUI-G1's pixel limits, a tiny ``arch``."""
+    out = tmp_path_factory.mktemp(f"verl-screens-{request.param}")
+    run(str(GUI_RECIPE), ["data.kwargs.task=screens", "data.kwargs.n=6", "model.entry=gui-g1-3b",
+                          f"model.name=tiny:{request.param}", f"training.output_dir={out}"],
+        engine="vlm-verl", dry_run=True)  # fmt: skip
+    return request.param, out / "verl"
+
+
+def test_verl_keeps_every_gui_sized_prompt(screens) -> None:
+    """verl's default (512 tokens, 14-pixel patches) with its length filter dropped these prompts without a word.
+    Exported, verl keeps all six; its own filter at the exported length keeps them too and at one token less drops
+    the longest, so the export's length is verl's own count; the rollout builds that many tokens."""
+    arch, folder = screens
+    longest = exported_length(folder)
+    assert longest > 512
+    lengths = verl_side("lengths", folder)
+    assert lengths["rows"] == lengths["kept_at_max"] == 6 > lengths["kept_below_max"]
+    config = verl_side("config", folder)
+    assert (config["max_prompt_length"], config["rollout_prompt_length"]) == (longest, longest)
+    assert config["image_patch_size"] == {"qwen2_5_vl": 14, "qwen3_vl": 16}[arch]
+    assert config["mm_processor_kwargs"] == {"min_pixels": 3136, "max_pixels": 12845056}  # GUI-G1's
+    rollout = verl_side("dataset", folder)
+    assert max(len(row["input_ids"]) for row in rollout["rows"]) == longest
 
 
 @pytest.mark.slow

@@ -7,6 +7,8 @@ what verl saw as JSON, which ``tests/verl/test_verl_reads_export.py`` (main venv
   ``verl.utils.config.validate_config``, as ``verl/trainer/main_ppo.py::main`` does;
 * ``reward``: the reward module loaded by ``verl.trainer.ppo.reward.load_reward_manager`` (the naive manager around
   ``get_custom_reward_fn``), scoring the completions listed in ``--completions``;
+* ``lengths``: the rows ``RLHFDataset`` keeps as exported, and with its own length filter at and below the exported
+  ``data.max_prompt_length``;
 * ``dataset``: the parquet read by ``RLHFDataset``, each prompt's images taken out by the dataset class and its
   tokens built by verl's rollout prompt builder (``create_continuous_token_builder``), as the single-turn agent
   loop does (``verl/experimental/agent_loop/single_turn_agent_loop.py::run``);
@@ -68,6 +70,9 @@ def check_config(folder: Path) -> dict[str, Any]:
         "train_batch_size": config.data.train_batch_size,
         "max_prompt_length": config.data.max_prompt_length,
         "rollout_prompt_length": rollout.prompt_length,
+        "filter_overlong_prompts": config.data.filter_overlong_prompts,
+        "image_patch_size": config.data.image_patch_size,
+        "mm_processor_kwargs": dict(config.data.mm_processor_kwargs),
         "max_response_length": config.data.max_response_length,
         "rollout_n": rollout.n,
         "temperature": rollout.temperature,
@@ -121,8 +126,9 @@ def check_dataset(folder: Path) -> dict[str, Any]:
     processor = AutoProcessor.from_pretrained(path)
     dataset = get_dataset_class(config.data)(config.data.train_files, processor.tokenizer, config.data, processor)
     builder = create_continuous_token_builder(processor.tokenizer, hf_model_type=AutoConfig.from_pretrained(path)
-                                              .model_type, chat_template_kwargs={}, mm_processor_kwargs={},
-                                              processor=processor)  # fmt: skip
+                                              .model_type, chat_template_kwargs={},
+                                              mm_processor_kwargs=config.data.get("mm_processor_kwargs", {}),
+                                              processor=processor)  # as the agent loop does (agent_loop.py:243-252)
     patch = processor.image_processor.patch_size  # what the agent loop passes (agent_loop.py:299)
     rows = []
     for index in range(len(dataset)):
@@ -142,6 +148,25 @@ def check_dataset(folder: Path) -> dict[str, Any]:
             "image_grid_thw": mm["image_grid_thw"].tolist() if "image_grid_thw" in mm else None,
         })  # fmt: skip
     return {"length": len(dataset), "dataset_class": type(dataset).__name__, "rows": rows}
+
+
+def check_lengths(folder: Path) -> dict[str, Any]:
+    """How many rows ``RLHFDataset`` keeps: as exported (``filter_overlong_prompts`` off), and with verl's own length
+    filter on at the exported ``max_prompt_length`` and at one token less (the filter counts each prompt, image tokens
+    included, ``rl_dataset.py:206-244``): all, then fewer, when the export's length is verl's longest prompt."""
+    from transformers import AutoProcessor
+    from verl.utils.dataset.rl_dataset import get_dataset_class
+
+    config = composed(folder)
+    processor = AutoProcessor.from_pretrained(config.actor_rollout_ref.model.path)
+    longest = config.data.max_prompt_length
+
+    def kept(*extra: str) -> int:
+        data = composed(folder, extra).data
+        return len(get_dataset_class(data)(data.train_files, processor.tokenizer, data, processor))
+
+    return {"rows": kept(), "kept_at_max": kept("data.filter_overlong_prompts=true"),
+            "kept_below_max": kept("data.filter_overlong_prompts=true", f"data.max_prompt_length={longest - 1}")}
 
 
 def _parts(content: Any) -> list[dict[str, Any]]:
@@ -189,7 +214,8 @@ def _relative(filename: str) -> str:
     return filename[len(root) + 1 :] if filename.startswith(root) else filename
 
 
-CHECKS = {"config": check_config, "reward": check_reward, "dataset": check_dataset, "train": check_train}
+CHECKS = {"config": check_config, "reward": check_reward, "dataset": check_dataset, "lengths": check_lengths,
+          "train": check_train}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
