@@ -266,7 +266,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     train.add_arguments(parser)
     out = train.run(**vars(parser.parse_args(args.argv)))
     if out is not None and is_main_process():
-        print(f"run written to {out}")
+        curves = sorted(out.glob("*_curve.png"))
+        print(f"run written to {out}" + (f"; its curve: {curves[0]}" if curves else ""))
     return 0
 
 

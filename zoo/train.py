@@ -15,7 +15,7 @@ from pathlib import Path
 
 from zoo.engines import ENGINES
 from zoo.job import LOCK_FILE, hold_run_dir
-from zoo.recipe import load_recipe
+from zoo.recipe import Recipe, load_recipe
 from zoo.runs import RESOLVED_RECIPE, disk_full, is_main_process, prepare_run_dir
 
 logger = logging.getLogger(__name__)
@@ -110,13 +110,32 @@ def run(
     with hold_run_dir(out, main=is_main_process()):  # one job per run directory, before anything is written
         out = prepare_run_dir(recipe, resume=resume, resume_changes=resume_changes)
         try:
-            return ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
+            done = ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
+            if not dry_run and is_main_process():
+                write_run_readme(recipe, done)
+            return done
         except Exception as err:
             _drop_stub(out, existed)
             full = disk_full(err, out)
             if full is not None:
                 raise full from err
             raise
+
+
+def write_run_readme(recipe: Recipe, out: Path) -> Path:
+    """The run directory's ``README.md``: what the run is and where its files are, so that a folder someone finds (or
+    is handed) explains itself, and never a trainer's auto-generated card."""
+    curves = sorted(p.name for p in out.glob("*_curve.png"))
+    lines = [f"# {recipe.name}", "", recipe.description or "", "",
+             f"A run of the zoo's `{recipe.engine}` engine, written by `zoo train`; `recipe.yaml` holds its resolved "
+             "settings (and, under `changes`, any a resume changed).", "",
+             "- `metrics.csv`: the logged metrics, one row per logged step"
+             + (f"; {', '.join(f'`{c}`' for c in curves)} the curve" if curves else ""),
+             f"- `checkpoint-N/`: complete checkpoints; continue with `zoo train {out / RESOLVED_RECIPE} --resume`",
+             "- `final/`: the trained weights, written when the run ended", ""]  # fmt: skip
+    path = out / "README.md"
+    path.write_text("\n".join(lines))
+    return path
 
 
 def _drop_stub(out: Path, existed: bool) -> None:

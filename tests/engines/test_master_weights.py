@@ -72,6 +72,9 @@ def test_bf16_compute_over_fp32_masters_moves_the_weights_as_float32_does(engine
     assert moved(start, masters / "final") > 0.9 * full  # measured: 99.9-100 % for every engine
     assert moved(start, plain / "final") < 0.25  # measured: 0.8 % (vlm-sft)
     assert any("rounds away" in r.getMessage() for r in caplog.records)
+    readme = (masters / "README.md").read_text()  # the zoo's account of the run, never a trainer's auto card
+    assert readme.startswith("# ") and "metrics.csv" in readme
+    assert "fine-tuned version of" not in readme and "recipe.yaml --resume" in readme
 
     # the precision of every tensor at a step: masters and AdamW moments float32, the opt-in's bf16
     for folder, wanted in ((masters, torch.float32), (plain, torch.bfloat16)):

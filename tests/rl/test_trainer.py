@@ -127,11 +127,14 @@ def test_dynamic_sampling_drops_flat_groups(tmp_path):
     assert all(g.abs().sum() == 0 for g in grads_of(trainer.model, loss).values())
 
 
-def test_recipe_run_writes_logs_and_curve(tmp_path):
+def test_recipe_run_writes_logs_and_curve(tmp_path, capsys):
     path = tmp_path / "recipe.yaml"
     recipe_for(tmp_path / "run", reward="synthetic-colour").to_yaml(path)
     out = run(str(path), ["training.steps=2", "rewards=[{name: synthetic-colour}, {name: synthetic-format, weight: 0.1}]"])
-    assert {p.name for p in out.iterdir()} >= {"recipe.yaml", "metrics.csv", "reward_curve.png", "final"}
+    assert {p.name for p in out.iterdir()} >= {"recipe.yaml", "metrics.csv", "reward_curve.png", "final", "README.md"}
+    assert "fine-tuned version of" not in (out / "README.md").read_text()  # the zoo's run README, not TRL's card
+    printed = capsys.readouterr()
+    assert "'completions/mean_length'" not in printed.out + printed.err  # the metrics go to metrics.csv, not the bar
     with (out / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
     columns = set(rows[0])

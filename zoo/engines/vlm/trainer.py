@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import TrainerCallback
+from transformers import ProgressCallback, TrainerCallback
 from transformers.trainer_utils import rotate_checkpoints
 from trl import GRPOTrainer
 from trl.trainer.utils import split_pixel_values_by_grid, split_tensor_dict, unsplit_pixel_values_by_grid
@@ -82,6 +82,8 @@ class ZooGRPOTrainer(GRPOTrainer):
         self._scorer = overlap.ChunkScorer()
         self._chunk_inputs: list | None = None
         super().__init__(*args, **kwargs)
+        if self.pop_callback(ProgressCallback) is not None:  # the bar, without a metrics dict printed every step
+            self.add_callback(RewardProgress())
         self._plugin_rng = np.random.default_rng(self.args.seed)
         if any(p.selects_rows for p in self._plugins) and self.accelerator.num_processes > 1:
             raise RuntimeError(f"rollout plug-ins {[p.name for p in self._plugins]} choose rows across the whole "
@@ -97,6 +99,10 @@ class ZooGRPOTrainer(GRPOTrainer):
         if self.args.cache_implementation == "static" and getattr(self, "generation_config", None) is not None:
             self.generation_config.disable_compile = False  # TRL turns compilation off; `static` is for it
             self.generation_config.compile_config = compiled_decode_config(self.accelerator.device.type)
+
+    def create_model_card(self, *args: Any, **kwargs: Any) -> None:
+        """Writes nothing: TRL's auto card (a text-generation quick start for "[None]") would be the run directory's
+        README.md; the zoo writes its own for every run (:func:`zoo.train.write_run_readme`)."""
 
     # --- rollouts -------------------------------------------------------------------------
 
@@ -420,6 +426,16 @@ def _reduce(values: torch.Tensor, mask: torch.Tensor, agg: Any, scale: float | N
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
     return ((values * mask).sum() / mask.sum().clamp(min=1.0)).item()
+
+
+class RewardProgress(ProgressCallback):
+    """transformers' progress bar showing the step's reward, loss and seconds per step, where it would print each
+    step's whole metrics dict (~900 characters of TRL's) and scroll the bar away; the dict goes to ``metrics.csv``."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and self.training_bar is not None and logs:
+            shown = {"reward": logs.get("reward"), "loss": logs.get("loss"), "s/step": logs.get("step_time")}
+            self.training_bar.set_postfix({k: f"{v:.3g}" for k, v in shown.items() if isinstance(v, int | float)})
 
 
 class MetricsCallback(TrainerCallback):
