@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import logging
 import sys
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ def _entry_row(name: str) -> dict[str, str]:
     e = info(name)
     return {
         "name": e.name,
+        "kind": e.kind,
         "domain": e.domain,
         "task": e.task,
         "base model": e.base_model,
@@ -56,12 +58,24 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no models in domain {args.domain!r}")
         return 0
-    keys = ["name", "domain", "task", "licence", "gated", "weights"]
+    keys = ["name", "kind", "domain", "licence", "gated", "weights", "task"]
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
-    print("  ".join(k.upper().ljust(widths[k]) for k in keys))
+    if not args.wide:  # narrow the task, then the weights, then the licence, down to their minimums, to fit
+        over = sum(widths.values()) + 2 * (len(keys) - 1) - shutil.get_terminal_size().columns
+        for key, least in (("task", 12), ("weights", 12), ("licence", 7)):
+            cut = max(0, min(over, widths[key] - least))
+            widths[key] -= cut
+            over -= cut
+    print("  ".join(k.upper().ljust(widths[k]) for k in keys).rstrip())
     for r in rows:
-        print("  ".join(r[k].ljust(widths[k]) for k in keys))
+        cells = [_fit(r[k], widths[k]).ljust(widths[k]) for k in keys]
+        print("  ".join(cells).rstrip())
     return 0
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -394,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain", help="only this domain (gui, medical, ...)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--markdown", action="store_true", help="the README's markdown table")
+    p.add_argument("--wide", action="store_true", help="every column whole, whatever the terminal's width")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("info", help="show one model's entry, or where a recipe's settings come from",

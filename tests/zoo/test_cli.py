@@ -18,6 +18,17 @@ def test_list_and_info(capsys):
     assert data["name"] == "patho-r1-7b" and data["gated"] is True and data["kind"] == "vlm" and data["spec"]["parser"] == "parse_think_answer"
 
 
+def test_list_fits_the_terminal_with_a_kind_column_and_wide_prints_everything(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "KIND", "DOMAIN"] and max(map(len, lines)) <= 100
+    assert any(line.split()[:2] == ["flow-grpo-tiny-colour", "diffusion"] for line in lines)
+    assert main(["list", "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert "…" not in wide and max(map(len, wide.splitlines())) > 100  # every task whole
+
+
 def test_unknown_name_exits_2_with_suggestion(capsys):
     assert main(["info", "gui-g2-3b"]) == 2
     assert "Did you mean: gui-g1-3b" in capsys.readouterr().err
