@@ -154,22 +154,23 @@ def _recipe_info(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from zoo.hub import lookup
     from zoo.load import load
 
+    entry = lookup(args.name).entry  # a registry name: its kind is known before any weight loads
+    if entry is not None:
+        _check_run_args(args, entry.spec.kind, entry.name)
     pipe = load(args.name, revision=args.revision, device=args.device, dtype=args.dtype,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
     kind = pipe.entry.spec.kind
-    _refuse_unused(args, kind)
+    if entry is None:  # a folder: its kind is its config's
+        _check_run_args(args, kind, pipe.entry.name)
     if kind == "diffusion":
         return _run_diffusion(pipe, args)
     if kind == "policy":
         return _run_policy(pipe, args)
     if kind == "clip":
         return _run_clip(pipe, args)
-    if args.prompt is None:
-        raise SystemExit(f"zoo run: {pipe.entry.name} answers a question about an image; pass --prompt TEXT")
-    if not args.image:
-        raise SystemExit(f"zoo run: {pipe.entry.name} answers questions about an image; pass --image PATH")
     generation = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
     if args.temperature:
         generation.update(do_sample=True, temperature=args.temperature)
@@ -205,6 +206,18 @@ def _heading(pipe: Any) -> str:
 #: `zoo run` flags each kind of model reads; given to another kind, a flag would be silently ignored.
 _RUN_FLAGS = {"image": ("vlm", "clip"), "system": ("vlm",), "template": ("vlm",), "temperature": ("vlm",),
               "max_new_tokens": ("vlm",), "draw": ("vlm",), "out": ("diffusion",), "observation": ("policy",), "prompt": ("vlm", "clip", "diffusion")}
+
+
+def _check_run_args(args: argparse.Namespace, kind: str, name: str) -> None:
+    """What ``zoo run`` of a ``kind`` model needs and refuses, checked before the model loads: flags the kind does
+    not read, and for a VLM a question (not blank: the model would answer a template around nothing) and an image."""
+    _refuse_unused(args, kind)
+    if kind != "vlm":
+        return
+    if args.prompt is None or not args.prompt.strip():
+        raise SystemExit(f"zoo run: {name} answers a question about an image; pass --prompt TEXT (not empty)")
+    if not args.image:
+        raise SystemExit(f"zoo run: {name} answers questions about an image; pass --image PATH")
 
 
 def _refuse_unused(args: argparse.Namespace, kind: str) -> None:

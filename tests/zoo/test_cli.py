@@ -92,3 +92,15 @@ def test_eval_options_reach_the_domain_evaluation_or_are_named_errors():
         _eval_options(gui_run, ["response_source=answer"])
     with pytest.raises(ValueError, match="KEY=VALUE"):
         _eval_options(medical_run, ["response_source"])
+
+
+@pytest.mark.parametrize("given", [[], ["--prompt", "   ", "--image", "x.png"], ["--prompt", "where?"]])
+def test_run_refuses_missing_or_blank_arguments_before_loading_the_model(given, monkeypatch):
+    import importlib
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(importlib.import_module("zoo.load"), "load", never)  # the module, not zoo.load the function
+    with pytest.raises(SystemExit, match=r"gui-grounding-tiny answers .*pass --(prompt TEXT \(not empty\)|image PATH)"):
+        main(["run", "gui-grounding-tiny", *given])
