@@ -159,12 +159,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     entry = lookup(args.name).entry  # a registry name: its kind is known before any weight loads
     if entry is not None:
-        _check_run_args(args, entry.spec.kind, entry.name)
+        _check_run_args(args, entry.spec, entry.name)
     pipe = load(args.name, revision=args.revision, device=args.device, dtype=args.dtype,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
     kind = pipe.entry.spec.kind
     if entry is None:  # a folder: its kind is its config's
-        _check_run_args(args, kind, pipe.entry.name)
+        _check_run_args(args, pipe.entry.spec, pipe.entry.name)
     if kind == "diffusion":
         return _run_diffusion(pipe, args)
     if kind == "policy":
@@ -208,13 +208,14 @@ _RUN_FLAGS = {"image": ("vlm", "clip"), "system": ("vlm",), "template": ("vlm",)
               "max_new_tokens": ("vlm",), "draw": ("vlm",), "out": ("diffusion",), "observation": ("policy",), "prompt": ("vlm", "clip", "diffusion")}
 
 
-def _check_run_args(args: argparse.Namespace, kind: str, name: str) -> None:
-    """What ``zoo run`` of a ``kind`` model needs and refuses, checked before the model loads: flags the kind does
-    not read, and for a VLM a question (not blank: the model would answer a template around nothing) and an image."""
-    _refuse_unused(args, kind)
-    if kind != "vlm":
+def _check_run_args(args: argparse.Namespace, spec: Any, name: str) -> None:
+    """What ``zoo run`` of a model of ``spec`` needs and refuses, checked before the model loads: flags its kind does
+    not read, and for a VLM an image and a question (not blank, where its template carries one: the model would
+    answer a template around nothing)."""
+    _refuse_unused(args, spec.kind)
+    if spec.kind != "vlm":
         return
-    if args.prompt is None or not args.prompt.strip():
+    if args.prompt is None or (not args.prompt.strip() and spec.asks_a_question(args.template)):
         raise SystemExit(f"zoo run: {name} answers a question about an image; pass --prompt TEXT (not empty)")
     if not args.image:
         raise SystemExit(f"zoo run: {name} answers questions about an image; pass --image PATH")

@@ -72,6 +72,11 @@ class VLMSpec:
             raise ValueError(f"no user template {template!r}; the authors publish: {known}")
         return (self.templates[template] if template else self.user).replace("{question}", question)
 
+    def asks_a_question(self, template: str | None = None) -> bool:
+        """Whether the user turn carries the user's question (``{question}`` in the template): a blank question is
+        then no question, and is refused; a template that is the whole task (a chart to redraw) needs none."""
+        return "{question}" in (self.templates[template] if template in self.templates else self.user)
+
     def system_prompt(self, variant: str | None = None) -> str | None:
         """The system prompt: a named variant (``"cod"``), a prompt of the caller's own, or the authors' default."""
         return self.variants.get(variant, variant) if variant else self.system

@@ -129,3 +129,13 @@ def test_policy_config_errors_name_the_file(tmp_path):
     (tmp_path / "policy_config.json").write_text(json.dumps({"action_dim": 2}))
     with pytest.raises(ValueError, match="policy_config.json: not a valid policy config"):
         zoo.load(str(tmp_path))
+
+
+def test_a_blank_question_counts_only_where_the_template_carries_one():
+    """The demo and ``zoo run`` refuse a blank question where the user turn is built around it, and let a template
+    that is the whole task (``{question}`` absent) run without one."""
+    from zoo.kinds import VLMSpec
+
+    asks = VLMSpec(user="Where is {question}?", templates={"whole": "Redraw this chart as code."})
+    assert asks.asks_a_question() and not asks.asks_a_question("whole")
+    assert not VLMSpec(user="Redraw this chart as code.").asks_a_question()

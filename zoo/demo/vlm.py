@@ -67,7 +67,7 @@ def build(pipe: Any, example: Example) -> None:
     def answer(path: str | None, q: str, variant: str, user_template: str) -> tuple[Any, ...]:
         if not path:
             raise InputError("upload an image first")
-        if not spec.user_text(q or "").strip():
+        if not (q or "").strip() and spec.asks_a_question(None if user_template == DEFAULT else user_template):
             raise InputError(f"type a question: {pipe.entry.name} answers one about the image")
         picture = load_image(path)  # a broken, non-image or oversized upload is refused here, by name
         pred = pipe(picture, q, system=None if variant == DEFAULT else variant,
