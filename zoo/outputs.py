@@ -40,7 +40,20 @@ class Prediction:
     trajectory: list[list[float]] | None = None
     objects: list[dict[str, Any]] | None = None
     parse_error: str | None = None
+    geometry_warning: str | None = None
+    """Set when a parsed box or point cannot be where the model looked (outside the image, inverted, empty): the
+    parse stays the authors' (the model did answer that), and this says why it points nowhere."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def check_geometry(self, width: int, height: int) -> None:
+        """Set :attr:`geometry_warning` from the box, point and detected boxes against a ``width`` x ``height``
+        image (original pixels)."""
+        boxes = [("box", self.bbox), *((f"object {i} box", o.get("bbox")) for i, o in enumerate(self.objects or []))]
+        problems = [f"{label} {problem}" for label, box in boxes if (problem := _box_problem(box, width, height))]
+        point = self.point
+        if point is not None and len(point) == 2 and not (0 <= point[0] <= width and 0 <= point[1] <= height):
+            problems.append("point outside the image")
+        self.geometry_warning = f"{'; '.join(problems)} ({width}x{height} image)" if problems else None
 
     @classmethod
     def from_parsed(cls, text: str, parsed: dict[str, Any]) -> Prediction:
@@ -52,6 +65,20 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict without empty fields."""
         return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])}
+
+
+def _box_problem(box: list[float] | None, width: int, height: int) -> str | None:
+    """What is wrong with ``[x1, y1, x2, y2]`` on a ``width`` x ``height`` image, or ``None`` (no box: nothing)."""
+    if box is None or len(box) != 4:
+        return None
+    x1, y1, x2, y2 = box
+    if x2 <= x1 or y2 <= y1:
+        return "inverted or empty"
+    if x2 <= 0 or y2 <= 0 or x1 >= width or y1 >= height:
+        return "wholly outside the image"
+    if x1 < 0 or y1 < 0 or x2 > width or y2 > height:
+        return "reaches outside the image"
+    return None
 
 
 @dataclass

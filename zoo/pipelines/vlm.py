@@ -184,6 +184,8 @@ class VLMPipeline:
             if prediction.objects:
                 prediction.objects = [{**obj, "bbox": convert(obj["bbox"])} for obj in prediction.objects]
         prediction.extra.setdefault("model_frame_size", list(seen))
+        if frame in ("resized", "norm1000", "original"):
+            prediction.check_geometry(*original_size)
         return prediction
 
 
