@@ -353,6 +353,10 @@ def _move_between_engines(data: dict[str, Any], source: type, target: type) -> N
             raise RecipeError(f"{key}: {data[key]!r} is read by {source.__name__}'s loop only; engine "
                               f"{data['engine']!r} would ignore it: remove it to move the recipe")  # fmt: skip
         del data[key]
+        provenance = data.get("provenance")
+        if isinstance(provenance, dict):  # the dropped block's rows cite settings the moved recipe no longer has
+            for row in [r for r in provenance if r == key or str(r).startswith(f"{key}.")]:
+                del provenance[row]
 
 
 def import_named(key: str, target: str, expected: type | tuple[type, ...] = object) -> Any:

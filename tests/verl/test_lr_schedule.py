@@ -11,7 +11,8 @@ import logging
 import pytest
 
 from zoo.engines.vlm.recipe import VerlRecipe
-from zoo.engines.vlm.verl_engine import ImageSettings, verl_overrides
+from zoo.engines.vlm.verl_engine import verl_overrides
+from zoo.engines.vlm.verl_prompts import ImageSettings
 
 OPTIM = "actor_rollout_ref.actor.optim."
 

@@ -535,8 +535,3 @@ class VerlRecipe(VLMRLRecipe):
         self._single_turn_only()
         self._no_plugins_or_chunks()
         check_image_first(self.model, self.loop)
-        m = self.model
-        if (m.min_pixels is not None or m.max_pixels is not None) and not m.name.startswith("tiny:"):
-            raise RecipeError("model.min_pixels/max_pixels apply where the zoo builds the processor (vlm-trl, a tiny: "
-                              "model); verl loads a Hub model's processor itself: pass its own pixel settings through "
-                              "verl.overrides instead")  # fmt: skip
