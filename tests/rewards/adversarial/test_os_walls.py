@@ -22,7 +22,8 @@ CHART = "\nimport matplotlib.pyplot as plt\nfig = plt.figure()\nfig.text(0.1, 0.
 
 
 @pytest.mark.parametrize("target", [f"/tmp/{MARK}", f"/var/tmp/{MARK}", f"/dev/shm/{MARK}",
-                                    str(Path.home() / MARK), str(REPO / MARK), f"/etc/{MARK}"])
+                                    str(Path.home() / MARK), str(REPO / MARK), f"/etc/{MARK}"],
+                         ids=lambda target: str(Path(target).parent))  # the same ids in every test process (xdist)
 def test_writes_outside_scratch_never_reach_the_host(bare_pool: RenderPool, target: str) -> None:
     before = snapshot()
     body = (f"try:\n    open({target!r}, 'w').write('x')\n    RESULT = 'written'\n"

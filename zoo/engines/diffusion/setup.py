@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -290,8 +291,11 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
     method = METHODS.get(alg.method)
     sharding = ENGINES.get(recipe.engine).launched(recipe.launch, recipe)
     accelerator = Accelerator(cpu=bool(tr.use_cpu))
-    # a group of one shards too (`accelerate launch` starts an FSDP config on one GPU as one): the mixed-precision
-    # policy applies, and accelerate's own FSDP never replaces parameters the run has captured
+    # a group of one shards too (`accelerate launch` starts an FSDP config on one GPU as one; `torchrun
+    # --nproc_per_node 1` gets one here, as DataParallel.prepare gives the VLM loops): the mixed-precision policy
+    # applies, and accelerate's own FSDP never replaces parameters the run has captured
+    if sharding.sharded and "WORLD_SIZE" in os.environ and not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if accelerator.device.type == "cuda" else "gloo")
     sharded = sharding.sharded and torch.distributed.is_available() and torch.distributed.is_initialized()
     precision = run_precision(str(accelerator.mixed_precision), recipe.model.dtype, sharded=sharded)
     if tr.num_threads is not None and accelerator.device.type == "cpu":
