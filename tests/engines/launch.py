@@ -26,6 +26,12 @@ needs_torchrun = pytest.mark.skipif(
     not (torch.distributed.is_available() and torch.distributed.is_gloo_available() and TORCHRUN.is_file()),
     reason="needs torch.distributed with gloo and torchrun",
 )
+#: The tiny GUI SFT the multi-process tests launch (a 32-wide, one-layer model: seconds a run), and its settings.
+TINY_SFT = "domains/gui/recipes/gui-g1-tiny-sft.yaml"
+TINY_SFT_SETTINGS = [
+    "model.tiny.hidden=32", "model.tiny.layers=1", "model.tiny.vision_hidden=32", "model.tiny.vocab_size=300",
+    "data.corpus_kwargs.n=16", "training.batch_size=4", "training.save_steps=2",
+]  # fmt: skip
 ENV = {"ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
        "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
 

@@ -12,21 +12,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines.launch import ROOT, TORCHRUN, _finish, _start, kill_job, needs_torchrun, train_args
+from tests.engines.launch import (
+    ROOT,
+    TINY_SFT,
+    TINY_SFT_SETTINGS,
+    TORCHRUN,
+    _finish,
+    _start,
+    kill_job,
+    needs_torchrun,
+    train_args,
+)
 from zoo.job import LOCK_FILE, RunDirBusyError, hold_run_dir
 from zoo.runs import is_complete
 
-SFT = "domains/gui/recipes/gui-g1-tiny-sft.yaml"
-SLOW = [
-    "model.tiny.hidden=32", "model.tiny.layers=1", "model.tiny.vision_hidden=32", "model.tiny.vocab_size=300",
-    "data.corpus_kwargs.n=16", "training.batch_size=4", "training.save_steps=2", "training.steps=400",
-]  # fmt: skip
+SFT = TINY_SFT
+SLOW = [*TINY_SFT_SETTINGS, "training.steps=400"]
 
 
 def test_a_second_job_on_a_held_run_directory_is_refused_with_the_holder_named(tmp_path: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; from zoo.job import "
-                               "hold_run_dir\nwith hold_run_dir(Path(sys.argv[1])):\n print('held', flush=True); "
-                               "time.sleep(600)", str(tmp_path / "run")], cwd=ROOT, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    hold = ("import sys, time; from pathlib import Path; from zoo.job import hold_run_dir\n"
+            "with hold_run_dir(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(600)")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path / "run")], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(RunDirBusyError, match=rf"being written by another job \(pid {holder.pid} on .*\); wait"):

@@ -13,18 +13,22 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.engines.launch import killed_after, needs_torchrun, one_process, torchrun, two_nodes
+from tests.engines.launch import (
+    TINY_SFT,
+    TINY_SFT_SETTINGS,
+    killed_after,
+    needs_torchrun,
+    one_process,
+    torchrun,
+    two_nodes,
+)
 from tests.engines.run_dirs import assert_same_tensors, metric_rows
 from zoo.distributed import weights_digest
 
 pytestmark = needs_torchrun
 
-RECIPE = "domains/gui/recipes/gui-g1-tiny-sft.yaml"
-SETTINGS = [
-    "model.tiny.hidden=32", "model.tiny.layers=1", "model.tiny.vision_hidden=32", "model.tiny.vocab_size=300",
-    "data.corpus_kwargs.n=16", "training.batch_size=4", "training.logging_steps=1", "training.save_steps=2",
-    "training.steps=8", "training.warmup_steps=2",
-]  # fmt: skip
+RECIPE = TINY_SFT
+SETTINGS = [*TINY_SFT_SETTINGS, "training.logging_steps=1", "training.steps=8", "training.warmup_steps=2"]
 STEPS = [str(step) for step in range(1, 9)]
 
 

@@ -36,7 +36,8 @@ EXPECTED = {
                            "fsdp_transformer_layer_cls_to_wrap": "FluxTransformerBlock,FluxSingleTransformerBlock"}),
     "fsdp-sd3": ("FSDP", {"fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
                           "fsdp_reshard_after_forward": True, "fsdp_offload_params": False,
-                          "fsdp_activation_checkpointing": True, "fsdp_transformer_layer_cls_to_wrap": "JointTransformerBlock"}),
+                          "fsdp_activation_checkpointing": True,
+                          "fsdp_transformer_layer_cls_to_wrap": "JointTransformerBlock"}),
 }  # fmt: skip
 FSDP = [name for name, (kind, _) in EXPECTED.items() if kind == "FSDP"]
 

@@ -14,7 +14,8 @@ from zoo.outputs import Prediction
         ({"bbox": [10, 700, 50, 750]}, "box wholly outside the image (600x600 image)"),
         ({"bbox": [-5, 10, 50, 60]}, "box reaches outside the image (600x600 image)"),
         ({"point": [300, 601]}, "point outside the image (600x600 image)"),
-        ({"objects": [{"bbox": [1, 1, 5, 5]}, {"bbox": [9, 9, 3, 3]}]}, "object 1 box inverted or empty (600x600 image)"),
+        ({"objects": [{"bbox": [1, 1, 5, 5]}, {"bbox": [9, 9, 3, 3]}]},
+         "object 1 box inverted or empty (600x600 image)"),
         ({"bbox": [10, 10, 50, 60], "point": [599, 0]}, None),
     ],
 )

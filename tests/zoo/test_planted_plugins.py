@@ -25,7 +25,8 @@ def plant(folder: Path) -> Path:
     info = folder / "helpers-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: helpers\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[zoo.domains]\nhelpers = evil_domain\n\n[zoo.rewards]\nhelpers = evil_domain\n")
+    points = "[zoo.domains]\nhelpers = evil_domain\n\n[zoo.rewards]\nhelpers = evil_domain\n"
+    (info / "entry_points.txt").write_text(points)
     return marker
 
 
@@ -62,7 +63,8 @@ def test_the_resolver_does_not_trust_a_planted_domain(tmp_path: Path, monkeypatc
 
 
 def test_a_folder_of_installed_wheels_is_trusted_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``pip install --target DIR`` (the GPU suite's wheels) is not a site folder: naming it opts its entry points in."""
+    """``pip install --target DIR`` (the GPU suite's wheels) is not a site folder: naming it opts its entry points
+    in."""
     from zoo_common.plugins import PLUGIN_DIRS_ENV, installed_entry_points
 
     plant(tmp_path)

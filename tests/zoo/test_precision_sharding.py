@@ -72,7 +72,8 @@ def test_each_engine_says_what_it_does_under_a_launch_config(engine: str, launch
         ("policy", "ddp", r"one learner process and runs no launch config; remove launch: ddp"),
     ],
 )
-def test_a_launch_config_the_engine_does_not_run_is_refused_before_training(engine: str, launch: str, says: str) -> None:
+def test_a_launch_config_the_engine_does_not_run_is_refused_before_training(engine: str, launch: str,
+                                                                           says: str) -> None:  # fmt: skip
     with pytest.raises(ShardingError, match=says):
         ENGINES.get(engine).sharding(launch)
 
@@ -94,7 +95,8 @@ def test_dry_run_refuses_a_sharded_lora_semi_online_recipe(tmp_path) -> None:
     from zoo.train import run
 
     with pytest.raises(ShardingError, match="LoRA's adapters are small enough"):
-        run(str(Path(__file__).parents[2] / "domains/gui/recipes/ui-s1-smoke.yaml"), ["launch=fsdp-qwen2.5-vl", "training.lora.enabled=true"],
+        run(str(Path(__file__).parents[2] / "domains/gui/recipes/ui-s1-smoke.yaml"),
+            ["launch=fsdp-qwen2.5-vl", "training.lora.enabled=true"],
             dry_run=True, output_dir=str(tmp_path / "run"))  # fmt: skip
 
 
