@@ -285,14 +285,20 @@ def _run_diffusion(pipe: Any, args: argparse.Namespace) -> int:
 TRAIN_DESCRIPTION = "Run a training recipe on its engine (see `zoo engines`): on this machine, or exported to a cluster."
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    # The train parser lives with the trainer (zoo/train.py) and is built only when asked for,
-    # so that `zoo list` does not pay for importing TRL.
+def train_parser() -> argparse.ArgumentParser:
+    """``zoo train``'s own parser (every flag, as ``zoo train --help`` and the docs' CLI page print it). It lives with
+    the trainer (zoo/train.py) and is built only when asked for, so that `zoo list` does not pay for it."""
     from zoo import train
 
     parser = argparse.ArgumentParser(prog="zoo train", description=TRAIN_DESCRIPTION)
     train.add_arguments(parser)
-    out = train.run(**vars(parser.parse_args(args.argv)))
+    return parser
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from zoo import train
+
+    out = train.run(**vars(train_parser().parse_args(args.argv)))
     if out is not None and is_main_process():
         curves = sorted(out.glob("*_curve.png"))
         print(f"run written to {out}" + (f"; its curve: {curves[0]}" if curves else ""))

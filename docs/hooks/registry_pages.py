@@ -55,7 +55,7 @@ def _cli_reference() -> str:
     import argparse
     import os
 
-    from zoo.cli import build_parser
+    from zoo.cli import build_parser, train_parser
 
     os.environ.setdefault("COLUMNS", "100")  # argparse wraps to the terminal: a fixed width for the page
     parser = build_parser()
@@ -72,6 +72,7 @@ def _cli_reference() -> str:
     for action in parser._actions:  # argparse keeps subcommands here; there is no public accessor
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
+                sub = train_parser() if name == "train" else sub  # `zoo train` hands its arguments to its own parser
                 lines += [f"## `zoo {name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
     return "\n".join(lines) + "\n"
 

@@ -137,3 +137,5 @@ def test_the_command_line_page_is_the_programs_own_help(site: Path) -> None:
         assert f"zoo {command}" in page
     usage = build_parser().format_usage().split()
     assert " ".join(usage[:3]) in " ".join(page.split())
+    for flag in ("--set", "--resume", "--resume-changes", "--dry-run", "--plan", "--nproc"):  # zoo train's own parser
+        assert flag in page, flag
