@@ -48,3 +48,16 @@ def test_the_benchmarks_page_quotes_the_released_record(entry):
     page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8").replace("−", "-")  # typed minus, record hyphen
     missing = [q for q in quotes(entry) if q.replace("−", "-") not in page]
     assert not missing, f"docs/benchmarks.md does not quote checkpoints/{entry}/training.json: {missing}"
+
+
+def test_the_readme_says_how_many_hub_entries_pin_a_revision():
+    """README promises a pinned revision only where the registry holds one, with the count the registry gives."""
+    import re
+
+    from zoo.registry import info, list_models
+
+    hub = [info(name) for name in list_models() if info(name).repo_id]
+    text = " ".join((ROOT / "README.md").read_text().split())
+    said = re.search(r"(\d+) of (\d+) Hub entries today", text)
+    assert said, "README states how many Hub entries pin a revision"
+    assert (int(said[1]), int(said[2])) == (sum(1 for e in hub if e.revision), len(hub))
