@@ -122,7 +122,9 @@ def test_a_minimum_above_the_processors_maximum_is_refused(big_sample):
         load_policy(_recipe(name="tiny:qwen2_5_vl", min_pixels=10**8), [big_sample])
 
 
-def test_verl_which_loads_a_hub_processor_itself_refuses_the_limits():
-    with pytest.raises(RecipeError, match="verl.overrides"):
-        _recipe(engine="vlm-verl", name="Qwen/Qwen2.5-VL-7B-Instruct", max_pixels=VISION_R1_MAX_PIXELS)
-    _recipe(engine="vlm-verl", name="tiny:qwen2_5_vl", max_pixels=VISION_R1_MAX_PIXELS)  # built and saved here
+def test_verl_takes_the_limits_for_a_hub_model_too():
+    """The export hands the recipe's pixel limits to both of verl's resizes (``zoo.engines.vlm.verl_prompts``:
+    the parquet's images and ``data.mm_processor_kwargs``), so a Hub model's recipe keeps them."""
+    for name in ("Qwen/Qwen2.5-VL-7B-Instruct", "tiny:qwen2_5_vl"):
+        recipe = _recipe(engine="vlm-verl", name=name, max_pixels=VISION_R1_MAX_PIXELS)
+        assert recipe.model.max_pixels == VISION_R1_MAX_PIXELS

@@ -62,10 +62,11 @@ def test_only_this_process_jobs_count(render_pool: RenderPool, tmp_path: Path) -
         assert job_processes() == []  # its job is running right now, and is not ours
 
         own: list = []
+        # the job lives until its timeout: long enough to be seen starting on a machine busy with other test workers
         thread = threading.Thread(target=lambda: own.append(render_pool.render(
-            "matplotlib", "import time\ntime.sleep(30)\n", size=(8, 8), timeout=2)))
+            "matplotlib", "import time\ntime.sleep(30)\n", size=(8, 8), timeout=6)))
         thread.start()
-        assert _wait_for(lambda: job_processes() != [], 2), "this process's running job was not seen"
+        assert _wait_for(lambda: job_processes() != [], 6), "this process's running job was not seen"
         thread.join()
         assert own[0].status == "timeout" and job_processes() == []
     finally:
