@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -193,8 +193,30 @@ def _recipe_rows(name: str, aliases: tuple[str, ...], recipes: list[tuple[str, d
                 *[f"| `{k}` | {_cell(v)} |" for k, v in provenance.items()],
                 "",
             ]
-        lines += ["```bash", f"zoo train {path} --dry-run", "```", ""]
+        lines += [*_launch_rows(path, raw), "```bash", f"zoo train {path} --dry-run", "```", ""]
     return lines or ["No recipe of the zoo trains this entry yet.", ""]
+
+
+def _launch_rows(path: str, raw: dict[str, Any]) -> list[str]:
+    """For a recipe that names a launch config: the hardware it is sized for, the line that launches it and what each
+    GPU holds, from ``zoo train RECIPE --plan`` (generated here, never written by hand)."""
+    if not raw.get("launch") or raw.get("engine") == "vlm-verl":
+        return []
+    from zoo import memory_plan
+    from zoo.recipe import load_recipe
+
+    try:
+        _, rows, skipped = memory_plan.plan(load_recipe(ROOT / path))
+    except (ValueError, LookupError) as err:  # a model the plan cannot size offline: say so
+        return [f"Launch config `{raw['launch']}`; its memory cannot be planned offline: {_cell(err)}", ""]
+    named = next((r for r in rows if r.named), None)
+    if named is None:
+        return [f"Launch config `{raw['launch']}`: {_cell(skipped.get(raw['launch'], 'not planned'))}", ""]
+    parts = ", ".join(f"{k} {v / memory_plan.GIB:.1f}" for k, v in named.parts.items() if v)
+    return [f"Sized for {named.processes} GPUs of 80 GB under `{named.config}` ({named.strategy}): "
+            f"{named.total / memory_plan.GIB:.1f} GiB a GPU ({parts}; `zoo train {path} --plan` for every config).",
+            "", "```bash", memory_plan.launch_line(replace(named, path=str(Path(named.path).relative_to(ROOT))), [path]),
+            "```", ""]
 
 
 def model_page(entry: Any, recipes: list[tuple[str, dict[str, Any]]]) -> str:

@@ -129,6 +129,14 @@ def test_no_internal_link_or_anchor_is_broken(site: Path) -> None:
     assert len(pages) > 60  # every model page was checked
 
 
+def test_a_model_page_shows_each_gpu_recipes_hardware_launch_line_and_memory(site: Path) -> None:
+    """Generated from ``zoo train RECIPE --plan``, never written by hand (issue 53)."""
+    page = " ".join(_text(site / "models" / "ui-s1-7b" / "index.html").split())
+    assert re.search(r"Sized for 8 GPUs of 80 GB under fsdp-qwen2.5-vl-offload \(zoo FSDP2 \+ offload\): \d+\.\d GiB a GPU",
+                     page), page[:2000]  # fmt: skip
+    assert "accelerate launch --config_file zoo/launch/fsdp-qwen2.5-vl-offload.yaml --num_processes 8" in page
+
+
 def test_the_command_line_page_is_the_programs_own_help(site: Path) -> None:
     from zoo.cli import build_parser
 
