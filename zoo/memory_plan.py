@@ -242,8 +242,10 @@ def workload(recipe: Any) -> Workload:
 
 
 def plan(recipe: Any, processes: int | None = None) -> tuple[Workload, list[Row], dict[str, str]]:
-    """The workload, one :class:`Row` per shipped launch config the engine runs (over ``processes``, default each
-    config's), and for the others why not: the engine's refusal, or the config's mismatch with the model."""
+    """The workload, one :class:`Row` per shipped launch config the engine runs (over ``processes``, default the
+    recipe's :attr:`~zoo.recipe.Recipe.processes`, else each config's), and for the others why not: the engine's
+    refusal, or the config's mismatch with the model."""
+    processes = processes or getattr(recipe, "processes", None)
     from zoo.precision import PrecisionError
     from zoo.sharding import ShardingError
 

@@ -107,6 +107,12 @@ def count(module: Any) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+def buffer_bytes(module: Any) -> int:
+    """Bytes of ``module``'s buffers as built (on the meta device too: a buffer keeps its dtype there), e.g. SD3.5's
+    0.23 B-element fixed position embedding: every process holds them whole (FSDP shards parameters only)."""
+    return sum(b.numel() * b.element_size() for b in module.buffers())
+
+
 def known_row(*names: str | None) -> str | None:
     """The :data:`KNOWN` key one of ``names`` (a repository id, an entry's base model) contains, case aside."""
     for name in names:

@@ -237,6 +237,10 @@ class Recipe:
     """The accelerate config a multi-GPU run of this recipe uses (``zoo/launch/<launch>.yaml``, :mod:`zoo.launch`;
     ``""``: one process). ``zoo train RECIPE --plan`` prints each config's memory per GPU; engine ``vlm-verl``
     launches on Ray and does not read it."""
+    processes: int | None = None
+    """The processes (GPUs) the recipe is sized for: its batch settings are per process, so this many give the run it
+    describes (GUI-G1's authors train on 4). ``null``: the launch config's ``num_processes``. ``zoo train --plan``
+    sizes for it and prints the launch line with it."""
     provenance: dict[str, str] = field(default_factory=dict)
     """Field path -> where its value comes from: ``owner/repo@commit:path[:line]``, ``arXiv:<id> <section>``,
     an ``https://`` page, or ``zoo: <why the zoo differs>``; ``zoo train --set`` adds ``user:`` rows."""
@@ -248,6 +252,8 @@ class Recipe:
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
             raise RecipeError(f"name={self.name!r}: give the run a non-empty name without '/'")
+        if self.processes is not None and self.processes < 1:
+            raise RecipeError(f"processes={self.processes}: a run has at least one process (or null: the launch's)")
         if self.launch:
             from zoo.launch import LaunchConfigError, config_path
 

@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="as_json", action="store_true", help="with --plan: print the plan as JSON")
     parser.add_argument("--nproc", type=int, default=None, metavar="N",
                         help="with --plan: size every config for N processes (GPUs) over all machines, and print the "
-                        "launch line for N (default: each config's own, 8)")  # fmt: skip
+                        "launch line for N (default: the recipe's `processes`, else each config's own, 8)")  # fmt: skip
 
 
 def run(

@@ -20,7 +20,16 @@ from typing import Any
 
 from zoo.engines import ENGINES
 from zoo.launch import LaunchSettings, read
-from zoo.model_size import Counted, ModelSizeError, block_sizes, known_row, offline_dir, pipeline, vlm
+from zoo.model_size import (
+    Counted,
+    ModelSizeError,
+    block_sizes,
+    buffer_bytes,
+    known_row,
+    offline_dir,
+    pipeline,
+    vlm,
+)
 from zoo.precision import BYTES, Precision
 from zoo.sharding import Holds
 
@@ -90,7 +99,8 @@ class Workload:
     ema: bool
     """An EMA of the trained weights beside them on the GPU (not ``training.ema_device: cpu``)."""
     frozen_bytes: int
-    """Bytes of the other models each process keeps (text encoders, VAE)."""
+    """Bytes each process keeps whole beside the trained model's parameters: the other models (text encoders, VAE)
+    and the trained model's buffers (SD3.5's position embedding; FSDP shards parameters only)."""
     frozen: dict[str, int]
     stacks: tuple[Stack, ...]
     logits: int
@@ -208,7 +218,7 @@ def vlm_workload(recipe: Any) -> Workload:
         trainable=numel(trained_shapes), adapter=numel(adapters), holds=holds, precision=precision,
         load_dtype=str(load_dtype(recipe, precision)).removeprefix("torch."), trained_shapes=trained_shapes,
         frozen_shapes=frozen_shapes, reference=counted.params if keeps_reference else 0, ema=False,
-        frozen_bytes=0, frozen={}, stacks=tuple(stacks),
+        frozen_bytes=buffer_bytes(counted.module), frozen={}, stacks=tuple(stacks),
         logits=tr.batch_size * completion * text.vocab_size,
         checkpointing=bool(getattr(tr, "gradient_checkpointing", False)), blocks=block_sizes(counted.module),
         no_split=tuple(counted.module._no_split_modules or ()),
@@ -258,7 +268,7 @@ def diffusion_workload(recipe: Any) -> Workload:
         load_dtype="float32", trained_shapes=trained_shapes, frozen_shapes=frozen_shapes,
         reference=denoiser.params if alg.beta > 0 and not adapters else 0,
         ema=tr.ema_decay is not None and getattr(tr, "ema_device", None) != "cpu",
-        frozen_bytes=sum(c.params for c in parts.values()) * BYTES[precision.frozen],
+        frozen_bytes=sum(c.params for c in parts.values()) * BYTES[precision.frozen] + buffer_bytes(denoiser.module),
         frozen={name: c.params for name, c in parts.items()}, stacks=(stack,), logits=0, checkpointing=False,
         blocks=block_sizes(denoiser.module), no_split=tuple(getattr(denoiser.module, "_no_split_modules", None) or ()),
         assumptions={"resolution": resolution, "image tokens": image_tokens, "text tokens": text_tokens,

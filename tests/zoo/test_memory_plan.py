@@ -75,7 +75,8 @@ def _rank0_shard(module, n: int) -> int:
 def test_counts_the_cached_config_and_matches_a_hand_computation(tiny_qwen_in_cache, monkeypatch):
     snapshot, real = tiny_qwen_in_cache
     _no_weights(monkeypatch)
-    work, rows, skipped = memory_plan.plan(load_recipe(GUI_G1))
+    assert {r.processes for r in memory_plan.plan(load_recipe(GUI_G1))[1]} == {4}  # the recipe's `processes`
+    work, rows, skipped = memory_plan.plan(load_recipe(GUI_G1), processes=8)
     p = sum(t.numel() for t in real.parameters())  # counted on the real CPU model
     assert str(snapshot) in work.model and (work.params, work.trainable, work.adapter) == (p, p, 0)
     by = {r.config: r for r in rows}
@@ -262,3 +263,15 @@ def test_every_gpu_recipe_fits_its_own_launch_on_80_gb(hf_cache):
         assert named, f"{path.name}: its launch {data['launch']} is not planned ({skipped.get(data['launch'])})"
         planned[path.stem] = round(named[0].total / memory_plan.GIB, 1)
     assert len(planned) >= 15 and all(gib <= memory_plan.GPU_BYTES / memory_plan.GIB for gib in planned.values()), planned
+
+
+def test_the_trained_models_buffers_are_counted(hf_cache):
+    """SD3.5-Medium's transformer holds a fixed 2-D position embedding as a 0.23 B-element float32 buffer (issue 53:
+    the plan left it out); FSDP shards parameters only, so every GPU keeps it whole, beside the frozen encoders."""
+    from zoo.model_size import buffer_bytes, known_row, pipeline
+
+    transformer = pipeline(None, known_row("stabilityai/stable-diffusion-3.5-medium"))["transformer"].module
+    assert round(sum(b.numel() for b in transformer.buffers()) / 1e9, 2) == 0.23
+    work = memory_plan.workload(load_recipe("domains/image/recipes/flow-grpo-sd35m-geneval.yaml"))
+    encoders = sum(work.frozen.values()) * 4  # the recipe's model.dtype: float32
+    assert work.frozen_bytes == encoders + buffer_bytes(transformer) and buffer_bytes(transformer) > 0.9e9
