@@ -131,12 +131,44 @@ def start_run(output_dir: Path, *, resume: bool) -> RunStart:
     fresh, as a first run that was killed before its first checkpoint must be resumable with the same command.
     """
     output_dir.mkdir(parents=True, exist_ok=True)
+    if resume:
+        refuse_links(output_dir)
     checkpoint = latest_checkpoint(output_dir, remove_incomplete=True) if resume else None
     if resume and checkpoint is None:
         logger.warning("--resume: no complete checkpoint in %s; starting from scratch", output_dir)
     elif checkpoint is not None:
         logger.info("resuming from %s", checkpoint)
     return RunStart(output_dir, checkpoint)
+
+
+class LinkedRunDirError(ValueError):
+    """A run directory handed over with symbolic links in it, which a resume would write through."""
+
+
+#: The most entries :func:`refuse_links` looks at in a run directory (a run holds tens of checkpoints of tens of files).
+_MOST_ENTRIES = 100_000
+
+
+def refuse_links(run_dir: Path) -> None:
+    """A resumed run writes only regular files inside its own directory: any symbolic link in ``run_dir`` (the
+    directory itself, a file, a checkpoint folder) is a :class:`LinkedRunDirError` naming it, before anything is read
+    or written (review-reliability 10.1, 10.7: ``reward_curve.png -> ~/.bashrc`` became a PNG, a ``final`` link got
+    the weights, a ``checkpoint-100`` linked from another run was resumed from)."""
+    if run_dir.is_symlink():
+        raise LinkedRunDirError(f"{run_dir} is a link to {os.readlink(run_dir)}; resume the run from its own folder")
+    if not run_dir.is_dir():
+        return
+    seen = 0
+    for folder, dirs, files in os.walk(run_dir):  # links to folders are listed in dirs, never descended into
+        for name in [*dirs, *files]:
+            seen += 1
+            path = Path(folder) / name
+            if path.is_symlink():
+                raise LinkedRunDirError(f"{path} is a link to {os.readlink(path)}: --resume writes only regular files "
+                                        f"inside the run directory; replace the link with the file itself, or remove "
+                                        "it")  # fmt: skip
+            if seen > _MOST_ENTRIES:
+                raise LinkedRunDirError(f"{run_dir} holds more than {_MOST_ENTRIES} entries; is it a run directory?")
 
 
 def existing_run(output_dir: str | Path) -> list[str]:

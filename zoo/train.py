@@ -16,7 +16,7 @@ from pathlib import Path
 from zoo.engines import ENGINES
 from zoo.job import LOCK_FILE, hold_run_dir
 from zoo.recipe import Recipe, load_recipe
-from zoo.runs import RESOLVED_RECIPE, disk_full, is_main_process, prepare_run_dir
+from zoo.runs import RESOLVED_RECIPE, disk_full, is_main_process, prepare_run_dir, refuse_links
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +107,8 @@ def run(
         return None
     out = Path(recipe.output_dir)
     existed = out.exists()
+    if resume:  # before the lock is taken or anything read: a handed run directory's links are never followed
+        refuse_links(out)
     with hold_run_dir(out, main=is_main_process()):  # one job per run directory, before anything is written
         out = prepare_run_dir(recipe, resume=resume, resume_changes=resume_changes)
         try:

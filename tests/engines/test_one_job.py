@@ -106,3 +106,28 @@ def test_a_resume_with_other_settings_is_refused_or_recorded_as_a_change(tmp_pat
         {"step": 2, "before": {"training.steps": 2}},
         {"step": 3, "before": {"training.lr": 0.001, "training.steps": 3}}]  # fmt: skip
     assert main(["train", str(out / "recipe.yaml"), "--resume"]) == 0  # the run's own recipe.yaml reads back
+
+
+@pytest.mark.parametrize("link", ["reward_curve.png", "final", "checkpoint-2", "."])
+def test_a_resume_refuses_a_run_directory_with_links_and_writes_nothing_through_them(link: str, tmp_path: Path,
+                                                                                      capsys) -> None:  # fmt: skip
+    """review-reliability 10.1, 10.7: ``--resume`` of a handed run directory wrote through its links (a PNG over
+    ``~/.bashrc``, weights into a linked ``final``) and resumed a checkpoint linked in from another run."""
+    import shutil
+
+    from zoo.cli import main
+
+    smoke, real = str(ROOT / "tests/engines/diffusion_smoke.yaml"), tmp_path / "real"
+    assert main(["train", smoke, "--set", "training.steps=2", "--output-dir", str(real)]) == 0
+    target = tmp_path / "elsewhere"
+    if link == ".":  # the run directory itself a link
+        shutil.move(real, target)
+        real.symlink_to(target)
+    else:
+        shutil.move(real / link, target)
+        (real / link).symlink_to(target)
+    before = sorted((p.relative_to(tmp_path), p.stat().st_mtime_ns) for p in target.rglob("*")) or target.read_bytes()
+    assert main(["train", smoke, "--set", "training.steps=3", "--output-dir", str(real), "--resume"]) == 1
+    assert "is a link to" in capsys.readouterr().err
+    assert (sorted((p.relative_to(tmp_path), p.stat().st_mtime_ns) for p in target.rglob("*")) or
+            target.read_bytes()) == before  # fmt: skip
