@@ -334,8 +334,15 @@ def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False
 
 
 def check_sizes(folder: Path) -> None:
-    """Raise :class:`CorruptCheckpointError` when a file of a complete checkpoint changed size since it was written."""
-    recorded = _marker(folder).get("sizes", {})
+    """Raise :class:`CorruptCheckpointError` when a file of a complete checkpoint changed size since it was written,
+    or its marker says another step than its folder's name (review-reliability 10.4: a marker whose step lied gave
+    ``final/`` step-6 weights under an 8-step ``metrics.csv``)."""
+    marker = _marker(folder)
+    if marker.get("step") != checkpoint_step(folder):
+        raise CorruptCheckpointError(f"{folder / COMPLETE_MARKER} says step {marker.get('step')!r} for a folder named "
+                                     f"{folder.name}: it was not written there by this run. Move {folder} aside to "
+                                     "resume from the checkpoint before it")  # fmt: skip
+    recorded = marker.get("sizes", {})
     for name, size in recorded.items():
         actual = (folder / name).stat().st_size
         if actual != size:

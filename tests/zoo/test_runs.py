@@ -119,3 +119,16 @@ def test_a_dry_run_writes_nothing_even_with_resume(engine: str, finished: Path, 
     missing = tmp_path / "missing"
     ENGINES.get(recipe.engine).run(recipe, missing, dry_run=True)
     assert not missing.exists()
+
+
+def test_a_marker_whose_step_lies_is_refused(tmp_path):
+    """review-reliability 10.4: a marker saying step 6 in ``checkpoint-8`` resumed silently, giving ``final/`` step-6
+    weights under an 8-step ``metrics.csv``."""
+    from zoo.runs import CorruptCheckpointError, latest_checkpoint, mark_complete
+
+    folder = tmp_path / "checkpoint-8"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"x")
+    mark_complete(folder, 6)
+    with pytest.raises(CorruptCheckpointError, match="says step 6 for a folder named checkpoint-8"):
+        latest_checkpoint(tmp_path)
