@@ -338,7 +338,8 @@ def check_sizes(folder: Path) -> None:
     or its marker says another step than its folder's name (review-reliability 10.4: a marker whose step lied gave
     ``final/`` step-6 weights under an 8-step ``metrics.csv``)."""
     marker = _marker(folder)
-    if marker.get("step") != checkpoint_step(folder):
+    named = _CHECKPOINT_RE.match(folder.name)
+    if named is not None and marker.get("step") != int(named.group(1)):
         raise CorruptCheckpointError(f"{folder / COMPLETE_MARKER} says step {marker.get('step')!r} for a folder named "
                                      f"{folder.name}: it was not written there by this run. Move {folder} aside to "
                                      "resume from the checkpoint before it")  # fmt: skip
