@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import pickle
 import re
@@ -139,6 +140,34 @@ def start_run(output_dir: Path, *, resume: bool) -> RunStart:
     elif checkpoint is not None:
         logger.info("resuming from %s", checkpoint)
     return RunStart(output_dir, checkpoint)
+
+
+class NonFiniteError(RuntimeError):
+    """A loss or gradient that is not a finite number: the step would write NaN into every weight."""
+
+
+def check_finite(where: str, **values: float) -> None:
+    """Stop the run before an optimiser step that ``values`` (a loss, a gradient norm) show would leave NaN or inf
+    weights: a :class:`NonFiniteError` in one line, the last complete checkpoint left as it is (review-reliability
+    10.6: NaN weights trained on and ``final/`` was written all NaN, exit 0)."""
+    bad = {name: value for name, value in values.items() if not math.isfinite(value)}
+    if bad:
+        listed = ", ".join(f"{name} {value}" for name, value in bad.items())
+        raise NonFiniteError(f"{where}: {listed}, not a finite number; the run stops before this step changes its "
+                             "weights. Its last complete checkpoint is intact: resume from it with other settings "
+                             "(a lower training.lr, a smaller training.max_grad_norm)")  # fmt: skip
+
+
+def check_finite_weights(where: str, tensors: dict[str, Any]) -> None:
+    """Refuse to save weights that hold NaN or inf (a :class:`NonFiniteError` naming the first such tensor): the last
+    complete checkpoint stays the newest one a resume can find."""
+    import torch
+
+    bad = next((name for name, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
+    if bad is not None:
+        raise NonFiniteError(f"{where}: the weights hold NaN or inf ({bad} first); the run stops before saving them. "
+                             "Its last complete checkpoint is intact: resume from it with other settings (a lower "
+                             "training.lr)")  # fmt: skip
 
 
 class LinkedRunDirError(ValueError):

@@ -132,3 +132,28 @@ def test_a_marker_whose_step_lies_is_refused(tmp_path):
     mark_complete(folder, 6)
     with pytest.raises(CorruptCheckpointError, match="says step 6 for a folder named checkpoint-8"):
         latest_checkpoint(tmp_path)
+
+
+def test_a_non_finite_loss_stops_the_run_and_leaves_its_last_checkpoint(tmp_path, capsys):
+    """review-reliability 10.6: NaN trained on and ``final/`` was written all NaN, exit 0. Here a learning rate of inf
+    makes the first step's weights inf: the run stops in one line before saving them (and a NaN loss or gradient stops
+    it before the step that would take it: ``zoo.runs.check_finite``)."""
+    from zoo.cli import main
+
+    smoke = str(Path(__file__).resolve().parents[2] / "domains/gui/recipes/gui-g1-tiny-sft.yaml")
+    args = ["train", smoke, "--output-dir", str(tmp_path / "run"), "--set", "model.tiny.hidden=32", "--set",
+            "model.tiny.layers=1", "--set", "model.tiny.vision_hidden=32", "--set", "model.tiny.vocab_size=300",
+            "--set", "data.corpus_kwargs.n=16", "--set", "training.batch_size=4", "--set", "training.steps=3",
+            "--set", "training.save_steps=1", "--set", "training.lr=inf"]  # fmt: skip
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "NaN or inf" in err and "the run stops before saving them" in err  # lr inf: the first step's weights
+    assert not list((tmp_path / "run").glob("checkpoint-*")) and not (tmp_path / "run" / "final").exists()
+
+
+def test_a_nan_loss_or_gradient_is_named_before_the_step():
+    from zoo.runs import NonFiniteError, check_finite
+
+    check_finite("step 3", loss=0.5, grad_norm=1.0)
+    with pytest.raises(NonFiniteError, match=r"^step 3: grad_norm nan, not a finite number"):
+        check_finite("step 3", loss=0.5, grad_norm=float("nan"))

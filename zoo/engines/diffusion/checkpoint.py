@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from zoo.runs import checkpoint_step, mark_complete, prune_checkpoints, read_state, rng_state, set_rng_state
+from zoo.runs import (
+    check_finite_weights,
+    checkpoint_step,
+    mark_complete,
+    prune_checkpoints,
+    read_state,
+    rng_state,
+    set_rng_state,
+)
 from zoo.sharding import load_optimizer_state, local_rows, local_tensor, optimizer_state
 
 if TYPE_CHECKING:
@@ -67,6 +75,7 @@ def save_checkpoint(run: Run, state: RunState, output_dir: Path) -> Path | None:
     if not run.accelerator.is_main_process:
         return None
     folder = Path(output_dir) / f"checkpoint-{state.step}"
+    check_finite_weights(str(folder), weights)
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)

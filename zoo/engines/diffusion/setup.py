@@ -45,6 +45,7 @@ from zoo.engines.diffusion.placement import adapt, run_precision
 from zoo.engines.diffusion.recipe import DiffusionRecipe, sde_window_range
 from zoo.engines.diffusion.sampling import Sampler
 from zoo.rl.diffusion_loss import PerPromptStatTracker
+from zoo.runs import check_finite
 from zoo.sharding import full_state_dict, gathered, shard
 
 logger = logging.getLogger(__name__)
@@ -184,6 +185,7 @@ class Run:
 
     def optimizer_step(self) -> float:
         norm = self.accelerator.clip_grad_norm_(self.trainable, self.recipe.training.max_grad_norm)
+        check_finite("the round's optimiser step", grad_norm=float(norm))
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:

@@ -25,8 +25,10 @@ def gather_weights(model: Any) -> dict[str, Any] | None:
 
 def save_model(model: Any, processor: Any, folder: Path, weights: dict[str, Any] | None = None) -> None:
     """``save_pretrained`` of both, weights as safetensors (``weights``: a sharded model's, :func:`gather_weights`)."""
+    from zoo.runs import check_finite_weights
     from zoo.sharding import unsharded_copy
 
+    check_finite_weights(str(folder), weights if weights is not None else model.state_dict())
     folder.mkdir(parents=True, exist_ok=True)
     (model if weights is None else unsharded_copy(model, weights)).save_pretrained(folder, safe_serialization=True)
     processor.save_pretrained(folder)

@@ -45,7 +45,7 @@ from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
 from zoo.rl.batching import GroupTopUp
 from zoo.run_logging import MetricsLog
-from zoo.runs import read_state, start_run
+from zoo.runs import check_finite, read_state, start_run
 
 if TYPE_CHECKING:
     from zoo.distributed import DataParallel
@@ -488,7 +488,8 @@ class SemiOnlineLearner:
             weighted.backward()
             total += float(weighted.detach())
         self.parallel.sum_gradients(self.params)
-        torch.nn.utils.clip_grad_norm_(self.params, tr.max_grad_norm)
+        norm = torch.nn.utils.clip_grad_norm_(self.params, tr.max_grad_norm)
+        check_finite(f"step {self.step + 1}", grad_norm=float(norm))
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         (total,) = self.parallel.sum([total])

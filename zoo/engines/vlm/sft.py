@@ -23,6 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from zoo.distributed import DataParallel
+from zoo.runs import check_finite
 
 if TYPE_CHECKING:
     from zoo.precision import Precision
@@ -146,7 +147,8 @@ class SFTLoop:
             value = loss.item()
         else:
             value = self._sharded_backward(self.parallel, examples)
-        torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)
+        norm = torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)
+        check_finite(f"sft step {self.step_count + 1}", loss=value, grad_norm=float(norm))
         self.optimizer.step()
         self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)

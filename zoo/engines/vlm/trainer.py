@@ -56,7 +56,7 @@ from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
 from zoo.rl.importance import truncated_is_weights
 from zoo.rl.losses import POLICY_LOSSES
 from zoo.run_logging import MetricsLog
-from zoo.runs import COMPLETE_MARKER, CorruptCheckpointError, latest_checkpoint, mark_complete
+from zoo.runs import COMPLETE_MARKER, CorruptCheckpointError, check_finite, latest_checkpoint, mark_complete
 
 logger = logging.getLogger(__name__)
 
@@ -451,6 +451,9 @@ class MetricsCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and logs:
             self.log.log(state.global_step, logs)
+        if logs:  # every rank: the step's checkpoint, saved after the logs, must not hold NaN weights
+            check_finite(f"step {state.global_step}",
+                         **{k: float(logs[k]) for k in ("loss", "grad_norm") if isinstance(logs.get(k), int | float)})
 
     def on_train_end(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
