@@ -87,14 +87,24 @@ def set_fields(data: Mapping[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
+def _leaf(data: Mapping[str, Any], path: str) -> Any:
+    """The value at dotted ``path`` of a mapping (tuples as lists, as YAML reads them)."""
+    value: Any = data
+    for part in path.split("."):
+        value = value[part]
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _covers(key: str, path: str) -> bool:
     return path == key or path.startswith(key + ".")
 
 
-def check(data: Mapping[str, Any]) -> list[str]:
+def check(data: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> list[str]:
     """What is wrong with a recipe mapping's provenance (empty when it is complete or claims nothing).
 
-    A recipe without ``reproduces`` claims nothing and may carry a partial map (rows are still checked)."""
+    A recipe without ``reproduces`` claims nothing and may carry a partial map (rows are still checked). A field the
+    mapping sets to its class's default (``defaults``: dotted path -> value) needs no row: a run's resolved
+    ``recipe.yaml`` writes every field, and must read back as the recipe it ran."""
     rows = data.get("provenance") or {}
     problems = []
     if not isinstance(rows, Mapping):
@@ -108,7 +118,9 @@ def check(data: Mapping[str, Any]) -> list[str]:
         if not any(_covers(str(key), path) for path in fields):
             problems.append(f"provenance.{key}: the recipe sets no such field")
     if data.get("reproduces"):
-        uncited = [path for path in fields if not any(_covers(str(key), path) for key in rows)]
+        defaults = defaults or {}
+        uncited = [path for path in fields if not any(_covers(str(key), path) for key in rows)
+                   and not (path in defaults and _leaf(data, path) == defaults[path])]  # fmt: skip
         if uncited:
             problems.append(f"reproduces {data['reproduces']!r} but these fields have no provenance row: "
                             f"{', '.join(uncited)}")  # fmt: skip
@@ -140,7 +152,7 @@ def record_overrides(provenance: Mapping[str, str], overrides: Iterable[str]) ->
             continue
         for replaced in [k for k in out if _covers(key, k)]:
             del out[replaced]
-        out[key] = f"user: --set {key}={value.strip()}"
+        out[key] = f"user: --set {key}={' '.join(value.split())}"  # one line, whatever the value held
     return out
 
 

@@ -276,10 +276,13 @@ class Recipe:
         from zoo import provenance
 
         data = _deepcopy(data)
-        problems = provenance.check(data)
+        problems = provenance.check(data, _default_leaves(cls, data))
         if problems:
             raise RecipeError("; ".join(problems))
         for override in overrides:
+            if override.partition("=")[0].strip().split(".")[0] in ("reproduces", "provenance"):
+                raise RecipeError(f"--set {override.partition('=')[0].strip()}: what a recipe claims and cites is the "
+                                  "recipe file's; --set records its own changes as user: rows")  # fmt: skip
             _apply_override(cls, data, override)
         if data.get("reproduces") and overrides:
             data["provenance"] = provenance.record_overrides(data.get("provenance") or {}, overrides)
@@ -563,6 +566,25 @@ def _deepcopy(data: Any) -> Any:
     if isinstance(data, list | tuple):
         return [_deepcopy(v) for v in data]
     return data
+
+
+def _default_leaves(cls: type, data: Any, prefix: str = "") -> dict[str, Any]:
+    """Every field of ``cls`` that has a default, as dotted path -> its default (plain, as YAML writes it), the class
+    of a :class:`ChoiceConfig` block chosen as ``data`` chooses it."""
+    if isinstance(cls, type) and issubclass(cls, ChoiceConfig):
+        cls = cls.chosen(data if isinstance(data, dict) else {}, prefix)
+    out: dict[str, Any] = {}
+    types = _fields(cls)
+    for f in dataclasses.fields(cls):
+        sub = data.get(f.name) if isinstance(data, dict) else None
+        tp = _strip_optional(types[f.name])
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a block: its own fields' defaults
+            out.update(_default_leaves(tp, sub, f"{prefix}{f.name}."))
+        elif f.default is not dataclasses.MISSING:
+            out[f"{prefix}{f.name}"] = _plain(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f"{prefix}{f.name}"] = _plain(f.default_factory())
+    return out
 
 
 def _plain(data: Any) -> Any:

@@ -149,3 +149,29 @@ def test_zoo_info_lists_a_recipes_differences_before_its_sources(tmp_path: Path,
     lines = capsys.readouterr().out.splitlines()
     assert "reproduces gui-g1-3b: 3 settings cited to the authors, 1 differ" in lines[1]
     assert lines[2].strip() == "differs  model: a tiny model for CPU" and lines[3].strip().startswith("cited")
+
+
+REPRODUCING = [path for path in RECIPES if read_yaml(path).get("reproduces")]
+
+
+@pytest.mark.parametrize("path", REPRODUCING, ids=lambda p: p.stem)
+def test_a_runs_own_recipe_yaml_reads_back(path: Path, tmp_path: Path) -> None:
+    """review-reliability 11.2: the resolved ``recipe.yaml`` a run writes (every field, defaults included) was refused
+    ("no provenance row: data.max_samples, ...") for each reproducing recipe. A field at its default needs no row."""
+    recipe = load_recipe(path, ["training.lr=3e-5"])
+    recipe.to_yaml(tmp_path / "recipe.yaml")
+    again = load_recipe(tmp_path / "recipe.yaml")
+    assert again.to_dict() == recipe.to_dict() and again.provenance["training.lr"] == "user: --set training.lr=3e-5"
+
+
+def test_set_cannot_claim_or_cite_and_a_value_becomes_one_line(tmp_path: Path) -> None:
+    """review-reliability 11.3, 11.5: ``--set reproduces=`` recorded an uncited claim, ``--set provenance.*`` and a
+    multi-line value left a ``recipe.yaml`` the zoo refused."""
+    for override in ("reproduces=gui-g1-3b", "provenance.training.lr=arXiv:1 made up"):
+        with pytest.raises(RecipeError, match="what a recipe claims and cites is the recipe file's"):
+            load_recipe(REPRODUCING[0], [override])
+    ui_s1 = next(path for path in REPRODUCING if path.stem == "ui-s1-7b")
+    spread = load_recipe(ui_s1, ["data.kwargs.path=/data/a\n  /b.jsonl"])
+    assert spread.provenance["data.kwargs.path"] == "user: --set data.kwargs.path=/data/a /b.jsonl"
+    spread.to_yaml(tmp_path / "recipe.yaml")
+    assert load_recipe(tmp_path / "recipe.yaml").provenance == spread.provenance
