@@ -23,6 +23,9 @@ METRICS_FILE = "metrics.csv"
 CPU_MINUTES = "cpu_minutes"  # CPU time of the training process (all threads), summed over resumes
 
 
+#: The largest ``metrics.csv`` a resume reads back (a million logged steps of 100 columns is well under it).
+MAX_METRICS_BYTES = 256 << 20
+
 class MetricsLog:
     """``metrics.csv`` of a run: one row per logging step, a column per metric seen so far.
 
@@ -63,6 +66,9 @@ class MetricsLog:
         """Keep the rows of steps ``<= step`` (a resumed run), in memory and on disk."""
         if not self.writes or not self.path.exists():
             return
+        if not self.path.is_file() or self.path.stat().st_size > MAX_METRICS_BYTES:  # a handed directory's file
+            raise ValueError(f"{self.path} is not a metrics file this zoo writes (not a regular file, or over "
+                             f"{MAX_METRICS_BYTES >> 20} MiB); move it aside to resume")  # fmt: skip
         with self.path.open(newline="") as f:
             reader = csv.DictReader(f)
             self.columns = list(reader.fieldnames or ["step"])

@@ -179,9 +179,9 @@ _MOST_ENTRIES = 100_000
 
 
 def refuse_links(run_dir: Path) -> None:
-    """A resumed run writes only regular files inside its own directory: any symbolic link in ``run_dir`` (the
-    directory itself, a file, a checkpoint folder) is a :class:`LinkedRunDirError` naming it, before anything is read
-    or written (review-reliability 10.1, 10.7: ``reward_curve.png -> ~/.bashrc`` became a PNG, a ``final`` link got
+    """A resumed run reads and writes only regular files inside its own directory: any symbolic link in ``run_dir``
+    (the directory itself, a file, a checkpoint folder), and any pipe, socket or device, is a
+    :class:`LinkedRunDirError` naming it, before anything is read or written (review-reliability 10.1, 10.7: ``reward_curve.png -> ~/.bashrc`` became a PNG, a ``final`` link got
     the weights, a ``checkpoint-100`` linked from another run was resumed from)."""
     if run_dir.is_symlink():
         raise LinkedRunDirError(f"{run_dir} is a link to {os.readlink(run_dir)}; resume the run from its own folder")
@@ -196,6 +196,9 @@ def refuse_links(run_dir: Path) -> None:
                 raise LinkedRunDirError(f"{path} is a link to {os.readlink(path)}: --resume writes only regular files "
                                         f"inside the run directory; replace the link with the file itself, or remove "
                                         "it")  # fmt: skip
+            if not (path.is_file() or path.is_dir()):  # a FIFO would hang the read, a device feed it forever
+                raise LinkedRunDirError(f"{path} is not a regular file (a pipe, socket or device); a run directory "
+                                        "holds files and folders only: remove it to resume")  # fmt: skip
             if seen > _MOST_ENTRIES:
                 raise LinkedRunDirError(f"{run_dir} holds more than {_MOST_ENTRIES} entries; is it a run directory?")
 

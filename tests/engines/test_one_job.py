@@ -131,3 +131,17 @@ def test_a_resume_refuses_a_run_directory_with_links_and_writes_nothing_through_
     assert "is a link to" in capsys.readouterr().err
     assert (sorted((p.relative_to(tmp_path), p.stat().st_mtime_ns) for p in target.rglob("*")) or
             target.read_bytes()) == before  # fmt: skip
+
+
+def test_a_resume_refuses_a_pipe_in_the_run_directory_instead_of_hanging(tmp_path: Path, capsys) -> None:
+    """review-reliability 10.2: a FIFO ``metrics.csv`` hung ``--resume`` forever."""
+    import os
+
+    from zoo.cli import main
+
+    smoke, run = str(ROOT / "tests/engines/diffusion_smoke.yaml"), tmp_path / "run"
+    assert main(["train", smoke, "--set", "training.steps=2", "--output-dir", str(run)]) == 0
+    (run / "metrics.csv").unlink()
+    os.mkfifo(run / "metrics.csv")
+    assert main(["train", smoke, "--set", "training.steps=3", "--output-dir", str(run), "--resume"]) == 1
+    assert "is not a regular file (a pipe, socket or device)" in capsys.readouterr().err
