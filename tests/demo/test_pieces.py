@@ -71,3 +71,19 @@ def test_class_names_and_targets_are_refused_with_what_to_type() -> None:
     import rewards
 
     assert render_kind(rewards.get("svg-ssim")) == "svg" and render_kind(rewards.get("gui-g1")) is None
+
+
+def test_a_servers_outputs_stay_in_its_own_private_folder_and_go_with_it(monkeypatch):
+    """review-reliability 7.10: every output of ``zoo demo`` stayed in gradio's shared cache (0644), served by any
+    running demo, after the server stopped."""
+    import os
+    import stat
+
+    from zoo.demo.server import private_outputs
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", "/elsewhere")
+    with private_outputs() as folder:
+        assert os.environ["GRADIO_TEMP_DIR"] == str(folder)
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        (folder / "upload.png").write_bytes(b"x")
+    assert not folder.exists() and os.environ["GRADIO_TEMP_DIR"] == "/elsewhere"

@@ -7,11 +7,16 @@ with Gradio's analytics off and uploads capped.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.demo.card import card_summary
@@ -79,7 +84,35 @@ def launch(name: str, *, host: str = "127.0.0.1", port: int | None = None, share
     # zoo: a headless server draws MuJoCo scenes through EGL (the default needs a display)
     os.environ.setdefault("MUJOCO_GL", "egl")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    app = build_app(name, device=device, trust_remote_code=trust_remote_code)
-    app.queue(default_concurrency_limit=1)  # one model, one request at a time: CPU pages stay responsive
-    app.launch(server_name=host, server_port=port, share=share, max_file_size=MAX_UPLOAD,
-               allowed_paths=[str(EXAMPLES_DIR)], show_error=False, inbrowser=False)  # fmt: skip
+    if host not in LOCAL_HOSTS:
+        logger.warning("serving on %s: anyone who can reach this machine on that address can run %s and see what it "
+                       "is given and answers (uploads included); bind 127.0.0.1 to keep the page to this machine",
+                       host, name)  # fmt: skip
+    with private_outputs():
+        app = build_app(name, device=device, trust_remote_code=trust_remote_code)
+        app.queue(default_concurrency_limit=1)  # one model, one request at a time: CPU pages stay responsive
+        app.launch(server_name=host, server_port=port, share=share, max_file_size=MAX_UPLOAD,
+                   allowed_paths=[str(EXAMPLES_DIR)], show_error=False, inbrowser=False)  # fmt: skip
+
+
+#: Addresses that keep the page to this machine.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+@contextlib.contextmanager
+def private_outputs() -> Iterator[Path]:
+    """This server's own folder for what the page writes (uploads, drawn answers: gradio's ``GRADIO_TEMP_DIR``),
+    readable by this user alone (``mkdtemp``: 0700) and removed when the server stops, rather than the shared gradio
+    cache under the temporary directory, where outputs stayed world-readable and every running demo served them
+    (review-reliability 7.10). Set before gradio is imported: some of its modules read the variable once."""
+    folder = Path(tempfile.mkdtemp(prefix="zoo-demo-outputs-"))
+    before = os.environ.get("GRADIO_TEMP_DIR")
+    os.environ["GRADIO_TEMP_DIR"] = str(folder)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if before is None:
+            os.environ.pop("GRADIO_TEMP_DIR", None)
+        else:
+            os.environ["GRADIO_TEMP_DIR"] = before
