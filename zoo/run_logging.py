@@ -81,15 +81,21 @@ class MetricsLog:
         self._cpu_start = time.process_time()
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
-        """Append one row (scalars only), with the run's CPU minutes so far unless the engine gives them."""
+        """Append one row (scalars only), with the run's CPU minutes so far unless the engine gives them; a second
+        log of the same step (the trainer's end-of-training summary after the step's own metrics) joins that step's
+        row, so ``metrics.csv`` holds one row per step."""
         cpu = self._cpu_before + (time.process_time() - self._cpu_start) / 60
         row = {"step": step, CPU_MINUTES: cpu, **{k: v for k, v in metrics.items() if _is_scalar(v)}}
         new = [k for k in row if k not in self.columns]
         self.columns.extend(new)
-        self.rows.append(row)
+        again = bool(self.rows) and str(self.rows[-1].get("step")) == str(step)
+        if again:
+            self.rows[-1] = {**self.rows[-1], **row}
+        else:
+            self.rows.append(row)
         if not self.writes:
             return
-        if new or not self.path.exists():
+        if new or again or not self.path.exists():
             self._rewrite()
         else:
             with self.path.open("a", newline="") as f:

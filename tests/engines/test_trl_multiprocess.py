@@ -40,9 +40,14 @@ def straight(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"dir": out, "log": done.stderr, "printed": done.stdout}
 
 
+#: Cells that measure the machine or the process, not the run: wall-clock times, and the closing summary's mean loss
+#: (over the steps this process trained, so a resumed run's is its second part's), which joins the last step's row.
+NOT_THE_RUN = {"step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss"}
+
+
 def training_rows(run) -> list[dict[str, str]]:
-    """The per-step rows (not TRL's closing summary), every cell but the wall-clock ``step_time``."""
-    return [{k: v for k, v in row.items() if k != "step_time"} for row in metric_rows(run) if row.get("reward")]
+    """The per-step rows, every cell that describes the run (:data:`NOT_THE_RUN` left out)."""
+    return [{k: v for k, v in row.items() if k not in NOT_THE_RUN} for row in metric_rows(run) if row.get("reward")]
 
 
 def test_two_processes_write_one_row_per_step(straight: dict) -> None:
