@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import logging
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -558,8 +559,11 @@ def _resume_hint(args: argparse.Namespace) -> str:
         return ""
     import shlex
 
-    argv = list(args.argv)
-    return f"; continue from the last complete checkpoint with: zoo train {shlex.join([*argv, *(['--resume'] if '--resume' not in argv else [])])}"
+    argv = [*args.argv, *(["--resume"] if "--resume" not in args.argv else [])]
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    # the job's own launch: a multi-process checkpoint resumes with as many processes
+    launcher = f"torchrun --nproc_per_node {world} -m zoo.cli train" if world > 1 else "zoo train"
+    return f"; continue from the last complete checkpoint with: {launcher} {shlex.join(argv)}"
 
 
 if __name__ == "__main__":

@@ -171,3 +171,16 @@ def test_a_recipe_naming_a_hub_model_missing_offline_gets_the_download_command(
     err = capsys.readouterr().err
     assert "hf download someone/unknown-model" in err and "huggingface.co" not in err, err
     assert not out.exists()
+
+
+def test_the_ctrl_c_hint_of_a_torchrun_rank_resumes_with_as_many_processes(monkeypatch):
+    """review-reliability 9.5: under torchrun the hint offered a one-process ``zoo train --resume``."""
+    import argparse
+
+    from zoo.cli import _resume_hint
+
+    args = argparse.Namespace(command="train", argv=["r.yaml", "--output-dir", "runs/x"])
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert _resume_hint(args).endswith("torchrun --nproc_per_node 2 -m zoo.cli train r.yaml --output-dir runs/x --resume")
+    monkeypatch.delenv("WORLD_SIZE")
+    assert _resume_hint(args).endswith("with: zoo train r.yaml --output-dir runs/x --resume")
