@@ -318,6 +318,8 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
         for denoiser in (model.denoiser, reference_model):
             if denoiser is not None:
                 shard(denoiser, sharding, precision, accelerator.device)
+        if reference_model is not None:  # FSDP2 keeps a root's weights gathered for the backward, which a reference
+            reference_model.set_reshard_after_forward(True)  # never runs: free them after each forward
     trainable = [p for p in model.denoiser.parameters() if p.requires_grad]  # after sharding: the shards it made
     optimizer = torch.optim.AdamW(trainable, lr=tr.lr, betas=(0.9, 0.999), weight_decay=tr.weight_decay)
     if not sharded:  # DDP over several processes; a denoiser sharded by the zoo must not be wrapped in it
