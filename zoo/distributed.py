@@ -161,7 +161,8 @@ class DataParallel:
         if self.sharded:  # one copy of the weights, split over the ranks: nothing is replicated to compare
             from zoo.sharding import full_state_dict
 
-            state = full_state_dict(module)  # gathered on rank 0 (a collective)
+            # the weights already gathered on rank 0 (``{}`` elsewhere), or gathered here (a collective)
+            state = module if isinstance(module, Mapping) else full_state_dict(module)
             digest = weights_digest(state) if self.is_main else ""
             if self.is_main:
                 logger.info("weights sharded over %d ranks, gathered (sha256 %s)", self.world, digest[:16])

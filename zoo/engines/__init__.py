@@ -70,7 +70,7 @@ class Engine:
     aliases: tuple[str, ...] = ()
     distributes: str = "none"
     launch_check: str | None = None
-    holds: Holds = field(default_factory=lambda: _holds())
+    holds: Holds = field(default_factory=_holds)
 
     def recipe_class(self) -> type:
         """The engine's recipe dataclass, a :class:`~zoo.recipe.Recipe` subclass (imported on first use)."""

@@ -116,8 +116,8 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
     model.eval()
     if hasattr(model, "merge_and_unload"):  # LoRA: ship the merged weights, loadable like any checkpoint
         model = model.merge_and_unload()
-    parallel.check_same_weights(model)
-    weights = gather_weights(model)
+    weights = gather_weights(model)  # a sharded model's, gathered once for the check and the save
+    parallel.check_same_weights(model if weights is None else weights)
     if parallel.is_main:
         save_model(model, processor, output_dir / "final", weights)
     return output_dir

@@ -188,8 +188,8 @@ def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataPara
         logger.info("stopped at step %d: training.max_minutes=%.2f reached", loop.step_count, tr.max_minutes)
     log.finish()
     model.eval()
-    parallel.check_same_weights(model)
-    weights = gather_weights(model)
+    weights = gather_weights(model)  # a sharded model's, gathered once for the check and the save
+    parallel.check_same_weights(model if weights is None else weights)
     if parallel.is_main:
         save_model(model, processor, output_dir / "final", weights)
     return output_dir
