@@ -58,7 +58,8 @@
 # timeout_s=300). Call give_back when done. With the JSON (files_at/gpu_suite.json): report `targets` on
 # issue 46 (best backend >= 5x hf and >= 30 % of the bandwidth floor at 1.5B; zoo/TRL <= 1.05) with the
 # device named in `device.name`, and put the numbers, with that device, in the benches' docstrings; report
-# `sharded_semi_online.configs` and `sharded_diffusion` on issue 52 (seconds, `peak_gib`, and `dtypes`: params,
+# `sharded_semi_online.configs` (with `plan`: `zoo train --plan`'s row for that run, its `total_gib` to set beside
+# `peak_gib` on issue 53) and `sharded_diffusion` on issue 52 (seconds, `peak_gib`, and `dtypes`: params,
 # grads and optimizer_state float32, compute bfloat16; `devices` cpu under the offload config); fix or
 # file each entry of `pytest.failures` (tracebacks in pytest.log; `pytest.ignored` lists test files left out
 # for a missing package); `versions.packages` shows what differed from requirements.lock (`lock`).

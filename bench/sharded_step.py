@@ -247,6 +247,7 @@ def semi_online_config(recipe: Any, parallel: Any, steps: int, shape: dict[str, 
                               "params_m": params_m(learner.model.parameters()),
                               "trained_params_m": params_m(learner.params),
                               "build_s": round(time.perf_counter() - start, 2), **start_memory()}  # fmt: skip
+    report["plan"] = planned(recipe, learner.model, parallel.world)
     probe, episodes = Probe(learner.model, learner.optimizer), recipe.multi_turn.episodes_per_step // parallel.world
     rows = [semi_online_step(learner, sampler, roll, episodes) for _ in range(steps)]
     report.update(steps=rows, **{key: median_later([r[key] for r in rows]) for key in ("rollout_s", "update_s")})
@@ -254,6 +255,26 @@ def semi_online_config(recipe: Any, parallel: Any, steps: int, shape: dict[str, 
     report.update(peak_memory(), dtypes=probe.report(learner.params, learner.optimizer))
     probe.close()
     return report
+
+
+def planned(recipe: Any, model: Any, world: int) -> dict[str, Any]:
+    """``zoo train --plan``'s row for this very run (its launch config over ``world`` processes, at its batch, pixel
+    limits and completion length), to set beside CUDA's peak: the model's config is saved to a folder the plan reads
+    (it builds the architecture on the meta device), the rest of the recipe is the run's own. The held parts (params,
+    grads, optim, ref) are exact (``tests/zoo/test_memory_plan_tensors.py``); copies and activations are estimates,
+    which is what the comparison measures."""
+    from zoo import memory_plan
+
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
+        model.config.save_pretrained(folder)
+        same = replace(recipe, model=replace(recipe.model, name=folder, tiny={}))
+        _, rows, skipped = memory_plan.plan(same, processes=world)
+    row = next((r for r in rows if r.config == recipe.launch), None)
+    if row is None:
+        return {"skipped": skipped.get(recipe.launch, "no row for the launch config")}
+    gib = lambda n: round(n / 2**30, 3)  # noqa: E731
+    return {"total_gib": gib(row.total), "parts_gib": {key: gib(value) for key, value in row.parts.items()},
+            "fits_80gb": row.fits}  # fmt: skip
 
 
 def semi_online(args: argparse.Namespace) -> dict[str, Any]:

@@ -194,6 +194,16 @@ def _carl(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
                                "route completion % on the same seeded episodes", ev["trained"]["episodes"])]  # fmt: skip
 
 
+def _synthetic_colour(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+    sft, metric, recipes = t["sft"], "sampled_reward", "domains/synthetic/recipes/"
+    stages = [Stage("SFT warm start (this checkpoint)", "start", recipes + "synthetic-colour-sft.yaml", sft["seed"],
+                    sft["steps"], sft["cpu_minutes"], metric, sft[metric], _curve(sft["curve"], metric))]
+    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", recipes + "synthetic-colour-grpo.yaml", g["seed"], g["steps"],
+                     g["cpu_minutes"], metric, g[metric]) for g in t["grpo"]]  # fmt: skip
+    unit = "held-out sampled synthetic-colour reward"
+    return stages, _paired(t["paired"], {"grpo_minus_sft": "GRPO - warm start"}, unit, t["held_out"]["images"])
+
+
 #: checkpoint -> how its release's numbers read as stages and comparisons.
 SHAPES: dict[str, Callable[[Mapping[str, Any]], tuple[list[Stage], list[Comparison]]]] = {
     "gui-grounding-tiny": _gui_grounding,
@@ -204,6 +214,7 @@ SHAPES: dict[str, Callable[[Mapping[str, Any]], tuple[list[Stage], list[Comparis
     "fetch-push-bc-tiny": _fetch_push_bc,
     "fetch-push-resip-tiny": _fetch_push_resip,
     "carl-highway-tiny": _carl,
+    "synthetic-colour-sft-tiny": _synthetic_colour,
 }
 
 

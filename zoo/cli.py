@@ -39,11 +39,14 @@ def _entry_row(name: str) -> dict[str, str]:
 
 
 def markdown_table(domain: str | None = None) -> str:
-    """The README's model table, generated from the registry (a test keeps the README in step)."""
-    keys = ["name", "domain", "task", "base model", "licence", "gated", "weights"]
+    """``zoo list --markdown``: the models table of the docs site (same columns, ``docs/hooks/registry_pages.py``),
+    its availability counting this machine's Hugging Face cache."""
+    from zoo.availability import availability
+
+    keys = ["name", "kind", "availability", "weights", "licence", "task"]
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     for name in list_models(domain=domain):
-        row = _entry_row(name)
+        row = {**_entry_row(name), "availability": availability(info(name))}
         lines.append("| " + " | ".join(f"`{row[k]}`" if k in ("name", "weights") else row[k] for k in keys) + " |")
     return "\n".join(lines)
 
@@ -52,26 +55,41 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.markdown:
         print(markdown_table(args.domain))
         return 0
-    rows = [_entry_row(n) for n in list_models(domain=args.domain)]
+    from zoo.availability import availability
+
+    rows = [{**_entry_row(n), "availability": availability(info(n))} for n in list_models(domain=args.domain)]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
         print(f"no models in domain {args.domain!r}")
         return 0
-    keys = ["name", "kind", "domain", "licence", "gated", "weights", "task"]
+    keys = ["name", "kind", "domain", "availability", "licence", "gated", "weights", "task"]
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
-    if not args.wide:  # narrow the task, then the weights, then the licence, down to their minimums, to fit
-        over = sum(widths.values()) + 2 * (len(keys) - 1) - shutil.get_terminal_size().columns
-        for key, least in (("task", 12), ("weights", 12), ("licence", 7)):
-            cut = max(0, min(over, widths[key] - least))
-            widths[key] -= cut
-            over -= cut
+    if not args.wide:
+        keys = _narrowed(keys, widths, shutil.get_terminal_size().columns)
     print("  ".join(k.upper().ljust(widths[k]) for k in keys).rstrip())
     for r in rows:
         cells = [_fit(r[k], widths[k]).ljust(widths[k]) for k in keys]
         print("  ".join(cells).rstrip())
     return 0
+
+
+def _narrowed(keys: list[str], widths: dict[str, int], columns: int) -> list[str]:
+    """The columns of ``zoo list`` that fit ``columns`` characters: the task, then the weights, then the licence are
+    narrowed (``widths`` in place) down to their minimums; then the gated flag, then the weights, are left out (the
+    availability column says "gated" and "needs download"; ``--wide`` shows them), and the task takes the room back."""
+    over, whole_task = sum(widths[k] for k in keys) + 2 * (len(keys) - 1) - columns, widths["task"]
+    for key, least in (("task", 12), ("weights", 12), ("licence", 7)):
+        cut = max(0, min(over, widths[key] - least))
+        widths[key] -= cut
+        over -= cut
+    for key in ("gated", "weights"):
+        if over > 0:
+            keys = [k for k in keys if k != key]
+            over -= widths[key] + 2
+    widths["task"] += max(0, min(-over, whole_task - widths["task"]))  # what leaving columns out gave back
+    return keys
 
 
 def _fit(text: str, width: int) -> str:
@@ -82,7 +100,10 @@ def _fit(text: str, width: int) -> str:
 def cmd_info(args: argparse.Namespace) -> int:
     if args.name.endswith((".yaml", ".yml")) or Path(args.name).is_file():
         return _recipe_info(args)
-    e = info(args.name)
+    try:
+        e = info(args.name)
+    except UnknownNameError as err:
+        raise UnknownNameError(f"{err}; `zoo list` shows every model") from None
     data = asdict(e)
     data["kind"] = e.kind
     if "parser" in data["spec"]:
@@ -127,10 +148,12 @@ def cmd_info(args: argparse.Namespace) -> int:
 def _print_reproductions(entry: str) -> None:
     """The shipped recipes that claim ``entry``'s authors' run, each with its differences first."""
     from zoo import provenance
-    from zoo.recipe import read_yaml
+    from zoo.engines.batches import authors_run_lines
+    from zoo.recipe import load_recipe, read_yaml
 
     for path in provenance.reproducing_recipes(entry):
         lines = provenance.describe(read_yaml(path).get("provenance") or {}, entry, cited_rows=False)
+        lines += authors_run_lines(load_recipe(path))
         print(f"  {'recipe':<13} {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
         print("\n".join(f"  {'':<13} {line}" for line in lines))
 
@@ -138,17 +161,18 @@ def _print_reproductions(entry: str) -> None:
 def _recipe_info(args: argparse.Namespace) -> int:
     """``zoo info RECIPE.yaml``: what it reproduces and where each setting comes from, differences first."""
     from zoo import provenance
+    from zoo.engines.batches import authors_run_lines
     from zoo.recipe import load_recipe
 
     recipe = load_recipe(args.name)
     if args.json:
         print(json.dumps({"recipe": args.name, "name": recipe.name, "engine": recipe.engine,
-                          "reproduces": recipe.reproduces or None,
+                          "reproduces": recipe.reproduces or None, "authors_run": recipe.to_dict().get("authors_run"),
                           "provenance": [{"field": row.field, "source": row.source, "kind": row.kind}
                                          for row in provenance.rows(recipe.provenance)]}, indent=2))  # fmt: skip
         return 0
     print(f"{recipe.name}  ({recipe.engine}): {recipe.description}")
-    lines = provenance.describe(recipe.provenance, recipe.reproduces)
+    lines = provenance.describe(recipe.provenance, recipe.reproduces) + authors_run_lines(recipe)
     print("\n".join(f"  {line}" for line in lines) if lines else
           "  claims no authors' run (no `reproduces`); its settings are the zoo's")  # fmt: skip
     return 0
@@ -209,11 +233,29 @@ _RUN_FLAGS = {"image": ("vlm", "clip"), "system": ("vlm",), "template": ("vlm",)
               "max_new_tokens": ("vlm",), "draw": ("vlm",), "out": ("diffusion",), "observation": ("policy",), "prompt": ("vlm", "clip", "diffusion")}
 
 
+#: Largest ``zoo run --seed`` (zoo: the range torch's and numpy's generators both take; beyond it torch failed with
+#: "Overflow when unpacking long long").
+SEED_MAX = 2**32 - 1
+
+
+def seed_number(text: str) -> int:
+    """``--seed``: a whole number from 0 to :data:`SEED_MAX` (argparse names the flag when this refuses)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: pass a whole number from 0 to {SEED_MAX}")
+    return value
+
+
 def _check_run_args(args: argparse.Namespace, spec: Any, name: str) -> None:
     """What ``zoo run`` of a model of ``spec`` needs and refuses, checked before the model loads: flags its kind does
-    not read, and for a VLM an image and a question (not blank, where its template carries one: the model would
-    answer a template around nothing)."""
+    not read, a text-to-image model's prompt (not blank), and for a VLM an image and a question (not blank, where its
+    template carries one: the model would answer a template around nothing)."""
     _refuse_unused(args, spec.kind)
+    if spec.kind == "diffusion" and (args.prompt is None or not args.prompt.strip()):
+        raise SystemExit(f"zoo run: {name} draws a text prompt; pass --prompt TEXT (not empty)")
     if spec.kind != "vlm":
         return
     if args.prompt is None or (not args.prompt.strip() and spec.asks_a_question(args.template)):
@@ -254,15 +296,9 @@ def _run_policy(pipe: Any, args: argparse.Namespace) -> int:
         dim = pipe.entry.spec.observation_dim or pipe.config.observation_dim
         raise SystemExit(f"zoo run: {pipe.entry.name} is a control policy (an observation of {dim} numbers in, an "
                          "action out); pass --observation '[...]' or --observation FILE.json|FILE.npy")
-    text = args.observation
-    if text.endswith(".npy"):
-        observation = np.load(text, allow_pickle=False)
-    else:
-        try:
-            observation = json.loads(Path(text).read_text() if text.endswith(".json") else text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"--observation {text[:80]!r} is not a JSON list of numbers ({err})") from None
-    actions = pipe(observation).actions[0]
+    from zoo.pipelines.policy import read_observation
+
+    actions = pipe(read_observation(args.observation)).actions[0]
     result = _loaded(pipe, actions=actions.tolist())
     print(json.dumps(result, indent=2) if args.json else f"{pipe.entry.name}: actions {np.round(actions, 4).tolist()}")
     return 0
@@ -270,8 +306,6 @@ def _run_policy(pipe: Any, args: argparse.Namespace) -> int:
 
 def _run_diffusion(pipe: Any, args: argparse.Namespace) -> int:
     """Generate one image for ``--prompt`` with the entry's sampling settings and save it to ``--out``."""
-    if args.prompt is None:
-        raise SystemExit(f"zoo run: {pipe.entry.name} draws a text prompt; pass --prompt TEXT")
     path = Path(args.out or f"{pipe.entry.name}.png")
     if path.is_dir():
         raise ValueError(f"--out {path} is a folder; --out names the image file to write (e.g. {path / 'image.png'})")
@@ -461,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16 (default: auto)")
     p.add_argument("--max-new-tokens", type=int, help="generation budget (default: the authors')")
     p.add_argument("--temperature", type=float, help="sample at this temperature (default: greedy)")
-    p.add_argument("--seed", type=int, default=0, help="seed for sampling (default: 0)")
+    p.add_argument("--seed", type=seed_number, default=0, help=f"seed for sampling, 0 to {SEED_MAX} (default: 0)")
     p.add_argument("--draw", metavar="PNG", help="save the image with the predicted box/point drawn on it")
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
     _trust_remote_code_flag(p)

@@ -19,6 +19,10 @@ CoordFrame = Literal["resized", "norm1000", "original", "none"]
 Parser = Callable[[str, str], dict[str, Any]]
 """``parser(text, question) -> dict`` of task fields, with ``parse_error`` set instead of raising."""
 
+#: Where the image goes in a user template whose text comes both before and after it (Shuffle-R1 asks
+#: ``"<thinking prompt> <image><question>"``); a template without it has the image first or last (``image_first``).
+IMAGE_SLOT = "<image>"
+
 
 @dataclass(frozen=True)
 class VLMSpec:
@@ -40,7 +44,8 @@ class VLMSpec:
         max_new_tokens: the authors' generation budget.
         generation: the authors' sampling settings for ``model.generate`` (``{"do_sample": True,
             "temperature": 0.1, "top_p": 1.0}``); empty means greedy decoding.
-        image_first: the image comes before the text in the user turn (Qwen's default layout).
+        image_first: the image comes before the text in the user turn (Qwen's default layout); a template
+            holding :data:`IMAGE_SLOT` puts it there instead.
         parser: turns the model's raw text into task fields (``think``, ``answer``, ``bbox``...) in
             the model's coordinate frame; ``None`` keeps the raw text only.
     """
@@ -71,6 +76,21 @@ class VLMSpec:
             known = ", ".join(sorted(self.templates)) or "none"
             raise ValueError(f"no user template {template!r}; the authors publish: {known}")
         return (self.templates[template] if template else self.user).replace("{question}", question)
+
+    def user_content(self, question: str, image: dict[str, Any], template: str | None = None) -> list[dict[str, Any]]:
+        """The user turn's parts: ``image`` (a chat ``{"type": "image", ...}`` part) where the template's
+        :data:`IMAGE_SLOT` is, else first or last as :attr:`image_first` says, and the wrapped question as text."""
+        chosen = self.user_text("{question}", template)  # the template itself (an unknown name is refused)
+        if IMAGE_SLOT not in chosen:
+            part = {"type": "text", "text": chosen.replace("{question}", question)}
+            return [image, part] if self.image_first else [part, image]
+        before, after = ({"type": "text", "text": t.replace("{question}", question)} for t in chosen.split(IMAGE_SLOT, 1))
+        return [p for p in (before, image, after) if p is image or p["text"]]
+
+    @property
+    def image_inside(self) -> bool:
+        """Whether a user template puts the image between two texts (:data:`IMAGE_SLOT`)."""
+        return any(IMAGE_SLOT in t for t in (self.user, *self.templates.values()))
 
     def asks_a_question(self, template: str | None = None) -> bool:
         """Whether the user turn carries the user's question (``{question}`` in the template): a blank question is

@@ -6,12 +6,17 @@ local directory, a checkpoint shipped in ``checkpoints/``, or the Hugging Face c
 ``local_files_only``), else from :data:`KNOWN`, the ``config.json`` values of the architectures the shipped recipes
 train, each row citing the file it copies. Diffusion pipelines are read the same way, component by component from
 ``model_index.json``: the trained transformer and the frozen text encoders and VAE every process keeps.
+
+A model folder may be handed over, and ``--plan`` reads it before anything else does: every config is read through
+:func:`zoo.model_files.read_json` (a regular file under its size cap), held to :func:`check_config_bounds` (layer
+counts, widths, vocabularies no released model exceeds) and built only from a transformers or diffusers model class,
+each refusal one sentence naming the file (review-reliability 8.4).
 """
 
 from __future__ import annotations
 
 import functools
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,8 +69,56 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
 }  # fmt: skip
 
 
+#: Most layers (or blocks) one config entry may ask for: the deepest released models have about 130, and building
+#: costs time and memory linear in them even on the meta device (20,000 layers: 63 s and 1.6 GB).
+MAX_LAYERS = 1024
+#: Largest width (hidden, intermediate, head, channel, patch sizes): released models stay under ~55,000 (Llama 3.1
+#: 405B's intermediate size is 53,248).
+MAX_WIDTH = 1 << 17
+#: Largest vocabulary (Gemma 3's 262,208 tokens are among the largest).
+MAX_VOCAB = 1 << 21
+_LAYERS = re.compile(r"(^|_)(layers?|depth|blocks?|layers_per_block)$")
+_WIDTHS = re.compile(r"(^|_)(size|dim|d_model|d_ff|d_kv|channels|heads|width)$")
+
+
 class ModelSizeError(ValueError):
-    """The model cannot be sized offline: not on this machine and not an architecture of :data:`KNOWN`."""
+    """The model cannot be sized offline (not on this machine and not an architecture of :data:`KNOWN`), or its
+    config is not one the zoo builds (a class that is not a model, sizes beyond any released model)."""
+
+
+def check_config_bounds(config: dict[str, Any], where: str) -> None:
+    """Refuse a config (nested ones included) asking for more layers, wider layers or a larger vocabulary than
+    :data:`MAX_LAYERS`, :data:`MAX_WIDTH`, :data:`MAX_VOCAB`, before anything is built from it."""
+    for key, value in config.items():
+        if isinstance(value, dict):
+            check_config_bounds(value, f"{where}: {key}")
+            continue
+        numbers = [v for v in (value if isinstance(value, list) else [value]) if type(v) is int]
+        if key.endswith("vocab_size"):
+            bound, what = MAX_VOCAB, "tokens"
+        elif _LAYERS.search(key):
+            bound, what = MAX_LAYERS, "layers"
+        elif _WIDTHS.search(key):
+            bound, what = MAX_WIDTH, "wide"
+        elif key.endswith("_types") and isinstance(value, list):  # one block built per entry (diffusers' block types)
+            numbers, bound, what = [len(value)], MAX_LAYERS, "blocks"
+        else:
+            continue
+        if any(not 0 <= n <= bound for n in numbers):
+            raise ModelSizeError(f"{where}: {key} = {value if len(str(value)) < 80 else str(value)[:80] + '...'} asks "
+                                 f"for more than {bound:,} {what} (or a negative size), beyond any released model; "
+                                 "it was not built")  # fmt: skip
+
+
+def _config(file: Path) -> dict[str, Any]:
+    """A model folder's config file, size-capped, a JSON object within :func:`check_config_bounds`."""
+    from zoo.model_files import read_json
+
+    data = read_json(file)
+    if not isinstance(data, dict):
+        raise ModelSizeError(f"{file} holds a JSON {type(data).__name__}; a model config is an object")
+    check_config_bounds(data, str(file))
+    return data
 
 
 @dataclass(frozen=True)
@@ -91,9 +144,13 @@ def instantiate(library: str, class_name: str, config: dict[str, Any] | Any) -> 
     if library not in ("transformers", "diffusers"):
         raise ModelSizeError(f"component library {library!r}: only transformers and diffusers models can be sized")
     module = __import__(library)
-    cls = getattr(module, class_name, None)
+    cls = getattr(module, class_name, None) if isinstance(class_name, str) and class_name.isidentifier() else None
     if cls is None:
         raise ModelSizeError(f"{library} has no class {class_name!r} (installed {library} {module.__version__})")
+    model_class = module.PreTrainedModel if library == "transformers" else module.ModelMixin
+    if not (isinstance(cls, type) and issubclass(cls, model_class)):  # AutoModel, a pipeline, a function
+        raise ModelSizeError(f"{library}.{class_name} is not a {library} model class (a {model_class.__name__}); "
+                             "a component names the model it holds, e.g. CLIPTextModel or AutoencoderKL")  # fmt: skip
     with torch.device("meta"):
         if library == "diffusers":
             return cls.from_config(config)
@@ -130,7 +187,11 @@ def vlm(config_dir: Path | None, row: str | None) -> Counted:
     from transformers import AutoConfig, AutoModelForImageTextToText
 
     if config_dir is not None:
-        config, source = AutoConfig.from_pretrained(str(config_dir)), str(config_dir)
+        values, source = _config(config_dir / "config.json"), str(config_dir)
+        if not isinstance(values.get("model_type"), str):
+            raise ModelSizeError(f"{config_dir / 'config.json'} names no model_type; transformers needs it to build "
+                                 "the model")  # fmt: skip
+        config = AutoConfig.for_model(**{**values, "name_or_path": source})
     elif row is not None:
         source, values = KNOWN[row]
         config = AutoConfig.for_model(**values)
@@ -147,7 +208,7 @@ def pipeline(index_dir: Path | None, row: str | None) -> dict[str, Counted]:
     ``model_index.json`` and component configs, else from the :data:`KNOWN` row ``row``."""
     components: dict[str, tuple[str, str, Any]] = {}
     if index_dir is not None:
-        index = json.loads((index_dir / "model_index.json").read_text())
+        index = _config(index_dir / "model_index.json")
         for name, spec in index.items():
             folder = index_dir / name / "config.json"
             if (
@@ -156,7 +217,7 @@ def pipeline(index_dir: Path | None, row: str | None) -> dict[str, Counted]:
                 and folder.is_file()
                 and spec[0] in ("transformers", "diffusers")
             ):
-                components[name] = (spec[0], spec[1], _read_config(spec[0], spec[1], folder.parent))
+                components[name] = (spec[0], spec[1], _config(folder))
         source = str(index_dir)
     elif row is not None:
         source, values = KNOWN[row]
@@ -168,14 +229,6 @@ def pipeline(index_dir: Path | None, row: str | None) -> dict[str, Counted]:
         module = instantiate(library, class_name, config)
         out[name] = Counted(class_name, f"{source} ({name})", count(module), getattr(module, "config", config), module)
     return out
-
-
-def _read_config(library: str, class_name: str, folder: Path) -> Any:
-    if library == "diffusers":
-        return json.loads((folder / "config.json").read_text())
-    import transformers
-
-    return getattr(transformers, class_name).config_class.from_pretrained(str(folder))
 
 
 def block_sizes(module: Any) -> dict[str, tuple[int, int]]:

@@ -1,25 +1,40 @@
-"""Where every setting of a recipe that claims the authors' run comes from.
+"""Where every setting of a recipe that claims the authors' run comes from, and whether it is theirs.
 
-A recipe with ``reproduces: <entry>`` says it is that model's authors' training run. It then carries
-a ``provenance:`` map with a row for every field the file sets: the dotted path of the field (a
-parent path covers its subtree, e.g. ``rewards``) to its source, one of
+A recipe with ``reproduces: <entry>`` says it is that model's authors' training run. It then carries a
+``provenance:`` map with a row for every setting of its *resolved* recipe (the fields it writes and the engine
+defaults it leaves, i.e. what a run's ``recipe.yaml`` holds), except the few that cannot change what is trained
+(:data:`RUN_NEUTRAL`). A row maps the dotted path of a field (a parent path covers its subtree, e.g. ``rewards``;
+the most specific row wins) to one of three forms:
 
-* the authors' code: ``owner/repo@<commit>:path[:line[-line]]``;
-* the paper: ``arXiv:<id> <section, table or equation>``;
-* a page: an ``https://`` URL (a Hub card at a commit, a dataset card) and what it says;
-* a difference: ``zoo: <why the zoo differs from the authors>``;
-* a command-line change: ``user: --set key=value`` (written by :func:`record_overrides` into the run's
-  ``recipe.yaml``, so a run directory says which settings were no longer the authors').
+* a source string, one of
 
-:func:`check` refuses a reproducing recipe with an uncited field, a row for a field the file does not
-set, or a source in none of these forms; ``zoo info`` and model cards list the differences
-(:func:`describe`) before the cited rows. The contract test ``tests/contract/test_provenance.py``
-runs :func:`check` over every shipped recipe and keeps "the authors' settings" out of any text whose
-recipe is not complete (:func:`claims_authors`).
+  * the authors' code: ``owner/repo@<commit>:path[:line[-line][,line...]]`` and what the lines say;
+  * the paper: ``arXiv:<id> <section, table or equation>``;
+  * a page: an ``https://`` URL (a Hub card at a commit, a dataset card) and what it says;
+  * a difference: ``zoo: <why the zoo differs from the authors>``;
+  * a command-line change: ``user: --set key=value`` (written by :func:`record_overrides` into the run's
+    ``recipe.yaml``, so a run directory says which settings were no longer the authors');
+
+* the authors' value with its source, ``{authors: <their value as they wrote it, or what their expression or flag
+  sets>, source: <a source string>}``:
+  a cited source (code, paper, page) then claims the recipe holds that value, and :func:`check` compares the two
+  (numbers numerically, so ``1e-6`` equals ``1.0e-6``; strings, flags, lists and mappings exactly). On a ``zoo:``
+  row it records what the zoo differs from. A cited row of a number or a flag must take this form; a plain cited
+  string stays legal where the value is the zoo's own spelling of what the authors do (a dataset, reward or loss
+  name the authors do not have, a list of reward specs) and the row says in words what it maps;
+* not set by the authors, ``{unset: <why>}``: the authors' code has no such setting (a zoo feature left off, such
+  as LoRA in a full fine-tune), so the zoo's value neither matches nor departs from theirs.
+
+:func:`check` refuses a reproducing recipe with an uncovered setting, a row for a field the recipe does not have, a
+row in none of these forms, or a cited value that is not the recipe's; ``zoo info``, model cards and the docs
+pages count and list the differences (:func:`describe`, :func:`rows`) before the unset and cited rows. The contract
+test ``tests/contract/test_provenance.py`` runs :func:`check` over every shipped recipe, resolved, and keeps "the
+authors' settings" out of any text whose recipe is not complete (:func:`claims_authors`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,14 +42,31 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-#: Keys a recipe sets that describe the recipe itself rather than the run; they need no source.
-UNCITED_KEYS = frozenset({"name", "engine", "description", "reproduces", "provenance", "changes"})
+#: Keys a recipe sets that describe the recipe itself rather than the run; they need no source (``authors_run``
+#: states the authors' batch, release commit and the differences that are not recipe fields, in words).
+UNCITED_KEYS = frozenset({"name", "engine", "description", "reproduces", "provenance", "changes", "authors_run"})
 
-_CODE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}:[^\s:]+(:\d+(-\d+)?)?(\s.*)?$")
+#: Settings that cannot change what a run trains, so a reproducing recipe needs no row for them: where the run is
+#: written, how often it saves and logs, how many CPU threads compute it, where the EMA copy lives (not its values),
+#: and what it evaluates on held-out data (evaluation measures the weights, it does not train them). Paths cover
+#: their subtrees.
+RUN_NEUTRAL = frozenset({
+    "training.output_dir", "training.save_steps", "training.save_total_limit", "training.logging_steps",
+    "training.num_threads", "training.ema_device",
+    "training.eval_every", "training.eval_seed", "training.eval_episodes", "algorithm.eval_num_steps",
+    "data.eval_name", "data.eval_kwargs", "data.allow_eval_data", "data.eval_data_reason",
+    "prompts.eval", "prompts.data.eval_name", "prompts.data.eval_kwargs", "prompts.data.allow_eval_data",
+    "prompts.data.eval_data_reason",
+})  # fmt: skip
+
+_CODE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}:[^\s:]+(:\d+(-\d+)?(,\d+(-\d+)?)*)?(\s.*)?$")
 _PAPER = re.compile(r"^arXiv:\d{4}\.\d{4,5}(v\d+)?\s+\S.*$")
 _PAGE = re.compile(r"^https://\S+(\s.*)?$")
 _DIFFERENCE = re.compile(r"^zoo:\s*\S.*$")
 _USER = re.compile(r"^user:\s*\S.*$")
+_CITED = ("code", "paper", "page")
+_FORMS = ("a source string, {authors: <their value>, source: <source>} or {unset: <why the authors' code has no "
+          "such setting>}")  # fmt: skip
 #: What a text says when it claims a run is the authors' own (checked against the recipe it names); "not the
 #: authors' run" and "as in the authors' run" (one aspect that matches) claim nothing.
 AUTHORS_CLAIM = re.compile(r"(?<!\bnot )(?<!\bin )the authors['’] (released )?(settings|run|recipe)\b", re.IGNORECASE)
@@ -42,15 +74,33 @@ AUTHORS_CLAIM = re.compile(r"(?<!\bnot )(?<!\bin )the authors['’] (released )?
 
 @dataclass(frozen=True)
 class Row:
-    """One provenance row: a field path and its source, with the source's kind."""
+    """One provenance row: a field path, its source (or, for an unset row, why the authors have no such setting),
+    and the authors' value when the row records it (``has_authors``)."""
 
     field: str
     source: str
+    authors: Any = None
+    has_authors: bool = False
+    unset: bool = False
+
+    @classmethod
+    def parse(cls, field: str, value: Any) -> Row:
+        """A row from its YAML value in one of the three forms; ``ValueError`` naming them (or the source forms)."""
+        if isinstance(value, Mapping) and set(value) == {"unset"} and str(value["unset"] or "").strip():
+            return cls(field, str(value["unset"]).strip(), unset=True)
+        if isinstance(value, str):
+            row = cls(field, value)
+        elif isinstance(value, Mapping) and set(value) == {"authors", "source"} and isinstance(value["source"], str):
+            row = cls(field, value["source"], authors=value["authors"], has_authors=True)
+        else:
+            raise ValueError(f"{value!r} is not a provenance row: write {_FORMS}")
+        source_kind(row.source)
+        return row
 
     @property
     def kind(self) -> str:
-        """``code``, ``paper``, ``page``, ``zoo`` (a difference) or ``user`` (a command-line change)."""
-        return source_kind(self.source)
+        """``code``, ``paper``, ``page``, ``zoo`` (a difference), ``user`` (a command-line change) or ``unset``."""
+        return "unset" if self.unset else source_kind(self.source)
 
     @property
     def differs(self) -> bool:
@@ -58,9 +108,21 @@ class Row:
         return self.kind in ("zoo", "user")
 
     @property
+    def cited(self) -> bool:
+        """True for a row that says the setting is the authors' (their code, paper or a page)."""
+        return self.kind in _CITED
+
+    @property
     def why(self) -> str:
-        """A difference's reason: the text after ``zoo:`` or ``user:``."""
-        return self.source.split(":", 1)[1].strip()
+        """A difference's reason (the text after ``zoo:`` or ``user:``), or why the authors have no such setting."""
+        return self.source if self.unset else self.source.split(":", 1)[1].strip()
+
+    @property
+    def text(self) -> str:
+        """The row in one line, as docs pages and cards print it."""
+        if self.unset:
+            return f"not set by the authors: {self.source}"
+        return f"authors: {self.authors!r}; {self.source}" if self.has_authors else self.source
 
 
 def source_kind(source: str) -> str:
@@ -69,8 +131,37 @@ def source_kind(source: str) -> str:
     for kind, pattern in (("code", _CODE), ("paper", _PAPER), ("page", _PAGE), ("zoo", _DIFFERENCE), ("user", _USER)):
         if pattern.match(text):
             return kind
-    raise ValueError(f"{text!r} is not a source: write owner/repo@<commit>:path[:line], arXiv:<id> <section>, "
-                     "an https:// URL and what it says, or 'zoo: <why the zoo differs>'")  # fmt: skip
+    raise ValueError(f"{text!r} is not a source: write owner/repo@<commit>:path[:line[-line][,line]], "
+                     "arXiv:<id> <section>, an https:// URL and what it says, or 'zoo: <why it differs>'")  # fmt: skip
+
+
+def same_value(authors: Any, ours: Any) -> bool:
+    """Whether the authors' value, as they wrote it, is the recipe's: numbers numerically (``1e-6`` written as a
+    string by YAML still equals ``1.0e-6``), flags, strings and ``null`` exactly, lists and mappings item by item."""
+    if isinstance(ours, Mapping) or isinstance(authors, Mapping):
+        return (isinstance(ours, Mapping) and isinstance(authors, Mapping) and set(ours) == set(authors)
+                and all(same_value(authors[k], ours[k]) for k in ours))  # fmt: skip
+    if isinstance(ours, list | tuple) or isinstance(authors, list | tuple):
+        return (isinstance(ours, list | tuple) and isinstance(authors, list | tuple) and len(ours) == len(authors)
+                and all(same_value(a, b) for a, b in zip(authors, ours, strict=True)))  # fmt: skip
+    if isinstance(ours, bool) or isinstance(authors, bool):
+        return authors is ours
+    a, b = _number(authors), _number(ours)
+    if a is not None and b is not None and (isinstance(ours, int | float) or isinstance(authors, int | float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    return authors == ours
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a float when it is a number or a string YAML left unparsed (``1e-6``), else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def set_fields(data: Mapping[str, Any], prefix: str = "") -> list[str]:
@@ -99,49 +190,88 @@ def _covers(key: str, path: str) -> bool:
     return path == key or path.startswith(key + ".")
 
 
-def check(data: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> list[str]:
+def _covering(found: list[Row], path: str) -> Row | None:
+    """The most specific row whose field covers ``path``."""
+    return max((row for row in found if _covers(row.field, path)), key=lambda row: len(row.field), default=None)
+
+
+def check(data: Mapping[str, Any]) -> list[str]:
     """What is wrong with a recipe mapping's provenance (empty when it is complete or claims nothing).
 
-    A recipe without ``reproduces`` claims nothing and may carry a partial map (rows are still checked). A field the
-    mapping sets to its class's default (``defaults``: dotted path -> value) needs no row: a run's resolved
-    ``recipe.yaml`` writes every field, and must read back as the recipe it ran."""
-    rows = data.get("provenance") or {}
-    problems = []
-    if not isinstance(rows, Mapping):
-        return [f"provenance must map field paths to sources, got {type(rows).__name__}"]
+    ``data`` is best the resolved recipe (:meth:`zoo.recipe.Recipe.to_dict`: every field, defaults included), as
+    :meth:`zoo.recipe.Recipe.from_dict` passes it: then a reproducing recipe must cover every setting it runs with,
+    not only those its file writes. Every recipe's rows must name its fields and take one of the row forms; a cited
+    row must record the authors' value for a number or a flag, and a recorded value must be the recipe's."""
+    table = data.get("provenance") or {}
+    if not isinstance(table, Mapping):
+        return [f"provenance must map field paths to sources, got {type(table).__name__}"]
     fields = set_fields(data)
-    for key, source in rows.items():
+    problems, found = [], []
+    for key, value in table.items():
         try:
-            source_kind(source)
+            row = Row.parse(str(key), value)
         except ValueError as err:
             problems.append(f"provenance.{key}: {err}")
-        if not any(_covers(str(key), path) for path in fields):
-            problems.append(f"provenance.{key}: the recipe sets no such field")
+            continue
+        found.append(row)
+        if not any(_covers(row.field, path) for path in fields):
+            problems.append(f"provenance.{key}: the recipe has no such field")
+        else:
+            overridden = any(str(k) != row.field and _covers(row.field, str(k)) for k in table)
+            problems += _value_problems(row, data, overridden)
+    hidden: dict[str, list[str]] = {}  # a cited parent row without a value over numbers or flags it would hide
+    for path in fields:
+        row = _covering(found, path)
+        if (row is not None and row.cited and row.field != path and not row.has_authors
+                and _is_scalar(_leaf(data, path)) and not _neutral(path)):  # fmt: skip
+            hidden.setdefault(row.field, []).append(path)
+    problems += [f"provenance.{key}: it covers numbers or flags without the authors' value: give each its own row "
+                 f"({', '.join(paths)})" for key, paths in hidden.items()]  # fmt: skip
     if data.get("reproduces"):
-        defaults = defaults or {}
-        uncited = [path for path in fields if not any(_covers(str(key), path) for key in rows)
-                   and not (path in defaults and _leaf(data, path) == defaults[path])]  # fmt: skip
-        if uncited:
-            problems.append(f"reproduces {data['reproduces']!r} but these fields have no provenance row: "
-                            f"{', '.join(uncited)}")  # fmt: skip
+        uncovered = [path for path in fields
+                     if not any(_covers(row.field, path) for row in found) and not _neutral(path)]  # fmt: skip
+        if uncovered:
+            problems.append(f"reproduces {data['reproduces']!r} but these settings have no provenance row (cite "
+                            f"them, mark a difference or {{unset: why}}): {', '.join(uncovered)}")  # fmt: skip
     return problems
 
 
-def rows(provenance: Mapping[str, str]) -> list[Row]:
-    """The rows, differences first (``zoo:`` then ``user:``), then cited ones, each group in file order."""
-    order = {"zoo": 0, "user": 1}
-    found = [Row(str(key), str(value)) for key, value in provenance.items()]
-    return sorted(found, key=lambda row: order.get(_kind_or_bad(row.source), 2))
+def _value_problems(row: Row, data: Mapping[str, Any], rows_under: bool) -> list[str]:
+    """A cited row's value problems: a number or flag cited without the authors' value, or a recorded value that is
+    not the recipe's (unless ``rows_under`` it, e.g. ``user:`` rows of ``--set``, take part of its subtree)."""
+    if not row.cited:
+        return []
+    ours = _leaf(data, row.field)
+    if not row.has_authors:
+        if _is_scalar(ours):
+            return [f"provenance.{row.field}: a cited number or flag records the authors' value: write "
+                    f"{{authors: <their value>, source: {row.source!r}}}"]  # fmt: skip
+        return []
+    if rows_under or same_value(row.authors, ours):
+        return []
+    return [f"provenance.{row.field}: the authors' value is {row.authors!r} but the recipe's is {ours!r}; set the "
+            "authors' value, or make the row a difference ('zoo: why')"]  # fmt: skip
 
 
-def _kind_or_bad(source: str) -> str:
-    try:
-        return source_kind(source)
-    except ValueError:
-        return "bad"
+def _neutral(path: str) -> bool:
+    """Whether ``path`` is a setting that cannot change what a run trains (:data:`RUN_NEUTRAL`)."""
+    return any(_covers(neutral, path) for neutral in RUN_NEUTRAL)
 
 
-def record_overrides(provenance: Mapping[str, str], overrides: Iterable[str]) -> dict[str, str]:
+def _is_scalar(value: Any) -> bool:
+    """A number or a flag: a value a cited row must record the authors' side of."""
+    return isinstance(value, bool | int | float)
+
+
+def rows(provenance: Mapping[str, Any]) -> list[Row]:
+    """The rows, differences first (``zoo:`` then ``user:``), then the unset ones, then the cited ones, each group
+    in file order; a malformed row raises ``ValueError`` (:func:`check` names them all)."""
+    order = {"zoo": 0, "user": 1, "unset": 2}
+    found = [Row.parse(str(key), value) for key, value in provenance.items()]
+    return sorted(found, key=lambda row: order.get(row.kind, 3))
+
+
+def record_overrides(provenance: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
     """``provenance`` with a ``user:`` row for each ``key=value`` override: the rows of the field and of
     everything under it are replaced (a parent row keeps covering the rest of its subtree)."""
     out = dict(provenance)
@@ -184,15 +314,20 @@ def _reproduces(path: Path, mtime_ns: int, size: int) -> str:
     return str(read_yaml(path).get("reproduces", ""))
 
 
-def describe(provenance: Mapping[str, str], reproduces: str, *, cited_rows: bool = True) -> list[str]:
-    """Lines for ``zoo info`` and cards: the differences first, then every cited row (unless ``cited_rows=False``)."""
+def describe(provenance: Mapping[str, Any], reproduces: str, *, cited_rows: bool = True) -> list[str]:
+    """Lines for ``zoo info`` and cards: the differences first, then the settings the authors do not have, then
+    every cited row with the authors' value where it records one (the last two unless ``cited_rows=False``)."""
     if not reproduces and not provenance:
         return []
     found = rows(provenance)
     diff = [row for row in found if row.differs]
-    cited = [row for row in found if not row.differs]
-    lines = [f"reproduces {reproduces}: {len(cited)} settings cited to the authors, {len(diff)} differ"
+    unset = [row for row in found if row.unset]
+    cited = [row for row in found if row.cited]
+    counts = f"{len(diff)} differ, {len(unset)} not set by the authors"
+    lines = [f"reproduces {reproduces}: {len(cited)} settings cited to the authors, {counts}"
              if reproduces else f"{len(cited)} settings cited, {len(diff)} differences noted"]  # fmt: skip
     lines += [f"  differs  {row.field}: {row.why}" for row in diff]
-    lines += [f"  cited    {row.field}: {row.source}" for row in cited] if cited_rows else []
+    if cited_rows:
+        lines += [f"  unset    {row.field}: {row.why}" for row in unset]
+        lines += [f"  cited    {row.field}: {row.text}" for row in cited]
     return lines

@@ -42,8 +42,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import yaml
 
 from zoo import bounded_yaml
+from zoo.authors_run import AuthorsRun
 from zoo.recipe_file import RecipeError, read_yaml
-from zoo_common.registry import Registry, UnknownNameError
+from zoo_common.registry import Registry, UnknownNameError, close_matches
 
 logger = logging.getLogger(__name__)
 
@@ -241,9 +242,14 @@ class Recipe:
     """The processes (GPUs) the recipe is sized for: its batch settings are per process, so this many give the run it
     describes (GUI-G1's authors train on 4). ``null``: the launch config's ``num_processes``. ``zoo train --plan``
     sizes for it and prints the launch line with it."""
-    provenance: dict[str, str] = field(default_factory=dict)
+    authors_run: AuthorsRun | None = None
+    """For a recipe that ``reproduces`` an entry: the authors' batch per round, the code of the release and the
+    differences that are no field (:mod:`zoo.authors_run`)."""
+    provenance: dict[str, Any] = field(default_factory=dict)
     """Field path -> where its value comes from: ``owner/repo@commit:path[:line]``, ``arXiv:<id> <section>``,
-    an ``https://`` page, or ``zoo: <why the zoo differs>``; ``zoo train --set`` adds ``user:`` rows."""
+    an ``https://`` page, or ``zoo: <why the zoo differs>``, alone or as ``{authors: <their value>, source: ...}``;
+    ``{unset: why}`` where the authors have no such setting (:mod:`zoo.provenance`); ``zoo train --set`` adds
+    ``user:`` rows."""
     changes: tuple[dict[str, Any], ...] = ()
     """A run's history (written into its ``recipe.yaml``, never by hand): each ``{step, before}`` says that a
     ``zoo train --resume --resume-changes`` at that step changed the settings, and ``before`` holds their values
@@ -270,15 +276,12 @@ class Recipe:
     def from_dict(cls, data: dict[str, Any], overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
         """Build from a plain mapping, after applying ``key=value`` overrides.
 
-        A recipe that ``reproduces`` an entry must cite every field it sets (:func:`zoo.provenance.check`,
-        on the mapping as written); an override then becomes a ``user:`` row of its provenance, so the
-        run's ``recipe.yaml`` says which settings are no longer the authors'."""
+        A recipe that ``reproduces`` an entry must cover every setting of the resolved recipe, defaults included
+        (:func:`zoo.provenance.check`); an override becomes a ``user:`` row of its provenance, so the run's
+        ``recipe.yaml`` (resolved, and covered by the same rows) says which settings are no longer the authors'."""
         from zoo import provenance
 
         data = _deepcopy(data)
-        problems = provenance.check(data, _default_leaves(cls, data))
-        if problems:
-            raise RecipeError("; ".join(problems))
         for override in overrides:
             if override.partition("=")[0].strip().split(".")[0] in ("reproduces", "provenance"):
                 raise RecipeError(f"--set {override.partition('=')[0].strip()}: what a recipe claims and cites is the "
@@ -286,7 +289,11 @@ class Recipe:
             _apply_override(cls, data, override)
         if data.get("reproduces") and overrides:
             data["provenance"] = provenance.record_overrides(data.get("provenance") or {}, overrides)
-        return _build(cls, data, "")
+        recipe = _build(cls, data, "")
+        problems = provenance.check(recipe.to_dict())
+        if problems:
+            raise RecipeError("; ".join(problems))
+        return recipe
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
@@ -423,7 +430,7 @@ def _required(f: dataclasses.Field) -> bool:
 
 
 def _unknown_message(key: str, schema: dict[str, Any], where: str) -> str:
-    close = difflib.get_close_matches(key, list(schema), n=3, cutoff=0.5)
+    close = close_matches(key, list(schema))
     hint = f" Did you mean {', '.join(where + c for c in close)}?" if close else ""
     return f"unknown recipe key {where + key!r}.{hint} Valid keys here: {', '.join(schema)}."
 
@@ -566,25 +573,6 @@ def _deepcopy(data: Any) -> Any:
     if isinstance(data, list | tuple):
         return [_deepcopy(v) for v in data]
     return data
-
-
-def _default_leaves(cls: type, data: Any, prefix: str = "") -> dict[str, Any]:
-    """Every field of ``cls`` that has a default, as dotted path -> its default (plain, as YAML writes it), the class
-    of a :class:`ChoiceConfig` block chosen as ``data`` chooses it."""
-    if isinstance(cls, type) and issubclass(cls, ChoiceConfig):
-        cls = cls.chosen(data if isinstance(data, dict) else {}, prefix)
-    out: dict[str, Any] = {}
-    types = _fields(cls)
-    for f in dataclasses.fields(cls):
-        sub = data.get(f.name) if isinstance(data, dict) else None
-        tp = _strip_optional(types[f.name])
-        if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a block: its own fields' defaults
-            out.update(_default_leaves(tp, sub, f"{prefix}{f.name}."))
-        elif f.default is not dataclasses.MISSING:
-            out[f"{prefix}{f.name}"] = _plain(f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f"{prefix}{f.name}"] = _plain(f.default_factory())
-    return out
 
 
 def _plain(data: Any) -> Any:

@@ -9,7 +9,9 @@ lost in the typed view. A record names no code: :mod:`zoo.cards` renders every c
 record, and ``zoo push`` runs nothing a file in the folder names.
 
 Reading is strict: an unknown key, a missing field or a wrong type is a :class:`RecordError` naming
-the file and the field, so a hand-edited record fails when read, not halfway through a card.
+the file and the field, so a hand-edited record fails when read, not halfway through a card. The same
+strict reader, :func:`typed`, reads the other JSON a handed folder holds into its dataclass (a checkpoint's
+completion marker, a policy checkpoint's counters), so a malformed file is one sentence, never a traceback.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ SCHEMA = "zoo.training-record/1"
 
 
 class RecordError(ValueError):
-    """A ``training.json`` that is not a :class:`TrainingRecord`; the message names the field."""
+    """JSON that is not the typed value it is read as (a ``training.json`` that is not a :class:`TrainingRecord`,
+    a malformed checkpoint marker); the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ class TrainingRecord:
     @classmethod
     def from_dict(cls, data: Any, where: str = "training record") -> TrainingRecord:
         """Build a record from JSON data, refusing unknown keys, missing fields and wrong types."""
-        return _build(cls, data, where)
+        return typed(cls, data, where)
 
 
 def read_record(path: str | Path) -> TrainingRecord:
@@ -195,8 +198,13 @@ def _plain(data: Any) -> Any:
     return data
 
 
-def _build(tp: Any, data: Any, where: str) -> Any:
-    """``data`` (parsed JSON) as an instance of the annotation ``tp``: dataclasses, tuples, optionals, scalars."""
+def typed(tp: Any, data: Any, where: str) -> Any:
+    """``data`` (parsed JSON) as an instance of the annotation ``tp``: dataclasses, tuples, mappings, unions, scalars.
+
+    Strict: an unknown key, a missing field or a value of another type is a :class:`RecordError` naming ``where``
+    (the file) and the field. A union takes the first of its types the value reads as (``int | float`` keeps an
+    integer an ``int``); a ``Mapping[str, V]`` checks every value as ``V``.
+    """
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, Mapping):
@@ -210,24 +218,39 @@ def _build(tp: Any, data: Any, where: str) -> Any:
                    and f.default_factory is dataclasses.MISSING]  # fmt: skip
         if missing:
             raise RecordError(f"{where}: missing field(s) {missing} of {tp.__name__}")
-        return tp(**{k: _build(hints[k], v, f"{where}.{k}") for k, v in data.items()})
+        return tp(**{k: typed(hints[k], v, f"{where}.{k}") for k, v in data.items()})
     if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if data is None and type(None) in options:
-            return None
-        (inner,) = [o for o in options if o is not type(None)]
-        return _build(inner, data, where)
+        return _union(typing.get_args(tp), data, where)
     if origin is tuple:
         if not isinstance(data, list):
             raise RecordError(f"{where}: expected a list, got {type(data).__name__}")
         inner = typing.get_args(tp)[0]
-        return tuple(_build(inner, v, f"{where}[{i}]") for i, v in enumerate(data))
+        return tuple(typed(inner, v, f"{where}[{i}]") for i, v in enumerate(data))
     if origin is Mapping or tp is Any:
         if origin is Mapping and not isinstance(data, Mapping):
             raise RecordError(f"{where}: expected an object, got {type(data).__name__}")
-        return data
+        value_tp = typing.get_args(tp)[1] if origin is Mapping else Any
+        if value_tp is Any:
+            return data
+        return {k: typed(value_tp, v, f"{where}.{k}") for k, v in data.items()}
     if tp is float and isinstance(data, (int, float)) and not isinstance(data, bool):
         return float(data)
     if isinstance(data, tp) and not (tp is int and isinstance(data, bool)):
         return data
     raise RecordError(f"{where}: expected {tp.__name__}, got {type(data).__name__} {data!r}")
+
+
+def _union(options: tuple[Any, ...], data: Any, where: str) -> Any:
+    """``data`` as the first of ``options`` it reads as (``None`` only where the union allows it)."""
+    if data is None and type(None) in options:
+        return None
+    kinds = [o for o in options if o is not type(None)]
+    if len(kinds) == 1:
+        return typed(kinds[0], data, where)
+    for kind in kinds:
+        try:
+            return typed(kind, data, where)
+        except RecordError:
+            continue
+    names = " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
+    raise RecordError(f"{where}: expected {names}, got {type(data).__name__} {data!r}")

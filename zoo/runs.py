@@ -31,7 +31,10 @@ import os
 import pickle
 import re
 import shutil
-from dataclasses import dataclass
+import zipfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -247,11 +250,13 @@ def read_state(path: str | Path) -> Any:
 
     ``torch.load(weights_only=True)`` rebuilds tensors, numbers, strings, lists, tuples and dicts
     and refuses every other global; a file that names one (a crafted payload, or state from other
-    code) is an :class:`UnsafeStateError` saying so, and nothing of it runs.
+    code) is an :class:`UnsafeStateError` saying so, and nothing of it runs. Its records are first held
+    to what the file can legitimately inflate to (:func:`check_inflation`).
     """
     import torch
 
     path = Path(path)
+    check_inflation(path)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
@@ -262,6 +267,48 @@ def read_state(path: str | Path) -> Any:
             "training state as tensors and plain values only. Checkpoints this zoo writes never need that; "
             "this one was written by other code or modified. Nothing of it was run"
         ) from None
+
+
+def check_inflation(path: Path) -> None:
+    """Refuse a ``torch.save`` zip whose records would inflate past the file's own size, before any is read.
+
+    What a run's state file can legitimately hold in memory is what it holds on disk: ``torch.save`` stores every
+    record uncompressed (``ZIP_STORED``), so the records' sizes in the zip's central directory (which torch
+    allocates from) sum to less than the file. A record deflated into it would not be the zoo's: 4.4 MB of
+    deflated zeros inflated to +1.9 GB (review-reliability 10.3). The marker's recorded sizes
+    (:func:`check_sizes`) bound the file itself. A file that is not a zip (torch's legacy format, stored as written)
+    is left to ``torch.load``.
+    """
+    if not zipfile.is_zipfile(path):
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            records = archive.infolist()
+    except (zipfile.BadZipFile, ValueError) as err:
+        raise CorruptCheckpointError(f"{path} is not a readable torch.save file ({err}); restore it, or move its "
+                                     "checkpoint aside to resume from the one before it") from None  # fmt: skip
+    on_disk = path.stat().st_size
+    inflated = sum(r.file_size for r in records)
+    if inflated > on_disk:
+        largest = max(records, key=lambda r: r.file_size)
+        raise CorruptCheckpointError(f"{path} would inflate to {inflated:,} bytes from {on_disk:,} on disk (its record "
+                                     f"{largest.filename} alone to {largest.file_size:,}); torch.save stores state "
+                                     "uncompressed, so the zoo did not write it. It was not read: move its checkpoint "
+                                     "aside to resume from the one before it")  # fmt: skip
+
+
+@contextmanager
+def restoring(path: Path) -> Iterator[None]:
+    """Load a checkpoint's state (``path``: its file or folder) into what a resumed run built: a ``KeyError``,
+    ``TypeError``, ``AttributeError`` or ``IndexError`` raised meanwhile means the state does not have the shape
+    this run writes (a hand-edited or foreign file), and becomes one :class:`CorruptCheckpointError` naming it
+    (review-reliability 10.5: 33-47-line tracebacks)."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
+        what = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        raise CorruptCheckpointError(f"{path} does not hold the state this run writes ({what[:200]}); restore it, or "
+                                     "move its checkpoint aside to resume from the one before it") from err  # fmt: skip
 
 
 def rng_state() -> dict[str, Any]:
@@ -302,7 +349,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def checkpoint_step(folder: Path) -> int:
     """The optimiser step a complete checkpoint was written at (from its marker)."""
-    return int(_marker(Path(folder))["step"])
+    return _marker(Path(folder)).step
 
 
 def mark_complete(folder: Path, step: int) -> None:
@@ -320,23 +367,41 @@ def mark_complete(folder: Path, step: int) -> None:
     os.replace(tmp, folder / COMPLETE_MARKER)
 
 
-def _marker(folder: Path) -> dict[str, Any]:
-    """A checkpoint's completion marker (a handed run directory's marker is read with a size cap)."""
-    from zoo.model_files import read_json
+@dataclass(frozen=True)
+class Marker:
+    """A checkpoint's completion marker (:data:`COMPLETE_MARKER`), as :func:`mark_complete` writes it."""
 
-    return read_json(folder / COMPLETE_MARKER, limit=16 << 20)
+    step: int
+    """The optimiser step the checkpoint was written at (its folder's ``checkpoint-N``)."""
+    files: tuple[str, ...]
+    """Every file of the checkpoint, relative to its folder."""
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    """Each file's size in bytes when the checkpoint was complete."""
+
+
+def _marker(folder: Path) -> Marker:
+    """A checkpoint's completion marker, read with a size cap and strictly: a malformed one (not an object, a field
+    of another type, a file named outside the folder) is a :class:`~zoo.records.RecordError` naming it."""
+    from zoo.model_files import read_json
+    from zoo.records import RecordError, typed
+
+    file = folder / COMPLETE_MARKER
+    marker = typed(Marker, read_json(file, limit=16 << 20, what="a checkpoint marker"), str(file))
+    outside = [name for name in [*marker.files, *marker.sizes] if Path(name).is_absolute() or ".." in Path(name).parts]
+    if outside:
+        raise RecordError(f"{file}: names {outside[0]!r}, outside its checkpoint folder; a marker lists the "
+                          "checkpoint's own files")  # fmt: skip
+    return marker
 
 
 def is_complete(folder: Path) -> bool:
-    """True when ``folder`` holds a marker and every file it lists."""
-    marker = folder / COMPLETE_MARKER
-    if not marker.is_file():
+    """True when ``folder`` holds a marker and every file it lists.
+
+    The marker is renamed into place whole (:func:`mark_complete`), so one that is there but malformed was not
+    left by a killed write: it is an error naming it (:func:`_marker`), not a checkpoint to delete."""
+    if not (folder / COMPLETE_MARKER).is_file():
         return False
-    try:
-        files = _marker(folder)["files"]
-    except (ValueError, KeyError):
-        return False
-    return all((folder / name).is_file() for name in files)
+    return all((folder / name).is_file() for name in _marker(folder).files)
 
 
 def latest_checkpoint(output_dir: str | Path, *, remove_incomplete: bool = False) -> Path | None:
@@ -371,12 +436,11 @@ def check_sizes(folder: Path) -> None:
     ``final/`` step-6 weights under an 8-step ``metrics.csv``)."""
     marker = _marker(folder)
     named = _CHECKPOINT_RE.match(folder.name)
-    if named is not None and marker.get("step") != int(named.group(1)):
-        raise CorruptCheckpointError(f"{folder / COMPLETE_MARKER} says step {marker.get('step')!r} for a folder named "
+    if named is not None and marker.step != int(named.group(1)):
+        raise CorruptCheckpointError(f"{folder / COMPLETE_MARKER} says step {marker.step!r} for a folder named "
                                      f"{folder.name}: it was not written there by this run. Move {folder} aside to "
                                      "resume from the checkpoint before it")  # fmt: skip
-    recorded = marker.get("sizes", {})
-    for name, size in recorded.items():
+    for name, size in marker.sizes.items():
         actual = (folder / name).stat().st_size
         if actual != size:
             raise CorruptCheckpointError(

@@ -102,7 +102,7 @@ def run(
             raise ValueError(f"--nproc {nproc}: a run has at least one process")
         found = memory_plan.plan(recipe, processes=nproc)
         again = [recipe_path, *(arg for o in overrides for arg in ("--set", o)), *(["--engine", engine] if engine else [])]
-        text = memory_plan.to_json(*found) if as_json else memory_plan.render(*found, train_args=again)
+        text = memory_plan.to_json(*found) if as_json else memory_plan.render(*found, train_args=again) + _batch_note(recipe, nproc)
         sys.stdout.write(text + "\n")
         return None
     out = Path(recipe.output_dir)
@@ -122,6 +122,23 @@ def run(
             if full is not None:
                 raise full from err
             raise
+
+
+def _batch_note(recipe: Recipe, nproc: int | None) -> str:
+    """The plan's last line: the batch of one round on the launch line's processes, against the authors' where the
+    recipe records it (:mod:`zoo.authors_run`); nothing for an engine without rounds."""
+    from zoo.engines import ENGINES
+    from zoo.launch import sized_processes
+
+    processes = nproc or sized_processes(recipe)
+    try:
+        ours = ENGINES.get(recipe.engine).step_batch(recipe, processes)
+    except ValueError as err:
+        return f"\nbatch: {err}"
+    theirs = recipe.authors_run.batch if recipe.authors_run is not None else None
+    versus = "" if theirs is None else (
+        " (the authors': the same)" if ours.per_step() == theirs.per_step() else f" (the authors': {theirs.per_step()})")
+    return f"\nbatch on {processes} process{'es' * (processes != 1)}: {ours.per_step()}{versus}"
 
 
 def write_run_readme(recipe: Recipe, out: Path) -> Path:

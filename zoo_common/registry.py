@@ -32,6 +32,14 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
+def close_matches(name: str, choices: list[str], n: int = 3) -> list[str]:
+    """Up to ``n`` of ``choices`` a mistyped ``name`` may have meant: those containing it (``patho`` -> every
+    ``patho-*``; three characters or more), then the most similar spellings (``difflib``, ratio 0.5 or more)."""
+    contain = sorted(c for c in choices if len(name) >= 3 and name in c and c != name)
+    similar = difflib.get_close_matches(name, choices, n=n, cutoff=0.5)
+    return list(dict.fromkeys(contain + similar))[:n]
+
+
 def _key(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
@@ -112,7 +120,7 @@ class Registry(Generic[T]):
             key = self._lookup(name)
         if key not in self._items:
             choices = list(self._items) + list(self._aliases)
-            close = difflib.get_close_matches(key, choices, n=3, cutoff=0.5)
+            close = close_matches(key, choices)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             known = ", ".join(sorted(self._items)) if len(self._items) <= 12 else f"{len(self._items)} names"
             raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} (registered: {known})")

@@ -1,16 +1,21 @@
 """MkDocs hook: the pages generated from the registries at build time, so a new entry gets its page unwritten.
 
-- ``models/index.md``: the model table (``zoo list --markdown``, the README's), each name linking its page;
-- ``models/<name>.md``: one page per :class:`~zoo.registry.ModelEntry`: task, base, licence and where it was
-  read, revision, the input contract (prompt, pixel limits, parser) or the kind's settings, how to load it,
-  the recipes that train with it (``reproduces:`` or ``model.entry:``) with their provenance, and its card;
+- ``models/index.md``: the model table: name (linking its page), kind, availability (``zoo.availability``),
+  weights, licence, task;
+- ``models/<name>.md``: one page per ``zoo.registry.ModelEntry``: task, base, licence and where it was
+  read, revision, the input contract (prompt, pixel limits, parser) or the kind's settings, a load snippet that
+  runs as written (``load_snippets.py``), the recipes that train with it (``reproduces:``, ``model.entry:`` or its
+  checkpoint's ``training.json``) with their provenance, and its card;
 - ``fields/<name>.md``: one page per domain: its entries, datasets, benchmarks and recipes (which run on a
   CPU, which need GPUs), then the field's own notes (``domains/<name>/README.md``);
-- ``reference/recipes.md``: every engine's recipe dataclass, rendered by mkdocstrings from the field
-  docstrings (type, default, meaning);
+- ``reference/recipes.md``: per engine, every YAML key a recipe can set, with type, default, meaning and the
+  shipped recipes that set it (``recipe_reference.py``);
 - ``reference/cli.md``: ``zoo --help`` and every subcommand's, from the program's own parser.
 
-Nothing is written into ``docs/``: the files are added to the build in memory (``File.generated``).
+Nothing is written into ``docs/``: the files are added to the build in memory (``File.generated``). Two passes
+over every page, written and generated alike: guides rank above the generated model pages in search
+(``on_page_markdown``), and the Sphinx roles of docstrings (``:mod:`` and kin, which mkdocstrings' Google style
+leaves as text) become code (``on_page_content``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,13 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: Search weight of a page by where it lives: guides first, generated model pages last (mkdocs-material's
+#: ``search.boost`` page setting; 1 is the default).
+SEARCH_BOOST = {"models/index.md": 1.0, "guides/": 3.0, "getting-started.md": 3.0, "concepts.md": 3.0, "models/": 0.3}
+
+#: A Sphinx role around inline code, as docstrings written for Sphinx reach the HTML: ``:func:<code>~a.b</code>``.
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:mod|func|class|attr|meth|data|obj|exc|const):<code>~?([^<]*)</code>")
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -45,9 +57,24 @@ def on_files(files: Files, config: Any) -> Files:
         files.append(File.generated(config, f"fields/{domain.name}.md", content=field_page(domain, recipes)))
         fields.append(f"| [{domain.name}]({domain.name}.md) | {_cell(domain.summary)} |")
     files.append(File.generated(config, "fields/index.md", content="\n".join(fields) + "\n"))
-    files.append(File.generated(config, "reference/recipes.md", content=_recipe_reference()))
+    from docs.hooks.recipe_reference import recipe_reference
+
+    files.append(File.generated(config, "reference/recipes.md", content=recipe_reference(recipes, _cell)))
     files.append(File.generated(config, "reference/cli.md", content=_cli_reference()))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    """Give the page its search weight (:data:`SEARCH_BOOST`) unless its front matter sets one."""
+    weight = next((w for prefix, w in SEARCH_BOOST.items() if page.file.src_uri.startswith(prefix)), None)
+    if weight is not None:
+        page.meta.setdefault("search", {}).setdefault("boost", weight)
+    return markdown
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """Sphinx roles as the code they mark (``:class:`~zoo.kinds.VLMSpec``` shows ``zoo.kinds.VLMSpec``)."""
+    return SPHINX_ROLE.sub(r"<code>\1</code>", html)
 
 
 def _cli_reference() -> str:
@@ -78,16 +105,28 @@ def _cli_reference() -> str:
 
 
 def _model_index(names: list[str]) -> str:
-    from zoo.cli import markdown_table
+    from zoo.availability import availability
+    from zoo.registry import info
 
-    table = markdown_table()
-    for name in names:  # the name cell links the model's page
-        table = table.replace(f"| `{name}` |", f"| [`{name}`]({name}.md) |", 1)
-    return (
-        "# Models\n\nEvery entry of the registry, generated at build time (`zoo list --markdown` prints the "
-        "same table). A name opens its page: what it does, how to load it, the prompt it is asked with, "
-        "the recipes that train it and its card.\n\n" + table + "\n"
-    )
+    lines = [
+        "# Models",
+        "",
+        "Every entry of the registry, generated at build time. A name opens its page: what it does, how to load it, "
+        "the prompt it is asked with, the recipes that train it and its card. *Availability*: `runs offline here` "
+        "(shipped in `checkpoints/`), `needs download` (public on the Hub), `gated` (accept the licence on the Hub "
+        "first, for the model or the base it applies on), `not released` (recipes, rewards and evaluation only); "
+        "`zoo list` says the same and also counts what is already in your Hugging Face cache.",
+        "",
+        "| name | kind | availability | weights | licence | task |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        entry = info(name)
+        weights = (f"[{entry.repo_id}](https://huggingface.co/{entry.repo_id})" if entry.repo_id else
+                   f"`checkpoints/{name}`" if entry.released else "—")  # fmt: skip
+        lines.append(f"| [`{name}`]({name}.md) | {entry.kind} | {availability(entry, look_in_cache=False)} | "
+                     f"{weights} | `{entry.license}` | {_cell(entry.task)} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def _recipes() -> list[tuple[str, dict[str, Any]]]:
@@ -101,7 +140,14 @@ def _recipes() -> list[tuple[str, dict[str, Any]]]:
 
 
 def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """``value`` as one table cell: pipes escaped, one line, ``<word>`` outside code kept as text (not a tag)."""
+    return _escape_angles(str(value).replace("|", "\\|").replace("\n", " "))
+
+
+def _escape_angles(text: str) -> str:
+    """``<`` and ``>`` outside code spans as entities, so ``'a <colour> square'`` is not read as an HTML tag."""
+    parts = re.split(r"(`+[^`]*`+)", text)
+    return "".join(p if p.startswith("`") else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
 
 
 def _code(text: str) -> str:
@@ -150,34 +196,41 @@ def _contract(spec: Any) -> list[str]:
 
 
 def _loading(entry: Any) -> list[str]:
+    from docs.hooks.load_snippets import load_snippet
+    from zoo.availability import availability
+    from zoo.card_kinds import card_kind
+
     if not entry.released:
         return [
             '!!! warning "No public weights"',
-            f"    {entry.notes or 'The authors have not released weights.'}",
+            f"    {_cell(entry.notes or 'The authors have not released weights.')}",
             "",
             "Its rewards, recipes and evaluation are in the zoo; `zoo.load` says so instead of loading.",
             "",
         ]
-    call = {
-        "vlm": 'pred = pipe("image.png", "your question")',
-        "clip": 'probs = pipe("image.png", ["label one", "label two"])',
-        "diffusion": 'image = pipe("a prompt", seed=0)',
-        "policy": "action = pipe(observation)",
-    }[entry.kind]
-    lines = ["```python", "import zoo", "", f'pipe = zoo.load("{entry.name}")', call, "```", ""]
-    if entry.gated:
-        lines += ['!!! note "Gated"', "    Accept the licence on the model's Hub page, then `hf auth login`.", ""]
-    return lines
+    where = {"runs offline here": "The weights ship with the checkout, so this runs offline",
+             "needs download": "The first `zoo.load` downloads the weights into the Hugging Face cache",
+             "gated": "The weights are gated: accept the licence on the model's Hub page, then `hf auth login`; "
+                      "the first `zoo.load` downloads them"}[availability(entry, look_in_cache=False)]  # fmt: skip
+    if card_kind(entry).pipeline is None:
+        where = "`zoo.load` does not run this model: its authors' code does (the card below says how)"
+    return [f"{where}. Run from the repository root (`examples/` ships with it):", "",
+            "```python", load_snippet(entry), "```", ""]
 
 
 def _recipe_rows(name: str, aliases: tuple[str, ...], recipes: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    from zoo.provenance import rows as provenance_rows
+
     names = {name, *aliases}
+    trained = _trained_by(name)
     lines = []
     for path, raw in recipes:
         model = raw.get("model") or {}
-        how = ("reproduces it" if raw.get("reproduces") in names else
-               "trains with its contract" if model.get("entry") in names else None)  # fmt: skip
-        if how is None:
+        reasons = [("reproduces it" if raw.get("reproduces") in names else
+                    "trains with its contract" if model.get("entry") in names else ""),
+                   _stages_text(trained.get(path, []))]  # fmt: skip
+        how = "; ".join(r for r in reasons if r)
+        if not how:
             continue
         lines += [
             f"### `{path}`",
@@ -190,11 +243,45 @@ def _recipe_rows(name: str, aliases: tuple[str, ...], recipes: list[tuple[str, d
             lines += [
                 "| setting | where it comes from |",
                 "|---|---|",
-                *[f"| `{k}` | {_cell(v)} |" for k, v in provenance.items()],
+                *[f"| `{row.field}` | {_cell(row.text)} |" for row in provenance_rows(provenance)],
                 "",
             ]
+        if raw.get("authors_run"):
+            lines += _authors_run_rows(path)
         lines += [*_launch_rows(path, raw), "```bash", f"zoo train {path} --dry-run", "```", ""]
     return lines or ["No recipe of the zoo trains this entry yet.", ""]
+
+
+def _authors_run_rows(path: str) -> list[str]:
+    """The recipe's batch against the authors', the code of the release and the differences that are no field
+    (:mod:`zoo.authors_run`), as ``zoo info`` prints them."""
+    from zoo.engines.batches import authors_run_lines
+    from zoo.recipe import load_recipe
+
+    found = authors_run_lines(load_recipe(path))
+    return ["| about the authors' run | |", "|---|---|",
+            *[f"| {line.split()[0]} | {_cell(line.split(None, 1)[1])} |" for line in found], ""]  # fmt: skip
+
+
+def _trained_by(name: str) -> dict[str, list[str]]:
+    """Recipe path -> the names of the stages it ran, from a shipped checkpoint's training record (none for a Hub entry)."""
+    from zoo.hub import CHECKPOINTS_DIR
+    from zoo.records import read_record
+
+    path = CHECKPOINTS_DIR / name / "training.json"
+    stages: dict[str, list[str]] = {}
+    for stage in read_record(path).stages if path.is_file() else ():
+        if stage.recipe:
+            stages.setdefault(stage.recipe, []).append(stage.name)
+    return stages
+
+
+def _stages_text(stages: list[str]) -> str:
+    """``ran its stage "RL"`` (or stages), as the checkpoint's training record names them; ``""`` for none."""
+    if not stages:
+        return ""
+    return f"ran its stage{'s' if len(stages) > 1 else ''} " + ", ".join(f'"{_cell(s)}"' for s in stages) + \
+        " (`training.json`)"
 
 
 def _launch_rows(path: str, raw: dict[str, Any]) -> list[str]:
@@ -221,6 +308,7 @@ def _launch_rows(path: str, raw: dict[str, Any]) -> list[str]:
 
 def model_page(entry: Any, recipes: list[tuple[str, dict[str, Any]]]) -> str:
     """The page of one entry, from the entry alone (and the recipes that name it)."""
+    from zoo.availability import availability
     from zoo.cards import render_card
 
     repo = (f"[`{entry.repo_id}`](https://huggingface.co/{entry.repo_id})" if entry.repo_id else
@@ -237,6 +325,7 @@ def model_page(entry: Any, recipes: list[tuple[str, dict[str, Any]]]) -> str:
         f"| field | {entry.domain} |",
         f"| kind | {entry.kind} |",
         f"| weights | {repo} |",
+        f"| availability | {availability(entry, look_in_cache=False)} |",
         f"| revision | {revision} |",
         f"| base model | {_cell(entry.base_model)} |",
         f"| licence | `{entry.license}`{' (gated)' if entry.gated else ''}: {_cell(entry.license_source)} |",
@@ -255,22 +344,6 @@ def model_page(entry: Any, recipes: list[tuple[str, dict[str, Any]]]) -> str:
     body = re.sub(r"!\[([^\]]*)\]\((?!https?:)[^)]*\)", r"*(figure: \1, in the card's folder)*", body)
     lines += ["## Card", "", "The model card `zoo push` publishes (`zoo card " + entry.name + "`):", "", body]
     return "\n".join(lines) + "\n"
-
-
-def _sections(cls: type, seen: set[type]) -> list[type]:
-    """``cls`` and, depth first, the dataclasses its fields hold (``model:``, ``algorithm:``, ``training.lora:``)."""
-    import dataclasses
-    import typing
-
-    if cls in seen:
-        return []
-    seen.add(cls)
-    found = [cls]
-    for hint in typing.get_type_hints(cls).values():
-        for inner in (hint, *typing.get_args(hint)):
-            if dataclasses.is_dataclass(inner) and isinstance(inner, type):
-                found += _sections(inner, seen)
-    return found
 
 
 def _runs_on(raw: dict[str, Any]) -> str:
@@ -316,32 +389,4 @@ def field_page(domain: Any, recipes: list[tuple[str, dict[str, Any]]]) -> str:
         text = re.sub(r"\A# .*\n", "", text)  # its title: the page has one
         text = re.sub(r"^(#+) ", lambda m: "#" * min(len(m.group(1)) + 1, 6) + " ", text, flags=re.MULTILINE)
         lines += ["", f"## Notes from `domains/{domain.name}/README.md`", "", text]
-    return "\n".join(lines) + "\n"
-
-
-def _recipe_reference() -> str:
-    from zoo.engines import ENGINES
-
-    lines = [
-        "# Recipe reference",
-        "",
-        (
-            "A recipe is a YAML file read into the dataclass of its engine (`engine:`); each block of the file "
-            "(`model:`, `data:`, `algorithm:`, `training:`...) is one of the dataclasses listed under it. Every "
-            "field, with its type, default and meaning, is generated from the dataclasses' field docstrings."
-        ),
-        "",
-    ]
-    seen: set[type] = set()
-    for name in ENGINES.list():
-        engine = ENGINES.get(name)
-        lines += [f"## `{name}`", "", engine.summary, ""]
-        for cls in _sections(engine.recipe_class(), seen):
-            lines += [
-                f"::: {cls.__module__}.{cls.__qualname__}",
-                "    options:",
-                "      heading_level: 3",
-                "      show_bases: false",
-                "",
-            ]
     return "\n".join(lines) + "\n"

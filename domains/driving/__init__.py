@@ -19,7 +19,7 @@ DOMAIN = Domain(
     evaluate="domains.driving.evaluate:run",
     environments={"highway-carl": "domains.driving.carl_env:make_highway_carl"},
     benchmarks=("synthetic", "synthetic-tiny", "synthetic-refine", "synthetic-tiny-refine", "autotrust",
-                "autotrust-uncertainty", "autotrust-abstention", "autotrust-privacy"),
+                "autotrust-uncertainty", "autotrust-abstention", "autotrust-privacy", "navsim"),
     # AutoTrust's QA files are its benchmark (taco-group/AutoTrust qa-pairs/); the synthetic scenes train
     # below the held-out seeds (data.EVAL_SEED), so they are not evaluation data.
     eval_datasets=("autotrust",),

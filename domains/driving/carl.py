@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import gymnasium as gym
 from stable_baselines3 import PPO
@@ -25,6 +26,7 @@ from zoo.engines.policy.methods import register_method
 from zoo.engines.policy.recipe import PolicyAlgorithmConfig, PolicyRecipe, SB3PPOConfig
 from zoo.engines.policy.state import restore_sb3, save_sb3
 from zoo.pipelines.policy import Normalization, PolicyConfig, PolicyPipeline, save_policy
+from zoo.recipe import RecipeError
 
 
 def export_beta_policy(model: PPO, folder: Path) -> Path:
@@ -51,10 +53,22 @@ def export_beta_policy(model: PPO, folder: Path) -> Path:
 @PolicyAlgorithmConfig.register("carl-ppo")
 @dataclass(frozen=True)
 class CarlPPOConfig(SB3PPOConfig):
-    """``carl-ppo``: the PPO settings it shares with ``resip-ppo``; CaRL's other terms are fixed in
+    """``carl-ppo``: the PPO settings it shares with ``resip-ppo``, and the two in which CaRL's CARLA run and its
+    nuPlan configuration differ beyond batch and epochs; the terms both share are fixed in
     :func:`~domains.driving.carl_policy.carl_ppo`."""
 
     method: str = "carl-ppo"
+    ent_coef: float = 0.01
+    """Entropy bonus weight (CaRL's CARLA run 0.01, ``train_carl_py.sh:17``; its nuPlan configuration 0.0,
+    ``default_gym.yaml:52``)."""
+    lr_schedule: Literal["constant", "linear"] = "constant"
+    """``linear``: ``training.lr`` decays linearly over ``training.steps`` iterations, as both CaRL runs do
+    (:class:`~domains.driving.carl_policy.IterationLinearDecay`); ``constant`` keeps it."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.ent_coef < 0:
+            raise RecipeError(f"algorithm.ent_coef={self.ent_coef} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -74,8 +88,9 @@ class CarlPPO:
     def build(self, env: VecEnv, recipe: PolicyRecipe) -> BaseAlgorithm:
         a, t = recipe.algorithm, recipe.training
         return carl_ppo(env, hidden=a.hidden, n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs,
-                        gamma=a.gamma, learning_rate=t.lr, truncation_as_done=a.truncation_as_done,
-                        seed=t.seed)  # fmt: skip
+                        gamma=a.gamma, learning_rate=t.lr, ent_coef=a.ent_coef,
+                        lr_iterations=t.steps if a.lr_schedule == "linear" else None,
+                        truncation_as_done=a.truncation_as_done, seed=t.seed)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         save_sb3(model, folder)

@@ -344,7 +344,7 @@ def make_highway_carl(*, reward: dict[str, Any] | None = None, **kwargs: Any) ->
     """The highway route with CaRL's reward and terminations (``reward``: :class:`CarlRewardConfig` fields)."""
     try:
         config = CarlRewardConfig(**(reward or {}))
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise ValueError(
             f"env.kwargs.reward: {err}; fields: {', '.join(CarlRewardConfig.__dataclass_fields__)}"
         ) from err

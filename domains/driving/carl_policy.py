@@ -18,13 +18,14 @@ The PPO loss and its returns are CaRL's ``dd_ppo.py`` (a CleanRL PPO), term by t
   Bessel-corrected std (dd_ppo.py:1166-1182); stable-baselines3's is the same;
 * value: CaRL's ``0.5 * MSE`` times ``vf_coef`` 0.5 (dd_ppo.py:1205, 1208). stable-baselines3's value
   loss is the plain MSE, so :func:`carl_ppo` passes ``vf_coef / 2`` and the weight is CaRL's 0.25;
-* entropy: ``- ent_coef * mean(H)`` with ``ent_coef`` 0.01 (dd_ppo.py:1207-1208);
+* entropy: ``- ent_coef * mean(H)`` with ``ent_coef`` 0.01 (dd_ppo.py:1207-1208) in the CARLA run, 0.0 in CaRL's
+  nuPlan configuration (``jkli-2/CaRL@d6890e6:nuPlan/carl_nuplan/planning/script/config/gym/default_gym.yaml:52``);
 * episode ends: ``done = termination or truncation`` (dd_ppo.py:943, "Not treated separately"), so a
   time limit or a finished route is not bootstrapped from its last state's value (GAE,
   dd_ppo.py:994-1006). stable-baselines3 bootstraps truncations; :class:`TruncationAsDone` turns that off.
 
-One difference, a zoo choice: CaRL's run clips the value loss (``--clip_vloss 1``,
-train_carl_py.sh:17: ``0.5 * max(unclipped, clipped)`` with the clip 0.1 of the policy,
+One difference, a zoo choice: both CaRL runs clip the value loss (``--clip_vloss 1``, train_carl_py.sh:17;
+``clip_vloss: True``, default_gym.yaml:51: ``0.5 * max(unclipped, clipped)`` with the clip 0.1 of the policy,
 dd_ppo.py:1185-1197). stable-baselines3's ``clip_range_vf`` clips the prediction alone, not CleanRL's
 max of both losses, so the zoo trains the value unclipped (CaRL's own branch for ``clip_vloss 0``).
 """
@@ -123,29 +124,57 @@ class TruncationAsDone(VecEnvWrapper):
         return obs, rewards, dones, infos
 
 
-def linear_decay(initial: float) -> Any:
-    """CaRL's learning-rate schedule: linear from ``initial`` to 0 over training (``progress`` 1 -> 0)."""
-    return lambda progress: progress * initial
+class IterationLinearDecay:
+    """CaRL's linear learning-rate decay over a run of ``iterations`` PPO updates, read off the algorithm's step count.
+
+    At update ``k`` (0-based) the rate is ``initial * (1 - (k - 1) / iterations)``, the authors' formula as written
+    (``frac = 1.0 - (update - 1.0) / num_updates`` in ``run_training``,
+    ``jkli-2/CaRL@5ba3dc4:nuPlan/carl_nuplan/planning/gym/training.py``; ``--lr_schedule linear`` in the CARLA run), so
+    the first update runs at ``1 + 1/iterations`` times ``initial``. stable-baselines3's own progress restarts with
+    every ``learn`` call and the ``policy`` engine calls ``learn`` once per iteration, so the update index comes from
+    ``num_timesteps`` of the model (:meth:`attach`), which ``--resume`` restores.
+    """
+
+    def __init__(self, initial: float, iterations: int, iteration_steps: int) -> None:
+        if iterations < 1 or iteration_steps < 1:
+            raise ValueError(f"a linear decay needs iterations >= 1 and iteration_steps >= 1, "
+                             f"got {iterations} and {iteration_steps}")  # fmt: skip
+        self.initial, self.iterations, self.iteration_steps = float(initial), iterations, iteration_steps
+        self.model: PPO | None = None
+
+    def attach(self, model: PPO) -> PPO:
+        """Read the update index from ``model`` from now on; returns it."""
+        self.model = model
+        return model
+
+    def __call__(self, _progress_remaining: float) -> float:
+        if self.model is None:  # the optimiser's construction, before any update
+            return self.initial
+        update = self.model.num_timesteps // self.iteration_steps - 1  # called after the update's rollout
+        return self.initial * (1.0 - (update - 1.0) / self.iterations)
 
 
 def carl_ppo(env: VecEnv, *, hidden: tuple[int, ...] = (256, 256), n_steps: int = 512, batch_size: int = 1024,
-             n_epochs: int = 3, gamma: float = 0.99, learning_rate: float = 2.5e-4, lr_decay: bool = False,
+             n_epochs: int = 3, gamma: float = 0.99, learning_rate: float = 2.5e-4, lr_iterations: int | None = None,
              truncation_as_done: bool = True, seed: int = 0, **kwargs: Any) -> PPO:  # fmt: skip
     """PPO with CaRL's settings (train_carl_py.sh:17): clip 0.1, entropy 0.01, value 0.5 on ``0.5 * MSE``,
     GAE 0.95, grad-norm 0.5, normalised advantages, truncations ending episodes (module docstring).
 
     CaRL's batch is 65,536 samples in minibatches of 16,384 (3 epochs, 128 environments); a
-    recipe scales both down and keeps the ratio. ``vf_coef`` in ``kwargs`` is CaRL's (on its
-    ``0.5 * MSE``) and is halved for stable-baselines3's plain MSE. ``truncation_as_done=False``
-    bootstraps truncations as stable-baselines3 does. ``lr_decay`` is CaRL's linear decay over one
-    ``learn`` call; off by default because the ``policy`` engine calls ``learn`` once per iteration
-    and stable-baselines3 restarts its progress on every call.
+    recipe scales both down and keeps the ratio. ``ent_coef`` in ``kwargs`` overrides CARLA's 0.01 (CaRL's nuPlan
+    configuration: 0.0). ``vf_coef`` in ``kwargs`` is CaRL's (on its ``0.5 * MSE``) and is halved for
+    stable-baselines3's plain MSE. ``truncation_as_done=False`` bootstraps truncations as stable-baselines3 does.
+    ``lr_iterations``: decay ``learning_rate`` linearly over that many iterations of ``n_steps`` per environment
+    (:class:`IterationLinearDecay`); ``None`` keeps it constant.
     """
     vf_coef = kwargs.pop("vf_coef", CARL_VF_COEF)
     settings: dict[str, Any] = {"clip_range": 0.1, "ent_coef": 0.01, "vf_coef": vf_coef / 2, "gae_lambda": 0.95,
                                 "max_grad_norm": 0.5, "normalize_advantage": True} | kwargs  # fmt: skip
     policy_kwargs = {"net_arch": {"pi": list(hidden), "vf": list(hidden)}} | settings.pop("policy_kwargs", {})
+    schedule = None if lr_iterations is None else IterationLinearDecay(learning_rate, lr_iterations,
+                                                                       n_steps * env.num_envs)  # fmt: skip
     env = TruncationAsDone(env) if truncation_as_done else env
-    return silence_logger(PPO(BetaPolicy, env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=gamma,
-                              learning_rate=linear_decay(learning_rate) if lr_decay else learning_rate, seed=seed,
-                              policy_kwargs=policy_kwargs, device="cpu", verbose=0, **settings))  # fmt: skip
+    model = PPO(BetaPolicy, env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=gamma,
+                learning_rate=learning_rate if schedule is None else schedule, seed=seed,
+                policy_kwargs=policy_kwargs, device="cpu", verbose=0, **settings)  # fmt: skip
+    return silence_logger(model if schedule is None else schedule.attach(model))

@@ -28,6 +28,17 @@ included (``default_reward_builder.py`` ``_regular_accumulate``, lines 217-241 a
   Reaching the end of the route is a truncation, not a termination; the PPO treats both as the
   end of the episode, as CaRL's does (:mod:`domains.driving.carl_policy`).
 
+CaRL's nuPlan code has two settings of the builder, both available here. Its defaults (and the single-GPU
+script) accumulate as above (``reward_accumulation: regular``, "as described in CaRL paper") with
+``off_route_type: v1``; its multi-GPU training script sets ``reward_accumulation=nuplan`` (a weighted sum,
+:func:`accumulate`) and ``off_route_type v2`` (``jkli-2/CaRL@5ba3dc4:nuPlan/scripts/gym/train_multi_gpu.sh:17,20``).
+``accumulation`` picks the first. The off-route test here, the ego's centre on one of the route's lanes, is
+``calculate_off_route_v2``'s (the route's lane and lane-connector polygons, ``components/off_route.py``); ``v1``
+tests the route's roadblock polygons instead, whose odd shapes at junctions the authors found exploited. On the
+stand-in's straight road, without junctions, a roadblock is exactly the union of its lanes, so the two versions
+are one test there and no option chooses between them. Both versions forgive leaving the route where the logged
+human left it too; the stand-in has no logged driver, and its route covers every lane by default.
+
 Where the formulas come from: CaRL's nuPlan reward builder, read in the fork ``jkli-2/CaRL``
 (``nuPlan/carl_nuplan/planning/gym/environment/reward_builder/default_reward_builder.py`` at
 d6890e6d: regular accumulation; ``components/time_to_collision.py`` for the 0.5 held TTC;
@@ -45,7 +56,7 @@ The wrapper reads the simulator's measurements from ``info["driving"]`` (a
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -114,6 +125,19 @@ class CarlRewardConfig:
     """Lane factor at the lane border (CaRL: 1 - 0.5)."""
     use_comfort: bool = True
     """Multiply by the comfort share (CaRL nuPlan: kinematics comfort)."""
+    accumulation: Literal["regular", "nuplan"] = "regular"
+    """How the components make the reward (:func:`accumulate`): ``regular``, progress times every factor (the
+    builder's default, ``default_reward_builder.py:124``, "as described in CaRL paper"); ``nuplan``, the weighted
+    sum of nuPlan's score (``reward_accumulation=nuplan`` in ``train_multi_gpu.sh:17``)."""
+    episode_steps: int = 150
+    """``nuplan`` accumulation: the per-step share of the TTC, speed and comfort terms is ``1 / episode_steps``
+    (CaRL: ``NUM_SCENARIO_ITERATIONS`` 150, nuPlan's 15 s at 10 Hz, ``default_reward_builder.py:60``)."""
+
+    def __post_init__(self) -> None:
+        if self.accumulation not in ("regular", "nuplan"):
+            raise ValueError(f"accumulation={self.accumulation!r}: choose 'regular' or 'nuplan'")
+        if self.episode_steps < 1:
+            raise ValueError(f"episode_steps={self.episode_steps} must be >= 1")
 
 
 @dataclass
@@ -175,10 +199,25 @@ def carl_step(m: DrivingMeasurement, state: PenaltyState, config: CarlRewardConf
         "off_route": 1.0 if m.on_route else 0.0,
     }
     reason = next((name for name in HARD_CONSTRAINTS if getattr(m, name)), None)
-    if reason is not None:  # nuPlan's terminate_factor 0 and terminal penalties 0.0: the step earns nothing
+    if reason is not None:  # both accumulations: the step that ends the episode earns nothing (see the module doc)
         return RewardStep(0.0, True, reason, components)
-    factors = [v for k, v in components.items() if k != "progress"]
-    return RewardStep(progress * float(np.prod(factors)), False, None, components)
+    return RewardStep(accumulate(components, config), False, None, components)
+
+
+def accumulate(components: dict[str, float], config: CarlRewardConfig) -> float:
+    """The reward of a step that did not end the episode, from :func:`carl_step`'s components.
+
+    ``regular`` (``_regular_accumulate``, ``default_reward_builder.py:217-241``): ``progress`` times every factor.
+    ``nuplan`` (``_nuplan_accumulate``, lines 266-296): ``(5 progress + 5 ttc + 4 speed + 2 comfort) / 16`` times
+    the off-route and lane-distance factors, where ``ttc`` and ``comfort`` count 1 only when unpenalised, and
+    they and the speeding factor are spread over the episode (divided by ``episode_steps``). CaRL's progress is a
+    fraction times ``reward_factor`` 100; here it is already in percent, so the three per-step terms take the 100.
+    """
+    if config.accumulation == "regular":
+        return components["progress"] * float(np.prod([v for k, v in components.items() if k != "progress"]))
+    ttc, comfort = float(components["ttc"] == 1.0), float(components["comfort"] == 1.0)
+    per_step = 100.0 * (5 * ttc + 4 * components["speeding"] + 2 * comfort) / config.episode_steps
+    return (5 * components["progress"] + per_step) / 16 * components["off_route"] * components["lane_distance"]
 
 
 class CarlReward(gym.Wrapper):

@@ -9,7 +9,11 @@ with v1 PDMS and v2 EPDMS (:mod:`domains.driving.metrics`); ``synthetic-refine``
 (trustfulness, robustness in other languages, scene fairness); ``autotrust-uncertainty`` asks each
 again whether the model is sure; ``autotrust-abstention`` asks with the instruction to decline and
 scores the refusal rate (robustness, OOD); ``autotrust-privacy`` scores a privacy file's refusals and
-leaks (:mod:`domains.driving.autotrust`, which cites the authors' scripts).
+leaks (:mod:`domains.driving.autotrust`, which cites the authors' scripts). ``--data navsim --path
+RESULT.csv`` reads the file NAVSIM's own ``run_pdm_score`` wrote for the model (run as
+:class:`domains.driving.navsim_agent.ZooAgent`) and records its score under the name of what it is, PDMS
+(NAVSIM v1) or EPDMS (NAVSIM v2) (:mod:`domains.driving.navsim_scores`). ``metrics.json`` always says which
+scores it holds: ``scores`` maps each key to its definition.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ logger = logging.getLogger(__name__)
 
 SYNTHETIC = {"synthetic": 200, "synthetic-tiny": 40}
 AUTOTRUST = ("autotrust", "autotrust-uncertainty", "autotrust-abstention", "autotrust-privacy")
-BENCHMARKS = (*SYNTHETIC, *(f"{name}-refine" for name in SYNTHETIC), *AUTOTRUST)
+NAVSIM = "navsim"
+BENCHMARKS = (*SYNTHETIC, *(f"{name}-refine" for name in SYNTHETIC), *AUTOTRUST, NAVSIM)
+SCORE_NAMES = {
+    "pdms": "PDMS, NAVSIM v1 (tag v1.1, 0811876c): NC x DAC x (5 EP + 5 TTC + 2 C) / 12",
+    "epdms": "EPDMS, NAVSIM v2 (0a380a9): NC x DAC x DDC x TLC x (5 EP + 5 TTC + 2 LK + 2 HC + 2 EC) / 16",
+}
+"""What the ``pdms`` and ``epdms`` keys of ``metrics.json`` hold (:mod:`domains.driving.pdms`)."""
 SUB_METRICS = ("nc", "dac", "ddc", "tlc", "ep", "ttc", "lk", "c", "hc")
 
 
@@ -123,6 +133,8 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
         raise ValueError(f"unknown driving benchmark {data!r}; choose one of {BENCHMARKS}")
     if data in AUTOTRUST:
         return run_autotrust(pipe, data, path, out_dir, limit)
+    if data == NAVSIM:
+        return run_navsim(pipe, path, out_dir)
     if path:
         raise ValueError(f"--data {data} is generated; drop --path")
     base = data.removesuffix("-refine")
@@ -130,11 +142,30 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     plans = [plan(pipe, s, refine=data.endswith("-refine")) for s in tqdm(samples, desc=f"driving {data}")]
     rows = score_rows(samples, plans)
     metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": data,
-               "scorer": "NAVSIM PDMS (v1) / EPDMS (v2) aggregation on synthetic-scene geometry", **summarise(rows)}  # fmt: skip
+               "scorer": "NAVSIM PDMS (v1) / EPDMS (v2) aggregation on synthetic-scene geometry",
+               "scores": SCORE_NAMES, **summarise(rows)}  # fmt: skip
     out = write_results(out_dir, metrics, rows)
     draw_trajectories(samples, rows, out / "trajectories.png")
     logger.info("%s on %s: PDMS %.3f over %d scenes -> %s", metrics["model"], data, metrics["overall"]["pdms"],
                 len(rows), out)  # fmt: skip
+    return metrics
+
+
+def run_navsim(pipe: Any, path: str | None, out_dir: str | Path) -> dict[str, Any]:
+    """``--data navsim``: NAVSIM's result file for ``pipe``'s model, its score named (PDMS or EPDMS)."""
+    from domains.driving.navsim_scores import read_navsim_scores
+
+    if not path:
+        raise ValueError("--data navsim reads NAVSIM's result: pass --path RESULT.csv, the file run_pdm_score wrote")
+    result = read_navsim_scores(path)
+    metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": NAVSIM,
+               "scorer": f"NAVSIM {result.navsim_version} run_pdm_score ({path})",
+               "scores": {result.metric: SCORE_NAMES[result.metric]},
+               "overall": {result.metric: result.score, **result.sub_metrics, "n": len(result.scenes),
+                           "valid": result.valid_scenes}}  # fmt: skip
+    out = write_results(out_dir, metrics, result.scenes)
+    logger.info("%s: NAVSIM %s %s %.3f over %d scenes -> %s", metrics["model"], result.navsim_version,
+                result.metric.upper(), result.score, len(result.scenes), out)  # fmt: skip
     return metrics
 
 

@@ -33,7 +33,8 @@ GUI_G1_3B = register(
             user=GUI_G1_USER, min_pixels=3136, max_pixels=12845056, coord_frame="resized", max_new_tokens=128,
             parser=parse_gui_g1,
         ),
-        license="apache-2.0",
+        license="other",  # the base's Qwen Research License (license_source)
+        code_license="apache-2.0",
         paper="2505.15810",
         license_source=(
             "LICENSE of the authors' repository Yuqi-Zhou/GUI-G1@e581fe98 (Apache-2.0); the licence field of "

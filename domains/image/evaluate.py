@@ -2,16 +2,21 @@
 
 * ``--data geneval``: GenEval's prompts (``--path`` its ``evaluation_metadata.jsonl``; without it a seeded
   GenEval-style set of ``per_tag`` prompts per tag, :func:`domains.image.geneval.prompt_set`), judged by the
-  ``geneval`` reward (detector + colour classifier, GenEval's rules). Metrics: GenEval's overall score (mean
-  of per-tag accuracies) and each tag's accuracy. Images land as GenEval's own scorer reads them
-  (``images/<index>/metadata.jsonl`` + ``samples/<n>.png``), so its official script can be run on them too.
+  ``geneval`` reward (detector + colour classifier, GenEval's rules; ``detector`` option: GenEval's own
+  mmdetection ``.pth``, else a Hub checkpoint of another training). Metrics: GenEval's overall score (mean
+  of per-tag accuracies), each tag's accuracy and ``detector``, which detector scored. Images land as GenEval's
+  own scorer reads them (``images/<index>/metadata.jsonl`` + ``samples/<n>.png``), so its official script can be
+  run on them too.
 * ``--data ocr``: text-rendering prompts (``--path`` a text file, one prompt per line, as Flow-GRPO's
   ``dataset/ocr/test.txt``, or a jsonl of ``{"prompt": ...}``; without it the zoo's small built-in set),
   scored by the ``ocr`` reward (Flow-GRPO's normalised edit distance). Metrics: mean OCR score
   (``ocr_accuracy``, what Flow-GRPO reports) and the share rendered exactly (``exact``).
 * ``--data gedit-bench``: edits of GEdit-Bench's source images (``--path`` the dataset folder), judged by
-  the ``editscore`` reward (``judge`` option: an entry name). Metrics: SC, PQ, O (0-10) as GEdit-Bench states
-  them (the mean of the task groups' means), the means over samples (``sample_mean``) and each task type's. Edited images are written in GEdit-Bench's own layout (``images/fullset/<task>/<lang>/<key>.png``).
+  the ``editscore`` reward (``judge`` option: an entry name) as GEdit's scorer shows them: against ``input_image``,
+  the edit resized to it (:mod:`domains.image.gedit`). Metrics: SC, PQ, O (0-10) as GEdit-Bench states them (the
+  mean of all 11 task groups' means; ``None`` with ``missing_groups`` and a sentence when a group has no score),
+  the intersection subset's, the means over samples (``sample_mean``) and each task type's. Edits and sources are
+  written in GEdit-Bench's own layout (``images/fullset/<task>/<lang>/<key>.png`` and ``<key>_SRCIMG.png``).
 
 Every run writes ``metrics.json``, ``predictions.jsonl`` and ``grid.png`` (:mod:`zoo.eval_results`).
 """
@@ -28,6 +33,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from domains.image import gedit, geneval
+from domains.image.prompt_list import prompt_lines
 from zoo.data import Sample
 from zoo.eval_results import write_results
 
@@ -47,11 +53,18 @@ def ocr_prompts(n: int = 8, seed: int = 0) -> list[str]:
 
 
 def load_ocr_prompts(path: str | Path, limit: int | None = None) -> list[str]:
-    """Prompts from a text file (one a line) or a jsonl of ``{"prompt": ...}`` rows."""
-    path = Path(path)
-    lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
-    prompts = [json.loads(line)["prompt"] if path.suffix == ".jsonl" else line for line in lines]
-    return prompts[:limit] if limit is not None else prompts
+    """Prompts from a text file (one a line) or a jsonl of ``{"prompt": ...}`` rows (read by :func:`prompt_lines`)."""
+    lines = prompt_lines(path, "--data ocr --path")
+    if Path(path).suffix != ".jsonl":
+        prompts = [line for _, line in lines]
+        return prompts[:limit] if limit is not None else prompts
+    prompts = []
+    for number, line in lines[:limit]:
+        row = json.loads(line)
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+            raise ValueError(f"{path}:{number}: a jsonl prompt row is an object with a \"prompt\" string")
+        prompts.append(row["prompt"])
+    return prompts
 
 
 def _generate(pipe: Any, prompts: Sequence[str], per_prompt: int, seed: int, batch_size: int,
@@ -128,45 +141,57 @@ def _ocr_caption(prompt: str) -> str:
 
 def run_gedit(pipe: Any, samples: Sequence[Sample], out_dir: Path, *, reward: Any, seed: int,
               sampling: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
+    """Edit ``images[-1]`` of each sample and judge the edit, resized to ``images[0]`` (``input_image``), against it.
+
+    Edits are written as produced to ``images/fullset/<task>/<lang>/<key>.png`` beside the source as
+    ``<key>_SRCIMG.png``: GEdit's layout (generate_image_example.py:48-54), so their scorer reads the folder too.
+    """
     from zoo.images import load_image
 
     if "image" not in getattr(pipe, "call_parameters", {"image"}):  # a zoo pipeline says; another is trusted
         raise ValueError(f"{getattr(pipe, 'entry', pipe)} takes no input image: GEdit-Bench needs an editing pipeline "
                          "(FluxKontextPipeline, QwenImageEditPipeline, ...)")  # fmt: skip
-    sources, edited = [], []
+    sources, judged = [], []
     for sample in tqdm(samples, desc="edit", disable=None, leave=False):
         source = load_image(sample.images[0])
-        image = pipe(sample.target["instruction"], image=source, seed=seed, **sampling).images[0]
-        path = out_dir / "images" / "fullset" / sample.meta["task_type"] / sample.meta["language"] / f"{sample.meta['key']}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        image.save(path)
+        image = pipe(sample.target["instruction"], image=load_image(sample.images[-1]), seed=seed, **sampling).images[0]
+        folder = out_dir / "images" / "fullset" / sample.meta["task_type"] / sample.meta["language"]
+        folder.mkdir(parents=True, exist_ok=True)
+        image.save(folder / f"{sample.meta['key']}.png")
+        (folder / f"{sample.meta['key']}_SRCIMG.png").write_bytes(sample.images[0])
         sources.append(source)
-        edited.append(image)
-    results = _score(reward, edited, [{"instruction": s.target["instruction"], "image": src} for s, src in zip(samples, sources)])
+        judged.append(gedit.judged_edit(image, source))
+    results = _score(reward, judged, [{"instruction": s.target["instruction"], "image": src} for s, src in zip(samples, sources)])
     rows = []
     for sample, result in zip(samples, results):
         c = result.components
-        rows.append({"id": sample.id, "task_type": sample.meta["task_type"], "instruction": sample.target["instruction"],
-                     "intersection": sample.meta["intersection"], "sc": c.get("sc"), "pq": c.get("pq"),
-                     "overall": c.get("overall") if result.ok else None, "error": result.error})  # fmt: skip
+        rows.append({"id": sample.id, "task_type": sample.meta["task_type"], "language": sample.meta["language"],
+                     "instruction": sample.target["instruction"], "intersection": sample.meta["intersection"],
+                     "sc": c.get("sc"), "pq": c.get("pq"), "overall": c.get("overall") if result.ok else None,
+                     "error": result.error})  # fmt: skip
     n = min(8, len(samples))
     from zoo.visualize import grid
 
-    grid(sources[:n] + edited[:n], columns=n, cell=256).save(out_dir / "grid.png")
+    grid(sources[:n] + judged[:n], columns=n, cell=256).save(out_dir / "grid.png")
     return gedit.summarise(rows), rows
 
 
 def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None, *, seed: int = 0,
         reward: str | None = None, images_per_prompt: int = 4, per_tag: int = 4, batch_size: int = 4,
-        judge: str = "editscore-7b", num_pass: int = 1, language: str = "en",
-        intersection_only: bool = False, **sampling: Any) -> dict[str, Any]:  # fmt: skip
+        judge: str = "editscore-7b", num_pass: int = 1, language: str = "en", intersection_only: bool = False,
+        edit_source: str = gedit.SOURCE, detector: str | None = None, **sampling: Any) -> dict[str, Any]:  # fmt: skip
     """Evaluate a text-to-image or editing pipeline; options come as ``--option key=value``.
 
     Args:
         seed: first generation seed. reward: registry name replacing the benchmark's reward.
         images_per_prompt: GenEval images per prompt (their protocol: 4). per_tag: built-in GenEval prompts per tag.
+        detector: GenEval's detector weights: the path of GenEval's mmdetection ``.pth`` (their detector, converted
+            on load), or a transformers repository; default ``facebook/mask2former-swin-small-coco-instance``, which
+            is not GenEval's checkpoint. ``metrics.json`` records which detector scored.
         judge, num_pass: the EditScore judge entry and its passes (GEdit-Bench). language, intersection_only:
-            the GEdit-Bench subset (``en``/``cn``/``all``; the intersection subset alone).
+            the GEdit-Bench subset (``en``/``cn``/``all``; the intersection subset alone). edit_source: the image
+            the editor edits, ``input_image`` (EditScore's runs) or ``input_image_raw`` (GEdit's example); the judge
+            always compares against ``input_image``.
         **sampling: the pipeline's sampling settings over the entry's (``num_inference_steps=28``).
     """
     if path and data in ("geneval", "ocr") and not Path(path).is_file():
@@ -176,9 +201,14 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     out.mkdir(parents=True, exist_ok=True)
     if data == "geneval":
         rows = [s.target for s in geneval.load_samples(path, limit, per_tag, seed)]
-        metrics, out_rows = run_geneval(pipe, rows, out, reward=_reward(reward or "geneval"),
-                                        images_per_prompt=images_per_prompt, seed=seed, batch_size=batch_size,
-                                        sampling=sampling)  # fmt: skip
+        scorer = _reward(reward or "geneval")
+        if detector:
+            if not callable(getattr(scorer, "with_options", None)):
+                raise ValueError(f"--option detector sets the geneval rewards' detector; {reward!r} takes none")
+            scorer = scorer.with_options(detector=detector)
+        metrics, out_rows = run_geneval(pipe, rows, out, reward=scorer, images_per_prompt=images_per_prompt, seed=seed,
+                                        batch_size=batch_size, sampling=sampling)  # fmt: skip
+        metrics["detector"] = getattr(scorer, "detector_source", f"{type(scorer).__name__} (a reward passed in)")
     elif data == "ocr":
         prompts = load_ocr_prompts(path, limit) if path else ocr_prompts(limit or 8, seed)
         metrics, out_rows = run_ocr(pipe, prompts, out, reward=_reward(reward or "ocr"), seed=seed,
@@ -186,7 +216,8 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     elif data == "gedit-bench":
         if not path:
             raise ValueError("--data gedit-bench needs --path: the stepfun-ai/GEdit-Bench dataset folder")
-        samples = gedit.load_gedit(path, limit, language=language, intersection_only=intersection_only)
+        samples = gedit.load_gedit(path, limit, language=language, intersection_only=intersection_only,
+                                   edit_source=edit_source)
         if not samples:
             raise ValueError(f"no GEdit-Bench rows in {path} for language {language!r}")
         if reward:

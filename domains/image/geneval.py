@@ -17,12 +17,13 @@ kept as in their ``evaluate_image``: score above 0.3 (0.9 for ``counting``), mos
 per class, greedy non-maximum suppression off by default (``max_overlap=1``). The relation of two boxes is
 their ``relative_position`` with ``POSITION_THRESHOLD = 0.1``.
 
-Their detector is mmdetection's Mask2Former Swin-S (COCO) and their colour classifier is CLIP ViT-L/14
+Their detector is mmdetection's Mask2Former Swin-S (COCO) checkpoint and their colour classifier is CLIP ViT-L/14
 zero-shot over ten colours with three templates, on the object cut out by its mask on grey ``#999`` and
 cropped to its box. Flow-GRPO does not train on that 1/0 verdict but on the partial-credit score of its
 reward server (:func:`partial_credit`). Here both models are callables (:class:`Detection` lists, ``crops -> colours``), so a
 detector of the reader's choice plugs in: :mod:`domains.image.geneval_models` builds the transformers
-Mask2Former and the CLIP colour classifier.
+Mask2Former (GenEval's own checkpoint when given its ``.pth``, else a Hub checkpoint of another training) and the
+CLIP colour classifier.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ RELATIONS = ("left of", "right of", "above", "below")
 TAGS = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
 NUMBERS = {2: "two", 3: "three", 4: "four"}
 
+#: GenEval's defaults (djghosh13/geneval@af4902f:evaluation/evaluate_images.py:286-290). The 0.3 and 0.9 confidence
+#: cuts were set for its detector, mmdetection's Mask2Former Swin-S checkpoint (download_models.sh:8): another
+#: detector's confidences are calibrated differently, so the same cuts keep other objects (the default transformers
+#: checkpoint is such another detector: :mod:`domains.image.geneval_models`).
 THRESHOLD, COUNTING_THRESHOLD, MAX_OBJECTS, MAX_OVERLAP, POSITION_THRESHOLD = 0.3, 0.9, 16, 1.0, 0.1
 
 
@@ -110,21 +115,20 @@ def prompt_set(per_tag: int = 4, seed: int = 0, tags: Sequence[str] = TAGS) -> l
 
 def load_metadata(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
     """Rows of an ``evaluation_metadata.jsonl``; a row without ``tag``/``prompt``/``include`` is a named error."""
+    from domains.image.prompt_list import prompt_lines
+
     rows = []
-    with Path(path).open() as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            missing = [k for k in ("tag", "prompt", "include") if k not in row]
-            if missing:
-                raise ValueError(f"{path}:{number}: a GenEval metadata row needs {', '.join(missing)}")
-            unknown = [r["class"] for r in [*row["include"], *row.get("exclude", [])] if r["class"] not in CLASSES]
-            if unknown:
-                raise ValueError(f"{path}:{number}: {unknown} are not GenEval object names")
-            rows.append(row)
-            if limit is not None and len(rows) >= limit:
-                break
+    for number, line in prompt_lines(path, "--data geneval --path"):
+        row = json.loads(line)
+        missing = [k for k in ("tag", "prompt", "include") if k not in row] if isinstance(row, dict) else ["an object"]
+        if missing:
+            raise ValueError(f"{path}:{number}: a GenEval metadata row needs {', '.join(missing)}")
+        unknown = [r["class"] for r in [*row["include"], *row.get("exclude", [])] if r["class"] not in CLASSES]
+        if unknown:
+            raise ValueError(f"{path}:{number}: {unknown} are not GenEval object names")
+        rows.append(row)
+        if limit is not None and len(rows) >= limit:
+            break
     return rows
 
 

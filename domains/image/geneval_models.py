@@ -1,9 +1,15 @@
 """The models GenEval judges with, on transformers, and the ``geneval`` reward built on them.
 
-* :class:`Mask2FormerDetector`: instance segmentation with ``Mask2FormerForUniversalSegmentation``
-  (default ``facebook/mask2former-swin-small-coco-instance``, the Swin-S COCO model GenEval runs through
-  mmdetection; transformers' port of those weights, so scores can differ slightly from mmdetection's);
-  boxes are the masks' extents, labels renamed to GenEval's object names.
+* :class:`Mask2FormerDetector`: instance segmentation with ``Mask2FormerForUniversalSegmentation``; boxes are
+  the masks' extents, labels renamed to GenEval's object names. Its ``weights`` say which detector scores:
+
+  - GenEval's own, OpenMMLab's ``mask2former_swin-s-p4-w7-224_lsj_8x2_50e_coco`` ``.pth``
+    (djghosh13/geneval@af4902f:evaluation/download_models.sh:8), when given its path: converted on load by
+    :mod:`domains.image.mmdet_mask2former`;
+  - otherwise (the default) ``facebook/mask2former-swin-small-coco-instance``. zoo: a different checkpoint from
+    GenEval's, not a port of it: the same Swin-S Mask2Former architecture, but transformers' conversion of
+    facebookresearch/Mask2Former's own COCO training, used because OpenMMLab's file is not on the Hub. Its scores,
+    and so GenEval's 0.3 / 0.9 cuts (:data:`domains.image.geneval.THRESHOLD`), fall differently.
 * :class:`ClipColourClassifier`: GenEval's colour check: CLIP ViT-L/14 zero-shot over its ten colours, each
   colour's text embedding the normalised mean of its three templates' normalised embeddings (as
   ``clip_benchmark.zero_shot_classifier``), on the object pasted by its mask onto grey ``#999`` and
@@ -17,6 +23,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,23 +46,56 @@ COLOUR_TEMPLATES = ("a photo of a {c} {name}", "a photo of a {c}-colored {name}"
 BACKGROUND = (153, 153, 153)  # their bgcolor "#999"
 
 
-class Mask2FormerDetector:
-    """Image -> GenEval :class:`Detection` s, from a transformers Mask2Former instance-segmentation model."""
+#: The default detector: on the Hub, but not GenEval's checkpoint (see the module docstring).
+HF_DETECTOR = "facebook/mask2former-swin-small-coco-instance"
 
-    def __init__(self, repo: str = "facebook/mask2former-swin-small-coco-instance", *, device: str = "cpu",
-                 model: Any = None, processor: Any = None, min_score: float = 0.3) -> None:  # fmt: skip
-        self.repo, self.device, self.model, self.processor, self.min_score = repo, device, model, processor, min_score
+
+class Mask2FormerDetector:
+    """Image -> GenEval :class:`Detection` s, from a transformers Mask2Former instance-segmentation model.
+
+    Args:
+        weights: a Hub repository or model folder in transformers' layout (default :data:`HF_DETECTOR`), or the
+            path of an mmdetection ``.pth`` (GenEval's own checkpoint), converted on first use.
+        device: where the model runs.
+        model, processor: an already loaded model and processor (then ``weights`` only names them).
+        min_score: the lowest confidence kept; GenEval's tag thresholds are applied later, by ``keep_objects``.
+    """
+
+    def __init__(self, weights: str = HF_DETECTOR, *, device: str = "cpu", model: Any = None, processor: Any = None,
+                 min_score: float = 0.3) -> None:  # fmt: skip
+        self.weights, self.device, self.min_score = weights, device, min_score
+        self.model, self.processor = model, processor
+
+    @property
+    def is_mmdet_checkpoint(self) -> bool:
+        """Whether the weights are an mmdetection ``.pth`` (GenEval's detector is one) rather than transformers'."""
+        return str(self.weights).endswith(".pth")
+
+    @property
+    def source(self) -> str:
+        """Which detector scores, for a run's records (``metrics.json``)."""
+        if self.is_mmdet_checkpoint:
+            return f"mmdetection Mask2Former {Path(self.weights).name}, converted to transformers (GenEval's detector)"
+        difference = " (zoo: not GenEval's mmdetection checkpoint)" if self.weights == HF_DETECTOR else ""
+        return f"transformers Mask2Former {self.weights}{difference}"
 
     def _load(self) -> None:
+        if self.model is not None and self.processor is not None:
+            return
+        if self.is_mmdet_checkpoint:
+            from domains.image.mmdet_mask2former import load_mmdet_mask2former
+
+            self.model, self.processor = load_mmdet_mask2former(self.weights, device=self.device)
+            return
         from transformers import AutoImageProcessor, Mask2FormerForUniversalSegmentation
 
         from zoo.hub import resolve_repo
 
+        path = resolve_repo(self.weights).path
         if self.model is None:
-            path = resolve_repo(self.repo).path
             self.model = Mask2FormerForUniversalSegmentation.from_pretrained(path, use_safetensors=True).to(self.device).eval()
         if self.processor is None:
-            self.processor = AutoImageProcessor.from_pretrained(resolve_repo(self.repo).path)
+            self.processor = AutoImageProcessor.from_pretrained(path)
 
     def __call__(self, image: Any) -> list[Detection]:
         import torch
@@ -132,14 +172,30 @@ class GenEvalReward:
     """GenEval correctness as a reward: 1.0 when the image passes its metadata row's rules, else 0.0.
 
     Args:
-        detector: ``image -> [Detection]`` (default :class:`Mask2FormerDetector`, built on first use).
+        detector: ``image -> [Detection]``, or the weights of a :class:`Mask2FormerDetector` (GenEval's own
+            mmdetection ``.pth``, or a transformers repository); default :data:`HF_DETECTOR`, built on first use.
         colours: the colour classifier (default :class:`ClipColourClassifier`).
+        device: where a detector built from weights runs.
     """
 
     name = "geneval"
 
-    def __init__(self, detector: Detector | None = None, colours: ColourClassifier | None = None) -> None:
-        self.detector, self.colours = detector, colours
+    def __init__(self, detector: Detector | str | None = None, colours: ColourClassifier | None = None, *,
+                 device: str = "cpu") -> None:  # fmt: skip
+        self._settings: dict[str, Any] = {"detector": detector, "colours": colours, "device": device}
+        self.detector = Mask2FormerDetector(detector, device=device) if isinstance(detector, str) else detector
+        self.colours = colours
+
+    def with_options(self, **kwargs: Any) -> GenEvalReward:
+        """A copy with other settings: a recipe's ``kwargs`` (``detector: <GenEval's .pth>``, ``device``)."""
+        return type(self)(**{**self._settings, **kwargs})
+
+    @property
+    def detector_source(self) -> str:
+        """Which detector scores (or will score), as ``metrics.json`` records it."""
+        detector = self.detector or Mask2FormerDetector()
+        name = getattr(detector, "__name__", type(detector).__name__)
+        return getattr(detector, "source", None) or f"{name} (a detector passed in)"
 
     def prepare(self, image: Any) -> Any:
         """The image the detector sees (GenEval reads the saved PNG: the image itself)."""
@@ -182,16 +238,16 @@ class GenEvalScore(GenEvalReward):
     (every clause with exact counts, their ``strict_rewards``).
 
     Args:
-        detector, colours: as :class:`GenEvalReward`.
+        detector, colours, device: as :class:`GenEvalReward`.
         jpeg: encode as theirs does; ``False`` scores the decoded image itself.
     """
 
     name = "geneval-score"
 
-    def __init__(self, detector: Detector | None = None, colours: ColourClassifier | None = None, *,
-                 jpeg: bool = True) -> None:  # fmt: skip
-        super().__init__(detector, colours)
-        self.jpeg = jpeg
+    def __init__(self, detector: Detector | str | None = None, colours: ColourClassifier | None = None, *,
+                 device: str = "cpu", jpeg: bool = True) -> None:  # fmt: skip
+        super().__init__(detector, colours, device=device)
+        self._settings["jpeg"] = self.jpeg = jpeg
 
     def prepare(self, image: Any) -> Any:
         if not self.jpeg:

@@ -79,7 +79,9 @@ def load_omnigen2_pipeline(entry: ModelEntry, resolved: ResolvedModel, device: s
         f"{entry.spec.num_inference_steps} steps, text guidance {entry.spec.guidance_scale}, image guidance "
         f"{entry.spec.image_guidance_scale}, time_shift_base_res {entry.spec.time_shift_base_res} and negative "
         f"prompt {entry.spec.negative_prompt!r} at {entry.spec.width}x{entry.spec.height} (the authors' GEdit-Bench "
-        "scripts). Within the zoo, score any editor's outputs with the 'editscore' reward, "
+        "scripts), the negative prompt in their --use_ori_neg_prompt_template form: pass the call "
+        "`**domains.image.gedit.omnigen2_negative_prompt_embeds(pipe, device)`. Within the zoo, score any editor's "
+        "outputs with the 'editscore' reward, "
         "or evaluate a diffusers editing pipeline (FluxKontextPipeline, QwenImageEditPipeline) on GEdit-Bench with "
         "`zoo eval hf-hub:<repo> --data gedit-bench --path <GEdit-Bench folder>`."
     )

@@ -31,6 +31,7 @@ import numpy as np
 from domains.medical import prompts
 from domains.medical.metrics import MEASUREMENT_KEYS, NOT_VISIBLE, box_position_label, position_label
 from domains.medical.synthetic import TISSUE_CLASSES, US_CLASSES, pathology_image, ultrasound_case
+from domains.medical.u2_prompts import PromptSource, U2Prompts
 from zoo.data import Sample, path_under
 from zoo.images import ImageError, image_size
 
@@ -419,41 +420,6 @@ def _u2_target(cell: Any, rule: str, dataset: str) -> dict[str, Any]:
     return {"report": str(cell)}
 
 
-def fill_prompt(template: str, row: Mapping[str, Any]) -> str:
-    """The text of a released ``prompt`` cell, ``{column}`` placeholders filled from the row.
-
-    zoo: the evalkit does not read this column (it builds prompts from ``cla_prompt.json``,
-    ``mea_prompt.json`` and ``image_report.py``). The dataset viewer of DolphinAI/u2-bench shows its
-    cells as ``You are a radiologist analyzing an ultrasound image focused on the
-    {anatomy\\_location}.\\n\\nYour ...``: markdown-escaped underscores and written-out newlines, which
-    are undone here before the placeholders that name one of the row's text columns are filled.
-    """
-    text = template.replace("\\n", "\n").replace("\\_", "_")
-    return re.sub(r"\{(\w+)\}", lambda m: row[m[1]] if isinstance(row.get(m[1]), str) else m[0], text)
-
-
-def _u2_prompt(row: Mapping[str, Any], rule: str, dataset: str, chosen: Mapping[str, str],
-               nearby: Mapping[str, str]) -> str:  # fmt: skip
-    """The question: the dataset's entry in a prompt file passed by the caller; else the row's ``prompt``;
-    else the evalkit's prompt file found next to the table; else U2-Bench's localisation prompt
-    (``seg``) or a report prompt (``report``)."""
-    if dataset in chosen:
-        return chosen[dataset]
-    if isinstance(row.get("prompt"), str) and row["prompt"].strip():
-        return fill_prompt(row["prompt"], row)
-    if dataset in nearby:
-        return nearby[dataset]
-    anatomy = row["anatomy_location"] if isinstance(row.get("anatomy_location"), str) else "the region shown"
-    if rule == "seg":
-        return prompts.U2BENCH_LOCALIZATION_PROMPT.format(anatomy=anatomy)
-    if rule == "report":
-        return prompts.US_REPORT_TEMPLATE.format(anatomy=anatomy)
-    raise ValueError(
-        f"U2-Bench dataset {dataset!r} has no 'prompt' cell in this row and its {rule} prompts are per dataset: "
-        "put the evalkit's cla_prompt.json / mea_prompt.json next to the table (or pass prompt_file=)"
-    )
-
-
 def _u2_image(row: Mapping[str, Any], where: str) -> bytes:
     """The row's ``img_data`` (base64, as released), still encoded: its header is checked here and its
     pixels are decoded when the sample is used (a table of large images would not fit in memory decoded)."""
@@ -471,42 +437,35 @@ def _u2_image(row: Mapping[str, Any], where: str) -> bytes:
     return encoded
 
 
-#: The evalkit's per-dataset prompt files (``vlmeval/dataset/``), looked for next to a table.
-_PROMPT_FILES = {"cla": "cla_prompt.json", "measurement": "mea_prompt.json"}
-
-
-def _prompt_file(path: str | Path | None) -> dict[str, str]:
-    return json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
-
-
 def load_u2bench_tsv(
     path: str | Path,
     task: str,
     dataset: str | None = None,
     prompt_file: str | Path | None = None,
     limit: int | None = None,
+    evalkit: str | Path | None = None,
+    prompts: PromptSource = "evalkit",
 ) -> list[Sample]:
     """Samples of one table of the U2-Bench release (:data:`U2_TASKS`: a folder name, or ``cla``,
     ``seg``, ``measurement``, ``report``).
 
     Images come from ``img_data`` (base64), the truth from the task's column, the dataset id from
-    ``dataset_name`` (``dataset`` overrides it). Prompts: the dataset's entry in ``prompt_file`` when
-    given; else the row's ``prompt`` (:func:`fill_prompt`); else the evalkit's ``cla_prompt.json`` /
-    ``mea_prompt.json`` next to the table; else U2-Bench's localisation prompt / a report prompt. The prompt is
-    the question, raw: a system prompt is the evaluated or trained entry's (:func:`messages`).
+    ``dataset_name`` (``dataset`` overrides it). Prompts are the evalkit's (:mod:`domains.medical.u2_prompts`):
+    ``cla``/``measurement`` from ``prompt_file`` or the ``evalkit`` checkout's JSON, the others as its code builds
+    them; ``prompts="row"`` asks the release's ``prompt`` cells instead. The prompt is the question, raw: a system
+    prompt is the evaluated or trained entry's (:func:`messages`). Each sample's ``meta["prompts"]`` says which.
     """
     folder, spec = u2_task(task)
     frame = read_table(path)
     frame = frame.head(limit) if limit else frame
     column = truth_column(frame, folder)
-    nearby = Path(path).parent / _PROMPT_FILES.get(spec.rule, "-")
-    chosen, found = _prompt_file(prompt_file), _prompt_file(nearby if nearby.is_file() else None)
+    asked = U2Prompts.choose(spec.rule, prompts, evalkit, prompt_file)
     samples = []
     for i, (row, ds) in enumerate(zip(frame.to_dict("records"), row_datasets(frame, path, dataset))):
         sample_id = str(row.get("index", i))
-        text = _u2_prompt(row, spec.rule, ds, chosen, found)
+        text = asked.question(row, spec.rule, ds)
         target = _u2_target(row[column], spec.rule, ds)
-        meta = {"u2_task": spec.rule, "task": folder, "dataset": ds, "row": i}
+        meta = {"u2_task": spec.rule, "task": folder, "dataset": ds, "row": i, "prompts": asked.record(spec.rule)}
         image = _u2_image(row, f"{Path(path).name} row {i}")
         samples.append(Sample(sample_id, (image,), messages(text), target, meta))
     return samples

@@ -22,6 +22,11 @@ _PATHO_SOURCE = (
     "Hub card front matter of {repo} (`license: cc-by-nc-nd-4.0`, gated by an extra_gated_prompt stating "
     "the CC-BY-NC-ND 4.0 terms)"
 )
+# zoo: the card's own licence stays the column (it restricts more); the base's terms bind the weights as well.
+_QWEN_3B_BASE = (
+    "; its base Qwen/Qwen2.5-VL-3B-Instruct is published under the Qwen Research License (Hub card: license "
+    "other, license_name qwen-research), which binds these weights as well"
+)
 _PATHO_CLIP_SOURCE = (
     "the Patho-R1 README (Wenchuan-Zhang/Patho-R1@066024f3) sends users to request access to "
     "WenchuanZhang/Patho-CLIP-B under the Patho-R1 terms (CC-BY-NC-ND-4.0); the Patho-CLIP Hub cards "
@@ -74,7 +79,7 @@ for size, repo in (("3b", "WenchuanZhang/Patho-R1-3B"), ("7b", "WenchuanZhang/Pa
             gated=True,
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE,
-            license_source=_PATHO_SOURCE.format(repo=repo),
+            license_source=_PATHO_SOURCE.format(repo=repo) + (_QWEN_3B_BASE if size == "3b" else ""),
             revision_note=_PATHO_7B_PIN if size == "7b" else _NO_PIN.format(repo=repo),
             rl_methods=("grpo", "dapo"),
         )

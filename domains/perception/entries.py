@@ -12,6 +12,7 @@ from domains.perception.prompts import (
     CURR_REFT_TEMPLATES,
     CURR_REFT_USER,
     R1_SYSTEM,
+    SHUFFLE_R1_SYSTEM,
     SHUFFLE_R1_USER,
     VISION_R1_DETECT_ALL,
     VISUAL_RFT_LISA_USER,
@@ -36,7 +37,11 @@ _NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this proj
 
 #: Added to the licence source of every entry whose base is Qwen2.5-VL-3B-Instruct.
 _QWEN_3B_LICENCE = ("The base Qwen/Qwen2.5-VL-3B-Instruct is published under the Qwen Research License (its Hub "
-                    "LICENSE, discussion Qwen/Qwen2.5-VL-3B-Instruct#12): check it before any commercial use")
+                    "card: license other, license_name qwen-research; its LICENSE, discussion "
+                    "Qwen/Qwen2.5-VL-3B-Instruct#12): check it before any commercial use")
+#: The licence column of a Qwen2.5-VL-3B derivative: the base's terms bind the fine-tuned weights whatever the
+#: authors' code licence says, so the column is the base's (the Hub's `other`), not the repository's Apache-2.0.
+_QWEN_3B = "other"
 _VLM_R1_CODE = "the authors' repository om-ai-lab/VLM-R1 is Apache-2.0"
 for name, repo, task, spec, card in (
     ("vlm-r1-rec-3b", "omlab/Qwen2.5VL-3B-VLM-R1-REC-500steps", "referring expression comprehension (box)",
@@ -51,8 +56,8 @@ for name, repo, task, spec, card in (
 ):  # fmt: skip
     register(ModelEntry(
         name=name, aliases=("vlm-r1",) if name == "vlm-r1-rec-3b" else (), repo_id=repo, architecture="qwen2_5_vl",
-        base_model="Qwen/Qwen2.5-VL-3B-Instruct", domain="perception", task=task, spec=spec, license="apache-2.0",
-        paper="2504.07615", notes="Prompts from qwen_module.py and the paper's OVD template. " + _QWEN_3B_LICENCE + ".",
+        base_model="Qwen/Qwen2.5-VL-3B-Instruct", domain="perception", task=task, spec=spec, license=_QWEN_3B,
+        code_license="apache-2.0", paper="2504.07615", notes="Prompts from qwen_module.py and the paper's OVD template. " + _QWEN_3B_LICENCE + ".",
         license_source=f"{card}; {_VLM_R1_CODE}. {_QWEN_3B_LICENCE}",
         revision_note=_NO_PIN, rl_methods=("grpo",),
     ))  # fmt: skip
@@ -106,7 +111,7 @@ for size in ("3b", "7b"):
     register(ModelEntry(
         name=f"curr-reft-{size}", aliases=("curr-reft",) if size == "7b" else (), repo_id=f"ZTE-AIM/{size.upper()}-Curr-ReFT",
         architecture="qwen2_5_vl", base_model=f"Qwen/Qwen2.5-VL-{size.upper()}-Instruct", domain="perception",
-        task="detection, classification and multimodal math with reasoning", paper="2503.07065", license="unknown",
+        task="detection, classification and multimodal math with reasoning", paper="2503.07065", license=_QWEN_3B if size == "3b" else "unknown",
         spec=VLMSpec(user=CURR_REFT_USER, templates=dict(CURR_REFT_TEMPLATES), coord_frame="none",
                      max_new_tokens=1024, parser=parse_think_answer),
         notes="The repository has no LICENSE file: check the model card before use. The README's 7B link points "
@@ -134,16 +139,19 @@ register(ModelEntry(
 # and Advantage-based Batch Shuffle (adv_estimator pairwise_purning, examples/qwen2_5_vl_{3b,7b}.sh) on
 # Qwen2.5-VL. Pixels and answer budget of its training and inference: examples/config.yaml:13-14
 # (min 262144, max 4194304), inference/infer_vllm.py:129-131 (2048 new tokens); greedy as infer_vllm's
-# default temperature 0.0 (L133). The README's transformers example passes no pixel limits and 128 new tokens.
+# default temperature 0.0 (L133). The README's transformers example passes no pixel limits and 128 new tokens, and
+# lays its prompt out otherwise (prompts.SHUFFLE_R1_USER says where each layout is read).
 for size in ("3b", "7b"):
     register(ModelEntry(
         name=f"shuffle-r1-{size}", aliases=("shuffle-r1",) if size == "7b" else (),
         repo_id=f"XenoZLH/Shuffle-R1-Qwen-{size.upper()}", architecture="qwen2_5_vl",
         base_model=f"Qwen/Qwen2.5-VL-{size.upper()}-Instruct", domain="perception",
-        task="multimodal math and chart reasoning (answer in \\boxed{})", paper="2508.05612", license="apache-2.0",
-        spec=VLMSpec(user=SHUFFLE_R1_USER, min_pixels=262144, max_pixels=4194304, coord_frame="none",
+        task="multimodal math and chart reasoning (answer in \\boxed{})", paper="2508.05612",
+        license=_QWEN_3B if size == "3b" else "apache-2.0", code_license="apache-2.0" if size == "3b" else None,
+        spec=VLMSpec(system=SHUFFLE_R1_SYSTEM, user=SHUFFLE_R1_USER, min_pixels=262144, max_pixels=4194304, coord_frame="none",
                      max_new_tokens=2048, parser=parse_think_boxed),
-        notes="Prompt: the README's thinking prompt before the question, image first (README.md:68-77). "
+        notes="Prompt as the authors' evaluation and training ask: the thinking prompt, the image, then the "
+        "question, under the default system turn (inference/infer_vllm.py:104). "
         "Trained on XenoZLH/MMRL30k; the authors evaluate on XenoZLH/MM_Eval (README.md:144, 167)."
         + (" " + _QWEN_3B_LICENCE + "." if size == "3b" else ""),
         license_source="the authors' repository xiaomi-research/shuffle-r1@31d3ff0 (LICENSE: Apache-2.0); the Hub "

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from rewards.parsing import ParseError, extract_tag, parse_json_value, parse_qwen_box
+from zoo.kinds import IMAGE_SLOT
 
 #: The R1 system prompt shared by Visual-RFT (Liuziyu77/Visual-RFT ``src/virft/src/open_r1/grpo.py``),
 #: VLM-R1 (``grpo_jsonl.py``) and Curr-ReFT (``Stage3_open_math_resize.py``).
@@ -98,13 +99,20 @@ CURR_REFT_TEMPLATES = {
     "open-vqa": CURR_REFT_VQA_USER,
 }
 
-# Shuffle-R1 (xiaomi-research/shuffle-r1@31d3ff0 README.md:68-77): the thinking prompt, with its newlines,
-# prepended to the user's query in the image-first user turn ("\\boxed" in the README's Python source is
-# one backslash).
+# Shuffle-R1 (xiaomi-research/shuffle-r1@31d3ff0): the thinking prompt opens the user turn, then the image, then the
+# question, under Qwen's default system turn. Evaluation writes it out: "You are a helpful assistant." system, user
+# "{system_prompt} <image>{question}" (inference/infer_vllm.py:104, 138; evaluation/utils/processing.py:61).
+# Training builds the same turn (verl/utils/dataset.py:133-136: "<image> " + question, the prompt joined before it
+# by a space, no system message, so the chat template adds the same default system turn), with the prompt of
+# examples/qwen2_5_vl_{3b,7b}.sh:10-11, whose line break OmegaConf's YAML read of `data.system_prompt=` folds
+# into a space, the text of infer_vllm.py:138. zoo: the one space training puts after the image is not kept
+# (evaluation's layout, which scored the released weights). The README's snippet (README.md:68-77: the prompt
+# after an image-first layout) is neither.
+SHUFFLE_R1_SYSTEM = "You are a helpful assistant."
 SHUFFLE_R1_USER = (
-    "\nYou FIRST think about the reasoning process as an internal monologue and then provide the final answer. "
+    "You FIRST think about the reasoning process as an internal monologue and then provide the final answer. "
     "The reasoning process MUST BE enclosed within <think> </think> tags. The final answer MUST BE put in "
-    "\\boxed{}.\n{question}"
+    "\\boxed{}. " + IMAGE_SLOT + "{question}"
 )
 
 # R1-Reward (yfzhang114/r1_reward README.md, make_conv_rm): the judge prompt over two responses.

@@ -306,13 +306,17 @@ class R1Reward(SampleReward):
     an external LLM (``verify_conflict``) and uses 0 when it gives no usable answer in three
     tries. Here it is ``judge(text)`` when a judge is given, else ``target["consistency"]``, else 0.
     Simplified accuracy: upstream compares with ``math_verify`` and ``strict_math_verify``; the
-    verdicts are the integers 1 and 2, for which equality as numbers is the same decision.
+    verdicts are the integers 1 and 2, for which equality as numbers is the same decision. ``verifier(said,
+    truth)`` replaces that comparison; one that raises scores accuracy 1.0, as upstream's ``verify_math`` does
+    (yfzhang114/r1_reward@3693413:openrlhf/models/remote_rm/math_verifier_mllm.py:129-130, ``except Exception:
+    reward = 1.0``), and the result's ``error`` says so.
     """
 
     component_names = ("format", "accuracy", "consistency")
 
-    def __init__(self, judge: Callable[[str], int] | None = None, name: str = "r1-reward") -> None:
-        self.judge, self.name = judge, name
+    def __init__(self, judge: Callable[[str], int] | None = None, name: str = "r1-reward",
+                 verifier: Callable[[str, str], bool] = _same_answer) -> None:  # fmt: skip
+        self.judge, self.name, self.verifier = judge, name, verifier
 
     def score_one(self, prediction: Any, target: Mapping[str, Any]) -> RewardResult:
         text = text_of(prediction)
@@ -320,12 +324,16 @@ class R1Reward(SampleReward):
         tagged = re.search(r"<answer>(.*?)</answer>", truth, re.DOTALL)  # the dataset writes "<answer>2</answer>"
         truth = (tagged.group(1) if tagged else truth).strip()
         fmt = r1_reward_format(text)
-        accuracy = float(_same_answer(r1_reward_verdict(text), truth))
+        error = None
+        try:
+            accuracy = float(self.verifier(r1_reward_verdict(text), truth))
+        except Exception as err:  # noqa: BLE001 - the authors' rule: any verifier failure counts as correct
+            accuracy, error = 1.0, f"verifier raised {type(err).__name__}: accuracy 1.0, as R1-Reward's verify_math"
         consistency = float(self.judge(text) if self.judge is not None else target.get("consistency", 0))
         if consistency not in (-1.0, 0.0, 1.0):
             raise ValueError(f"reward {self.name!r}: consistency must be -1, 0 or 1, got {consistency!r}")
         score = 0.5 * fmt + accuracy * (1 + 0.5 * consistency)
-        return RewardResult(score, {"format": fmt, "accuracy": accuracy, "consistency": consistency})
+        return RewardResult(score, {"format": fmt, "accuracy": accuracy, "consistency": consistency}, error)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,3 +362,6 @@ for _reward in (
     CurrReftJudge(), CurrReftChoice(), CurrReftOpen(), CurrReftFormat(), CurrReftStage(),
 ):  # fmt: skip
     register(_reward.name, _reward)
+
+# The REC rewards of the code that trained the released VLM-R1 REC checkpoint (their own module, registered on import).
+import domains.perception.vlm_r1_release  # noqa: E402, F401

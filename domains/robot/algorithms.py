@@ -53,25 +53,28 @@ def _require_base(base: PolicyPipeline | None, method: str) -> PolicyPipeline:
     return base
 
 
-def _linear_layers(*modules: nn.Module) -> list[nn.Linear]:
-    return [m for module in modules for m in module.modules() if isinstance(m, nn.Linear)]
+def _weight_layers(*modules: nn.Module) -> list[nn.Linear | nn.LayerNorm]:
+    return [m for module in modules for m in module.modules() if isinstance(m, nn.Linear | nn.LayerNorm)]
 
 
-def _export(layers: list[nn.Linear], base: PolicyPipeline, env: ResidualEnv, combine: str, folder: Path) -> Path:
-    """Write base + residual as a ``residual-mlp`` directory (the residual's Linear layers in order)."""
+def _export(layers: list[nn.Linear | nn.LayerNorm], base: PolicyPipeline, env: ResidualEnv, combine: str,
+            folder: Path) -> Path:  # fmt: skip
+    """Write base + residual as a ``residual-mlp`` directory (the residual's Linear and LayerNorm layers in order)."""
     import torch
 
     from zoo.pipelines.residual_policy import ResidualPolicy
 
-    extra: dict[str, Any] = {"residual_hidden": [layer.out_features for layer in layers[:-1]], "combine": combine,
-                             "residual_scale": env.scale, "obs_clamp": OBS_CLAMP}  # fmt: skip
+    linears = [layer for layer in layers if isinstance(layer, nn.Linear)]
+    extra: dict[str, Any] = {"residual_hidden": [layer.out_features for layer in linears[:-1]], "combine": combine,
+                             "residual_scale": env.scale, "obs_clamp": OBS_CLAMP,
+                             "residual_layer_norm": len(linears) < len(layers)}  # fmt: skip
     if combine == "resfit":
         extra |= {"action_low": env._low.tolist(), "action_high": env._high.tolist()}
     c = base.config
     config = PolicyConfig(c.observation_dim, c.action_dim, "residual-mlp", c.action_chunk, c.hidden, extra)
     policy = ResidualPolicy(config)
     policy.base.load_state_dict(base.model.state_dict())
-    targets = [m for m in policy.residual if isinstance(m, nn.Linear)]
+    targets = _weight_layers(policy.residual)
     with torch.no_grad():
         for target, source in zip(targets, layers, strict=True):
             target.weight.copy_(source.weight)
@@ -154,7 +157,7 @@ class ResipPPO:
         return model
 
     def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
-        layers = _linear_layers(model.policy.mlp_extractor.policy_net, model.policy.action_net)
+        layers = _weight_layers(model.policy.mlp_extractor.policy_net, model.policy.action_net)
         return _export(layers, _require_base(base, self.name), single_env(model.get_env()), "resip", folder)
 
 
@@ -181,6 +184,10 @@ class ResfitTD3Config(ResidualConfig):
     """Scripted demonstration episodes: the offline half of each batch, and the range that scales the actions."""
     n_critics: int = 10
     """Critic heads (ResFiT's ``num_q``, ``config/rlpd.py:48``); the TD target takes the minimum of 2 random ones."""
+    actor_layer_norm: bool = True
+    """LayerNorm after each hidden Linear of the actor (ResFiT's ``ActorConfig.use_layer_norm``, ``config/rlpd.py:93``)."""
+    critic_layer_norm: bool = True
+    """LayerNorm after each hidden Linear of the critics (ResFiT's ``CriticConfig.use_layer_norm``, ``config/rlpd.py:56``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -210,7 +217,8 @@ class ResfitTD3:
         a, t = recipe.algorithm, recipe.training
         model = resfit_td3(env, residual_scale=a.residual_scale, hidden=a.hidden, batch_size=a.batch_size,
                            gamma=a.gamma, learning_rate=t.lr, learning_starts=a.learning_starts,
-                           critic_warmup=a.critic_warmup, n_critics=a.n_critics, seed=t.seed)  # fmt: skip
+                           critic_warmup=a.critic_warmup, n_critics=a.n_critics, actor_layer_norm=a.actor_layer_norm,
+                           critic_layer_norm=a.critic_layer_norm, seed=t.seed)  # fmt: skip
         # the offline half returns the same n-step targets as the online buffer
         model.offline_buffer = offline_buffer(self._demos(recipe), single_env(env), n_steps=model.n_steps,
                                               gamma=model.gamma)  # fmt: skip
@@ -226,7 +234,7 @@ class ResfitTD3:
         return model
 
     def export(self, model: BaseAlgorithm, base: PolicyPipeline | None, recipe: PolicyRecipe, folder: Path) -> Path:
-        return _export(_linear_layers(model.actor.mu), _require_base(base, self.name), single_env(model.get_env()),
+        return _export(_weight_layers(model.actor.mu), _require_base(base, self.name), single_env(model.get_env()),
                        "resfit", folder)  # fmt: skip
 
 
@@ -237,8 +245,11 @@ class DPPOConfig(DPPOTuning, PPOConfig):
     :class:`~zoo.engines.policy.dppo.DPPOTuning`)."""
 
     method: str = "dppo"
-    critic_lr: float = 5e-3
-    """The critic's own learning rate (DPPO 1e-3; 0: ``training.lr``)."""
+    critic_lr: float = 1e-3
+    """The critic's own learning rate (DPPO's ``critic_lr``, irom-princeton/dppo@cc7234a:
+    cfg/robomimic/finetune/can/ft_ppo_diffusion_mlp.yaml:61; 0: ``training.lr``)."""
+    critic_warmup: int = 2
+    """Iterations that update the critic only (DPPO's ``n_critic_warmup_itr``, ft_ppo_diffusion_mlp.yaml:52)."""
     offline_episodes: int = field(kw_only=True)
     """Scripted demonstration episodes the diffusion policy is behaviour-cloned on before RL."""
     denoising_steps: int = 20

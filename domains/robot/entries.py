@@ -1,4 +1,4 @@
-"""Robot policies of the zoo (facts: research/domain-driving-robot.md §2.1-2.3, and each entry's sources).
+"""Robot policies of the zoo (facts: each entry's sources, named beside it).
 
 None of the papers' own actors is on the Hugging Face Hub in a format the zoo loads, so the entries
 say where the weights are, what format they are in, what of each system runs here and what does

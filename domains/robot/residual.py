@@ -21,7 +21,6 @@ residual's parameters reach an optimiser (``tests/domains/robot`` checks the wei
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from typing import Any, Literal
 
@@ -37,7 +36,7 @@ from stable_baselines3.td3.policies import Actor, TD3Policy
 from torch import nn
 
 from zoo.engines.policy.state import silence_logger
-from zoo.pipelines.policy import PolicyPipeline
+from zoo.pipelines.policy import PolicyPipeline, feedforward
 
 OBS_CLAMP = 3.0  # ResiP clamps the normalised observations it feeds the residual to [-3, 3]
 RESIP_SCALE = 0.1
@@ -242,10 +241,7 @@ class ResfitCritic(ContinuousCritic):
         linears = [m for m in self.q_networks[0] if isinstance(m, nn.Linear)]
         sizes = [linears[0].in_features, *(m.out_features for m in linears)]
         for index in range(len(self.q_networks)):
-            layers: list[nn.Module] = []
-            for a, b in itertools.pairwise(sizes[:-1]):
-                layers += [nn.Linear(a, b), nn.LayerNorm(b), nn.ReLU()]
-            head = nn.Sequential(*layers, nn.Linear(sizes[-2], sizes[-1]))
+            head = feedforward(sizes, layer_norm=True)
             self.add_module(f"qf{index}", head)
             self.q_networks[index] = head
 
@@ -253,26 +249,35 @@ class ResfitCritic(ContinuousCritic):
 class ResfitPolicy(TD3Policy):
     """TD3's actor and critics built as ResFiT's (for one flat observation; the authors' image encoder aside).
 
-    Actor (``rl/actor.py:12-28, 117-148, 168-172``): ReLU hidden layers initialised orthogonally with
-    zero bias, the output layer zero (``actor_last_layer_init_scale`` 0, ``config/residual_td3.py:98``),
-    ``tanh`` times ``action_scale``. Critics: :class:`ResfitCritic`. Optimisers: AdamW with PyTorch's
-    default weight decay (``q_agent.py:111-113``), passed as ``optimizer_class``.
+    Actor (``rl/actor.py:12-28, 104-112, 117-148, 168-172``): ``build_fc`` with ``layer_norm=1``, i.e.
+    ``Linear -> LayerNorm -> Dropout -> ReLU`` per hidden layer (``use_layer_norm`` True,
+    ``config/rlpd.py:93``; dropout 0, ``config/rlpd.py:70``, so it is left out here), then ``Linear ->
+    Tanh`` times ``action_scale``. Hidden Linears orthogonal with zero bias (``orth`` 1, ``rlpd.py:71``,
+    turns the ``default`` intermediate init into ``orthogonal``), LayerNorms PyTorch's default, the output
+    layer zero (``actor_last_layer_init_scale`` 0 with the ``normal`` distribution, ``config/residual_td3.py:98``).
+    ``actor_layer_norm=False`` is the authors' ablation without it. Critics: :class:`ResfitCritic`.
+    Optimisers: AdamW with PyTorch's default weight decay (``q_agent.py:111-113``), passed as ``optimizer_class``.
     """
 
-    def __init__(self, *args: Any, action_scale: float = 0.1, critic_layer_norm: bool = True, **kwargs: Any) -> None:
-        self.action_scale, self.critic_layer_norm = float(action_scale), critic_layer_norm
+    def __init__(self, *args: Any, action_scale: float = 0.1, actor_layer_norm: bool = True,
+                 critic_layer_norm: bool = True, **kwargs: Any) -> None:  # fmt: skip
+        self.action_scale = float(action_scale)
+        self.actor_layer_norm, self.critic_layer_norm = actor_layer_norm, critic_layer_norm
         super().__init__(*args, **kwargs)
 
     def make_actor(self, features_extractor: Any = None) -> Actor:
         actor = super().make_actor(features_extractor)
         linears = [m for m in actor.mu if isinstance(m, nn.Linear)]
+        sizes = [linears[0].in_features, *(m.out_features for m in linears)]
+        mu = feedforward(sizes, layer_norm=self.actor_layer_norm)
+        hidden = [m for m in mu if isinstance(m, nn.Linear)]
         with torch.no_grad():
-            for layer in linears[:-1]:
+            for layer in hidden[:-1]:
                 nn.init.orthogonal_(layer.weight)
                 layer.bias.zero_()
-            linears[-1].weight.zero_()
-            linears[-1].bias.zero_()
-        actor.mu.append(_Scale(self.action_scale))
+            hidden[-1].weight.zero_()
+            hidden[-1].bias.zero_()
+        actor.mu = nn.Sequential(*mu, nn.Tanh(), _Scale(self.action_scale)).to(self.device)
         return actor
 
     def make_critic(self, features_extractor: Any = None) -> ResfitCritic:
@@ -420,14 +425,15 @@ def offline_buffer(demos: dict[str, np.ndarray], env: ResidualEnv, *, n_steps: i
 
 
 def resfit_td3(env: Any, *, residual_scale: float = 0.1, exploration_std: float = 0.05,
-               hidden: tuple[int, ...] = (1024, 1024), n_critics: int = 10, critic_layer_norm: bool = True,
-               updates_per_step: int = 4, actor_updates_per_step: int = 1, **td3_kwargs: Any) -> ResidualTD3:  # fmt: skip
+               hidden: tuple[int, ...] = (1024, 1024), n_critics: int = 10, actor_layer_norm: bool = True,
+               critic_layer_norm: bool = True, updates_per_step: int = 4, actor_updates_per_step: int = 1,
+               **td3_kwargs: Any) -> ResidualTD3:  # fmt: skip
     """:class:`ResidualTD3` with ResFiT's defaults (each from ``amazon-science/residual-offpolicy-rl@66262b0``).
 
     ``residual_scale`` 0.1 (``config/residual_td3.py:97``); exploration and target noise std 0.05 on
     the scaled residual (``config/residual_td3.py:67-68``), target noise clipped at 0.3
     (``config/rlpd.py:102``); actor and critics ``hidden`` 1024 x 1024 (``config/rlpd.py:42, 54, 69,
-    91``), ten critics (``num_q``, ``config/rlpd.py:48``) with LayerNorm (``config/rlpd.py:56``);
+    91``) with LayerNorm (``config/rlpd.py:56, 93``), ten critics (``num_q``, ``config/rlpd.py:48``);
     ``updates_per_step`` critic updates per environment step of which ``actor_updates_per_step``
     also update the actor (``config/rlpd.py:154-155``); 3-step returns (``config/rlpd.py:165``);
     critic lr 1e-4 with the actor at 1e-6 (``config/residual_td3.py:93-94``); tau 0.005
@@ -446,5 +452,6 @@ def resfit_td3(env: Any, *, residual_scale: float = 0.1, exploration_std: float 
                 "train_freq": 1, "gradient_steps": updates_per_step * env.num_envs,
                 "policy_delay": updates_per_step // actor_updates_per_step,
                 "policy_kwargs": {"net_arch": list(hidden), "n_critics": n_critics, "action_scale": residual_scale,
-                                  "critic_layer_norm": critic_layer_norm, "optimizer_class": torch.optim.AdamW}}  # fmt: skip
+                                  "actor_layer_norm": actor_layer_norm, "critic_layer_norm": critic_layer_norm,
+                                  "optimizer_class": torch.optim.AdamW}}  # fmt: skip
     return silence_logger(ResidualTD3(ResfitPolicy, env, **{**defaults, **td3_kwargs}))

@@ -39,6 +39,11 @@ def make_image(colour: str, rng: np.random.Generator, size: int = 56) -> Image.I
     return Image.fromarray(pixels, mode="RGB")
 
 
+def colour_word(sample: Sample) -> str:
+    """A sample's colour word as the whole answer (``colour-word`` answer format: the SFT target of the warm start)."""
+    return sample.target["answer"]
+
+
 def load(n: int = 256, seed: int = 0, size: int = 56, colours: Sequence[str] | None = None) -> Iterator[Sample]:
     """``n`` samples; the same ``seed`` gives the same images (use another seed for held-out data)."""
     names = list(colours or COLOURS)

@@ -113,22 +113,47 @@ def synthetic_cad(n: int = 8, seed: int = 0) -> list[Sample]:
 # --- published formats -------------------------------------------------------------------------
 
 
-def load_chartmimic(path: str | Path, limit: int | None = None) -> list[Sample]:
-    """ChartMimic direct-mimic pairs from a folder of ``<name>.png`` + ``<name>.py``.
+#: ChartMimic's Direct Mimic sets (ChartMimic/ChartMimic@c9e149c:README.md:157-182): ``direct_600`` and ``direct_1800``
+#: of the current version (arXiv 2406.09961v2), ``ori_500`` of the old one (its configs' default,
+#: eval_configs/direct_generation.yaml). A ``dataset/`` folder holding several is read at the first, the current one.
+CHARTMIMIC_SETS = ("direct_600", "direct_1800", "ori_500")
 
-    These are ChartMimic's evaluation data (ChartMimic/ChartMimic@c9e149c:README.md:140-182: ``ori_500/``
-    is the old version's Direct Mimic set, ``direct_600/``, ``direct_1800/`` the new one's), listed in the
-    domain's ``eval_datasets``: a recipe that trains on them is refused unless it says why. No question: the
-    chart is the task, and the evaluated entry's prompt asks for its code (MSRL's for ``msrl``)."""
+
+def chartmimic_folder(path: str | Path, chartmimic_set: str | None = None) -> Path:
+    """The folder of one Direct Mimic set: ``path`` itself when it is that set (``dataset/ori_500``), else
+    ``path/<chartmimic_set>`` of ChartMimic's ``dataset/`` (default ``direct_600``)."""
     root = Path(path).resolve()  # absolute: targets travel through TRL's dataset to the reward
+    if chartmimic_set is not None and chartmimic_set not in CHARTMIMIC_SETS:
+        raise DataFormatError(f"ChartMimic set {chartmimic_set!r} is not one of {', '.join(CHARTMIMIC_SETS)}")
     if not root.is_dir():
-        raise DataFormatError(f"ChartMimic path {root} is not a folder (expected dataset/ori_500 with .png/.py pairs)")
+        raise DataFormatError(f"ChartMimic path {root} is not a folder (expected ChartMimic's dataset/ or one of its "
+                              f"sets, {', '.join(CHARTMIMIC_SETS)})")  # fmt: skip
+    if root.name in CHARTMIMIC_SETS or (chartmimic_set is None and any(root.glob("*.png"))):
+        if chartmimic_set not in (None, root.name):
+            raise DataFormatError(f"{root} is ChartMimic's {root.name} set, not {chartmimic_set}: pass its dataset/ "
+                                  "folder to choose a set")  # fmt: skip
+        return root
+    chosen = chartmimic_set or next((name for name in CHARTMIMIC_SETS if (root / name).is_dir()), CHARTMIMIC_SETS[0])
+    if not (root / chosen).is_dir():
+        found = [name for name in CHARTMIMIC_SETS if (root / name).is_dir()] or ["none"]
+        raise DataFormatError(f"{root} has no {chosen}/ folder (sets found: {', '.join(found)}); download the set as "
+                              "ChartMimic's README says")  # fmt: skip
+    return root / chosen
+
+
+def load_chartmimic(path: str | Path, limit: int | None = None, chartmimic_set: str | None = None) -> list[Sample]:
+    """ChartMimic direct-mimic pairs from a set's folder of ``<name>.png`` + ``<name>.py`` (:func:`chartmimic_folder`).
+
+    These are ChartMimic's evaluation data, listed in the domain's ``eval_datasets``: a recipe that trains on them
+    is refused unless it says why. No question: the chart is the task, and the evaluated entry's prompt asks for its
+    code (MSRL's for ``msrl``)."""
+    root = chartmimic_folder(path, chartmimic_set)
     pairs = [(png, png.with_suffix(".py")) for png in sorted(root.glob("*.png")) if png.with_suffix(".py").is_file()]
     if not pairs:
-        raise DataFormatError(f"{root} holds no <name>.png with a matching <name>.py (ChartMimic's ori_500 layout)")
+        raise DataFormatError(f"{root} holds no <name>.png with a matching <name>.py (the layout of ChartMimic's sets)")
     samples = [Sample(png.stem, (str(png),), "",
                       {"code": py.read_text(encoding="utf-8"), "language": "matplotlib", "image": str(png)},
-                      {"chart_type": png.stem.rsplit("_", 1)[0]}) for png, py in pairs]
+                      {"chart_type": png.stem.rsplit("_", 1)[0], "set": root.name}) for png, py in pairs]
     return samples[:limit]
 
 

@@ -26,8 +26,8 @@ from zoo.registry import ModelEntry, register
 
 # DocTron-hub/MSRL@203465d:README.md:244-268: user turn [image, MSRL_PROMPT] (newlines included),
 # max_new_tokens=4096, top_p=1, temperature=0.1. ``pipe(image, "")`` sends the authors' prompt exactly; any
-# question text is appended after it. zoo: VLMSpec has no field for sampling settings yet, so the README's
-# top_p/temperature live in the note and the pipeline decodes greedily unless the caller passes them.
+# question text is appended after it. The README's sampling settings are the spec's ``generation``, which the
+# pipeline samples with (pass seed= for a reproducible answer).
 _MSRL_SPEC = VLMSpec(
     user=MSRL_PROMPT + "{question}", min_pixels=MSRL_MIN_PIXELS, max_pixels=MSRL_MAX_PIXELS, coord_frame="none",
     max_new_tokens=4096, parser=parse_python_block,

@@ -1,6 +1,7 @@
 """Chart-to-code evaluation in ChartMimic's format: execution rate, low-level F1s, a picture grid.
 
-``zoo eval NAME --data chartmimic --path dataset/ori_500`` (or ``plot2code`` with a parquet/jsonl
+``zoo eval NAME --data chartmimic --path ChartMimic/dataset`` (the ``direct_600`` set; ``--option
+chartmimic_set=ori_500`` or a set's own folder as ``--path`` picks another; or ``plot2code`` with a parquet/jsonl
 file, or ``chart-synthetic``) asks the model for code, renders it and the reference code in the
 sandbox and writes ``metrics.json``, ``predictions.jsonl`` and ``grid.png`` (reference above,
 rendering below, per column). The charts carry no question: the evaluated entry's prompt asks for the
@@ -13,6 +14,13 @@ Metrics (ChartMimic, arXiv 2406.09961; maths in :mod:`rewards.chart_metrics`):
 * ``text``, ``layout``, ``type``, ``color``: ChartMimic's F1s, 0 for code that did not run (as
   ChartMimic scores failed code), averaged over all samples; ``low_level`` is their mean x 100;
 * ``ssim``: mean SSIM of rendering vs reference image (0 when not run), an image-level check.
+
+A sample whose reference code does not run in the sandbox stays in the denominator with 0 for every score, as
+the benchmark scores it: its evaluators read no facts from a failed reference and give F1 0
+(ChartMimic/ChartMimic@c9e149c:chart2code/utils/evaluator/text_evaluator.py:89-93, layout_evaluator.py:76-80), and
+its summary divides each F1's sum by the whole set's size (scripts/direct_mimic/get_results.ipynb, cells 4 and 6:
+``denominator = 500``, ``.sum()*100 / denominator``). ``failed_references`` counts them; the execution rate is the
+answer's own, as there.
 
 ChartMimic's high-level score (a GPT-4o judge) is not computed.
 """
@@ -38,9 +46,10 @@ LOW_LEVEL = ("text", "layout", "type", "color")
 _FACTS_SIZE = (128, 128)  # 49 KB of JSON room per chart
 
 
-def load_eval_data(data: str, path: str | None, limit: int | None) -> list[Sample]:
+def load_eval_data(data: str, path: str | None, limit: int | None, chartmimic_set: str | None = None,
+                   ) -> list[Sample]:  # fmt: skip
     if data == "chartmimic":
-        return vdata.load_chartmimic(_need_path(data, path), limit)
+        return vdata.load_chartmimic(_need_path(data, path), limit, chartmimic_set)
     if data == "plot2code":
         return vdata.load_plot2code(_need_path(data, path), limit)
     if data == "chart-synthetic":
@@ -78,8 +87,8 @@ def predict_codes(pipe: Any, samples: Sequence[Sample]) -> list[tuple[str, str |
 
 
 def score_codes(codes: Sequence[str | None], samples: Sequence[Sample], size: int = 256) -> list[dict[str, Any]]:
-    """One row per sample whose reference code runs: rendered or not, the four F1s, SSIM and the two
-    images (not serialised). Samples whose reference fails in the sandbox are skipped with a warning."""
+    """One row per sample: rendered or not, the four F1s, SSIM and the two images (not serialised). A sample whose
+    reference fails in the sandbox scores 0 (``reference_failed``), as the benchmark scores it (module docstring)."""
     from rewards.rendering import render_many
     from rewards.rendering.chart_facts import decode_facts
 
@@ -92,15 +101,17 @@ def score_codes(codes: Sequence[str | None], samples: Sequence[Sample], size: in
     rows = []
     for sample, code, ref, gen, image, ref_image in zip(samples, codes, ref_facts, gen_facts, gen_images, ref_images,
                                                          strict=True):
-        if not (ref.ok and ref_image.ok):  # nothing to compare with: left out, and counted by run()
-            logger.warning("reference code of %s does not run in the sandbox (%s): sample skipped", sample.id,
-                           ref.error or ref_image.error)
-            continue
-        row: dict[str, Any] = {"id": sample.id, "executed": bool(gen.ok and image.ok), "error": gen.error or image.error}
-        scores = low_level_scores(decode_facts(gen.image), decode_facts(ref.image)) if row["executed"] else {}
+        reference_ok = bool(ref.ok and ref_image.ok)
+        if not reference_ok:
+            logger.warning("reference code of %s does not run in the sandbox (%s): scored 0, as ChartMimic scores it",
+                           sample.id, ref.error or ref_image.error)  # fmt: skip
+        row: dict[str, Any] = {"id": sample.id, "executed": bool(gen.ok and image.ok), "error": gen.error or image.error,
+                               "reference_failed": not reference_ok}  # fmt: skip
+        compared = row["executed"] and reference_ok
+        scores = low_level_scores(decode_facts(gen.image), decode_facts(ref.image)) if compared else {}
         row.update({k: scores.get(k, 0.0) for k in LOW_LEVEL})
-        reference = to_array(ref_image.image)
-        row["ssim"] = ssim(image.image, reference) if row["executed"] else 0.0
+        reference = to_array(ref_image.image) if ref_image.ok else None
+        row["ssim"] = ssim(image.image, reference) if compared else 0.0
         row["_images"] = (reference, to_array(image.image) if image.ok else None)
         row["code"] = code
         rows.append(row)
@@ -115,34 +126,39 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def draw_grid(rows: Sequence[dict[str, Any]], path: Path, n: int = 8) -> Path:
-    """Reference (top) over rendering (bottom, grey when the code failed), ``n`` columns."""
+    """Reference (top) over rendering (bottom), grey where the code failed, ``n`` columns."""
     import numpy as np
     from PIL import Image
 
     from zoo.visualize import grid
 
     shown = list(rows)[:n]
-    refs = [Image.fromarray(r["_images"][0]) for r in shown]
-    gens = [Image.fromarray(r["_images"][1]) if r["_images"][1] is not None
-            else Image.fromarray(np.full_like(r["_images"][0], 128)) for r in shown]
+    shape = next((a.shape for r in shown for a in r["_images"] if a is not None), (64, 64, 3))
+    refs, gens = ([Image.fromarray(r["_images"][i] if r["_images"][i] is not None else np.full(shape, 128, np.uint8))
+                   for r in shown] for i in (0, 1))  # fmt: skip
     grid(refs + gens, columns=len(shown), cell=192).save(path)
     return path
 
 
-def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None) -> dict[str, Any]:
-    """Evaluate ``pipe`` on chart-to-code data; writes metrics, per-sample rows and a PNG grid."""
-    samples = load_eval_data(data, path, limit)
+def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None,
+        chartmimic_set: str | None = None) -> dict[str, Any]:
+    """Evaluate ``pipe`` on chart-to-code data; writes metrics, per-sample rows and a PNG grid.
+
+    ``chartmimic_set`` picks one of ChartMimic's Direct Mimic sets under ``path`` (default ``direct_600``;
+    ``zoo eval --option chartmimic_set=ori_500``)."""
+    samples = load_eval_data(data, path, limit, chartmimic_set)
     if not samples:
         raise ValueError(f"--data {data} yielded no samples (check --path and --limit)")
     predictions = predict_codes(pipe, samples)
     rows = score_codes([code for _, code in predictions], samples)
-    if not rows:
+    if all(r["reference_failed"] for r in rows):
         raise RuntimeError(f"no reference code of --data {data} runs in the render sandbox; see the warnings")
     texts = {s.id: text for s, (text, _) in zip(samples, predictions, strict=True)}
     metrics = {"model": getattr(getattr(pipe, "entry", None), "name", None), "data": data,
-               "skipped_references": len(samples) - len(rows), **summarise(rows)}
+               **({"set": samples[0].meta["set"]} if data == "chartmimic" else {}),
+               "failed_references": sum(r["reference_failed"] for r in rows), **summarise(rows)}
     out_dir = write_results(out_dir, metrics,
-                  ({**{k: v for k, v in row.items() if k != "_images"}, "text": texts[row["id"]]} for row in rows))
+                  ({**{k: v for k, v in row.items() if k != "_images"}, "response": texts[row["id"]]} for row in rows))
     draw_grid(rows, out_dir / "grid.png")
     logger.info("%s on %s: exec %.3f, low-level %.1f over %d -> %s", metrics["model"], data, metrics["exec_rate"],
                 metrics["low_level"], len(rows), out_dir)

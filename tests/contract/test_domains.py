@@ -32,8 +32,9 @@ RECIPES = [(d.name, path) for d in DOMAINS for path in d.recipe_files()]
 def _is_smoke(path: Path) -> bool:
     """A recipe that builds its tiny model here (a ``tiny:`` model name or ``model.tiny`` settings, read from the
     parsed YAML: a comment that happens to write ``gui-grounding-tiny:`` does not count) or is named a smoke run:
-    one CPU step of it runs in CI."""
-    return "tiny:" in yaml.safe_dump(yaml.safe_load(path.read_text())) or path.stem.endswith("smoke")
+    one CPU step of it runs in CI. Read from the ``model`` block only: a provenance row may name ``model.tiny``."""
+    model = yaml.safe_load(path.read_text()).get("model") or {}
+    return str(model.get("name", "")).startswith("tiny:") or bool(model.get("tiny")) or path.stem.endswith("smoke")
 
 
 SMOKE = [(name, path) for name, path in RECIPES if _is_smoke(path)]

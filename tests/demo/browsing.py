@@ -130,12 +130,14 @@ def wait_for_status(page: object, fragment: str, elem_id: str = "status", timeou
 
 
 def upload(page: object, elem_id: str, path: Path) -> None:
-    """Replace the file of upload component ``elem_id`` with ``path``."""
-    clear = page.locator(f"#{elem_id} button[aria-label='Clear']")
-    if clear.count():
-        clear.first.click()
+    """Replace the image of upload component ``elem_id`` with ``path``, once the page previews it (a broken file too:
+    its preview is a broken image, with the uploaded file's address)."""
     page.locator(f"#{elem_id} input[type=file]").set_input_files(str(path))
-    page.wait_for_selector(f"#{elem_id} button[aria-label='Clear']", timeout=30_000)
+    page.wait_for_function(
+        "([id, name]) => [...document.querySelectorAll(`#${id} img`)]"
+        ".some(img => decodeURIComponent(img.src).endsWith('/' + name))",
+        arg=[elem_id, path.name], timeout=30_000,
+    )  # fmt: skip
 
 
 def image_bytes(page: object, elem_id: str) -> bytes:

@@ -52,3 +52,19 @@ def test_an_empty_prompt_is_refused(page) -> None:
     fill(page, "prompt", "  ")
     page.click("#run")
     assert "Could not run" in wait_for_status(page, "type a prompt")
+
+
+@pytest.mark.parametrize(("elem_id", "typed", "said"), [
+    ("steps", "100000", "steps 100000 is out of range: type a whole number from 1 to 100"),
+    ("seeds", "0", "seeds in the grid 0 is out of range: type a whole number from 1 to 8"),
+    ("seed", "99999999999999999999", "seed 1e+20 is out of range: type a whole number from 0 to 2147483647"),
+    ("guidance", "35", "guidance scale 35 is out of range: type a number from 0 to 20"),
+])  # fmt: skip
+def test_a_number_out_of_range_is_reported_with_the_range(page, elem_id: str, typed: str, said: str) -> None:
+    """They were clamped silently (steps, seeds) or failed inside torch ("Overflow when unpacking long long")."""
+    before = textbox(page, elem_id)
+    fill(page, "prompt", "a green circle")
+    fill(page, elem_id, typed)
+    page.click("#run")
+    assert "Could not run" in wait_for_status(page, said)
+    fill(page, elem_id, before)

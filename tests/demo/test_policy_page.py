@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.demo.browsing import image_bytes, open_page, shoot
+from tests.demo.browsing import fill, image_bytes, open_page, shoot, wait_for_status
 
 NAME = "fetch-push-bc-tiny"
 
@@ -47,3 +47,18 @@ def test_episodes_match_the_evaluation_loop(page, screenshots: Path) -> None:
     film = Image.open(io.BytesIO(image_bytes(page, "rollout")))
     # the reset frame, then one per step (PIL merges identical consecutive frames into one)
     assert film.format == "GIF" and 1 < film.n_frames <= int(rows[0][4]) + 1
+
+
+@pytest.mark.parametrize(("elem_id", "typed", "said"), [
+    ("episodes", "100000", "episodes 100000 is out of range: type a whole number from 1 to 20"),
+    ("episodes", "0", "episodes 0 is out of range: type a whole number from 1 to 20"),
+    ("seed", "-1", "seed -1 is out of range: type a whole number from 0 to 2147483647"),
+])  # fmt: skip
+def test_a_number_out_of_range_is_refused_as_an_input_not_a_server_error(page, servers, elem_id: str, typed: str,
+                                                                         said: str) -> None:  # fmt: skip
+    """Episodes were clamped silently; seed -1 failed inside gymnasium and was logged as an unexpected error."""
+    fill(page, elem_id, typed)
+    page.click("#run")
+    assert "Could not run" in wait_for_status(page, said)
+    fill(page, elem_id, "3" if elem_id == "episodes" else "0")
+    assert "demo handler failed" not in servers["policy"].log.read_text()

@@ -74,3 +74,11 @@ def test_bad_target_json_is_refused(page) -> None:
     fill(page, "reward-target", "{answer: B")
     page.click("#reward-run")
     assert "Could not run" in wait_for_status(page, "not JSON", elem_id="reward-status")
+
+
+def test_the_tab_opens_on_the_models_own_reward(servers, browser) -> None:
+    """On a page of its own: the other tests of this module pick other rewards."""
+    fresh = open_page(browser, servers["vlm"])
+    fresh.get_by_role("tab", name="Score with a reward").click()
+    assert fresh.locator("#reward-name input").first.input_value() == "gui-g1"  # the recipes' reward of this model
+    fresh.close()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.demo.browsing import image_bytes, open_page, shoot, textbox, upload, wait_for_status, wait_for_text
+from tests.demo.browsing import fill, image_bytes, open_page, shoot, textbox, upload, wait_for_status, wait_for_text
 from zoo.cli import main
 from zoo.demo.examples import EXAMPLES_DIR
 
@@ -51,7 +52,9 @@ def test_a_broken_upload_is_refused_and_the_page_keeps_serving(page, tmp_path: P
     broken.write_bytes(b"these bytes are no picture")
     upload(page, "image", broken)
     page.click("#run")
-    assert "Could not run" in wait_for_status(page, "not an image file")
+    status = wait_for_status(page, "not an image file")
+    assert "Could not run: broken.png: not an image file" in status
+    assert str(Path(tempfile.gettempdir())) not in status and "/" not in status  # never the server's own path
     assert textbox(page, "raw-text") == ""
     upload(page, "image", EXAMPLE)
     page.click("#run")
@@ -65,3 +68,21 @@ def test_an_oversized_image_is_refused_by_name(page, tmp_path: Path) -> None:
     upload(page, "image", huge)
     page.click("#run")
     assert "exceeds the limit" in wait_for_status(page, "9000x9000")
+
+
+def test_a_blank_question_is_refused(page) -> None:
+    """The review's case: a blank question was answered with a box at y = 52421 on a 600-px image."""
+    upload(page, "image", EXAMPLE)
+    fill(page, "question", "   ")
+    page.click("#run")
+    assert "type a question: gui-grounding-tiny answers one about the image" in wait_for_status(page, "type a question")
+    fill(page, "question", QUESTION)
+
+
+def test_the_examples_fill_the_inputs(page) -> None:
+    from zoo.demo.examples import examples_for
+
+    second = examples_for("gui-grounding-tiny")[1]
+    page.get_by_text(second.prompt(), exact=True).first.click()
+    page.wait_for_function("(q) => document.querySelector('#question textarea')?.value === q", arg=second.prompt())
+    fill(page, "question", QUESTION)

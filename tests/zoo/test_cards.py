@@ -32,7 +32,7 @@ RECORD = TrainingRecord(
 def test_card_of_a_record_carries_its_numbers_and_the_kinds_usage():
     card = render_card(zoo.info("gui-g1-3b"), RECORD)
     meta = ModelCard(str(card)).data.to_dict()
-    assert meta["license"] == "apache-2.0" and meta["base_model"] == "Qwen/Qwen2.5-VL-3B-Instruct"
+    assert meta["license"] == "other" and meta["base_model"] == "Qwen/Qwen2.5-VL-3B-Instruct"
     (result,) = meta["model-index"][0]["results"]
     assert result["metrics"][0]["value"] == 0.4 and result["dataset"]["split"] == "heldout"
     text = card.text

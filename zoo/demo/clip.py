@@ -9,7 +9,7 @@ import gradio as gr
 
 from zoo.demo.errors import InputError, guarded
 from zoo.demo.examples import Example
-from zoo.images import load_image
+from zoo.demo.upload import image_upload, read_upload
 
 
 def class_names(text: str) -> list[str]:
@@ -20,14 +20,14 @@ def class_names(text: str) -> list[str]:
     return names
 
 
-def build(pipe: Any, example: Example) -> None:
-    """The zero-shot classification tab of ``pipe``'s page (inside an open ``gr.Blocks``)."""
-    path = example.image_path()
+def build(pipe: Any, examples: tuple[Example, ...]) -> None:
+    """The zero-shot classification tab of ``pipe``'s page (inside an open ``gr.Blocks``), opening on examples[0]."""
+    path = examples[0].image_path()
     with gr.Row():
         with gr.Column():
-            image = gr.File(label="image", file_types=["image"], type="filepath", value=str(path) if path else None,
-                            elem_id="image")  # fmt: skip
-            labels = gr.Textbox(label="class names, comma-separated", value=example.prompt(), elem_id="labels")
+            image = image_upload(label="image", value=str(path) if path else None,
+                                height=320, elem_id="image")  # fmt: skip
+            labels = gr.Textbox(label="class names, comma-separated", value=examples[0].prompt(), elem_id="labels")
             run = gr.Button("Classify", variant="primary", elem_id="run")
         with gr.Column():
             status = gr.Markdown(elem_id="status")
@@ -36,9 +36,7 @@ def build(pipe: Any, example: Example) -> None:
 
     def classify(upload: str | None, text: str) -> tuple[Any, ...]:
         names = class_names(text)
-        if not upload:
-            raise InputError("upload an image first")
-        probabilities = pipe(load_image(upload), names)
+        probabilities = pipe(read_upload(upload), names)
         return probabilities, json.dumps(probabilities, indent=2)
 
     run.click(guarded(classify, 2), [image, labels], [status, chart, exact])

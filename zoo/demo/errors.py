@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from zoo.hub import ModelNotAvailableError
@@ -27,6 +28,15 @@ class InputError(ValueError):
     """An input the page refuses (an empty prompt, too few class names); the message says what to enter."""
 
 
+@dataclass(frozen=True)
+class Noted:
+    """A handler's outputs and a line for the status: the answer stands, and the user must know something about it
+    (a box the model placed outside the image)."""
+
+    note: str
+    outputs: tuple[Any, ...]
+
+
 def unavailable_reason(name: str, err: Exception) -> str:
     """Markdown for the page of a model that cannot run: the reason verbatim (its commands intact), then the restart."""
     return f"## {name} cannot run here\n\n```text\n{err}\n```\n\nRestart `zoo demo {name}` once that is done."
@@ -38,7 +48,8 @@ def status_text(err: Exception) -> str:
 
 
 def guarded(handler: Callable[..., tuple[Any, ...]], outputs: int) -> Callable[..., tuple[Any, ...]]:
-    """``handler`` whose result is ``("", *result)`` and whose failure is ``(status, None * outputs)``.
+    """``handler`` whose result is ``("", *result)`` (``(note, *outputs)`` for a :class:`Noted` result) and whose
+    failure is ``(status, None * outputs)``.
 
     A user's bad input must not take the page down: the zoo's errors are sentences (``ValueError``,
     ``OSError``, ``RuntimeError`` and their subclasses, :class:`zoo.images.ImageError` among them) and
@@ -49,7 +60,10 @@ def guarded(handler: Callable[..., tuple[Any, ...]], outputs: int) -> Callable[.
     @functools.wraps(handler)
     def run(*args: Any) -> tuple[Any, ...]:
         try:
-            return ("", *handler(*args))
+            result = handler(*args)
+            if isinstance(result, Noted):
+                return (f"**Note:** {result.note}", *result.outputs)
+            return ("", *result)
         except (ValueError, OSError, RuntimeError, KeyError, TypeError) as err:
             logger.info("refused input: %s", err)
             return (status_text(err), *([None] * outputs))

@@ -20,6 +20,7 @@ import gradio as gr
 import gymnasium as gym
 from PIL import Image
 
+from zoo.demo import inputs
 from zoo.demo.errors import InputError, guarded
 from zoo.demo.examples import Example
 from zoo.domains import DOMAINS
@@ -98,15 +99,16 @@ def write_gif(frames: list[Image.Image]) -> str:
     return str(path)
 
 
-def build(pipe: Any, example: Example) -> None:
-    """The episodes tab of ``pipe``'s page (inside an open ``gr.Blocks``)."""
+def build(pipe: Any, examples: tuple[Example, ...]) -> None:
+    """The episodes tab of ``pipe``'s page (inside an open ``gr.Blocks``), opening on ``examples[0]``'s seed."""
     names = environments_for(pipe.entry.domain)
     with gr.Row():
         with gr.Column():
             env_name = gr.Dropdown(names, value=names[0] if names else None, label="environment", elem_id="env")
-            episodes = gr.Slider(1, MAX_EPISODES, value=3, step=1, label="episodes", elem_id="episodes")
-            seed = gr.Number(label="first seed (episode i is reset with seed + i)", value=0, precision=0,
-                             elem_id="seed")  # fmt: skip
+            # a number box, not a slider: a slider clamps a typed 100000 to its end silently; the handler says the range
+            episodes = gr.Number(label=f"episodes (1 to {MAX_EPISODES})", value=3, precision=0, elem_id="episodes")
+            seed = gr.Number(label=f"first seed (episode i is reset with seed + i; 0 to {inputs.SEED_MAX})",
+                             value=examples[0].seed, precision=0, elem_id="seed")  # fmt: skip
             run = gr.Button("Run episodes", variant="primary", elem_id="run")
         with gr.Column():
             status = gr.Markdown(elem_id="status")
@@ -114,13 +116,16 @@ def build(pipe: Any, example: Example) -> None:
             note = gr.Markdown(elem_id="note")
             table = gr.Dataframe(headers=COLUMNS, label="episodes", interactive=False, elem_id="returns")
 
-    def play(name: str | None, count: float, first: float | None) -> tuple[Any, ...]:
+    if len(examples) > 1 and names:
+        gr.Examples([[names[0], 3, e.seed] for e in examples], [env_name, episodes, seed], label="examples")
+
+    def play(name: str | None, count: float | None, first: float | None) -> tuple[Any, ...]:
         if not name:
             raise InputError("no environment is registered for this policy; pick one")
-        start = int(first or 0)
+        count, start = inputs.whole_number(count, "episodes", 1, MAX_EPISODES), inputs.seed(first)
         env = filmed_environment(name)
         try:
-            played = list(run_episodes(env, pipe.act, int(count), start, on_reset=pipe.reset))
+            played = list(run_episodes(env, pipe.act, count, start, on_reset=pipe.reset))
         finally:
             env.close()
         rows = [[i, start + i, round(total, 4), bool(info.get("is_success", False)), env.steps[i]]

@@ -4,6 +4,7 @@ The reward is the registry's (``rewards.get(name)``), called as training calls i
 (``reward([output], [RewardSample(target)])``), so model-written code runs only in the sandbox's render
 workers. For a render reward (one with a render ``kind``: SVG, matplotlib, CadQuery) the target's
 ``image`` is the uploaded reference, and the page shows the output as the sandbox renders it beside it.
+The tab opens on the reward the zoo's recipes train the page's model with (:func:`entry_rewards`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import rewards
 from rewards import RewardSample
 from rewards.rendering.validate import KINDS as RENDER_KINDS
 from zoo.demo.errors import InputError, guarded
-from zoo.images import load_image
+from zoo.demo.upload import image_upload, read_upload
 
 
 def render_kind(reward: Any) -> str | None:
@@ -53,7 +54,7 @@ def score(name: str, output: str, target_text: str, reference: str | None) -> tu
     if kind is not None:
         if not reference:
             raise InputError(f"{name} compares a rendering with a reference: upload the target image")
-        picture = load_image(reference)
+        picture = read_upload(reference, what="the target image")
         target["image"] = picture
     [result] = reward([output], [RewardSample(target)])
     rendered = _rendered(kind, output, reward) if kind is not None else None
@@ -69,15 +70,34 @@ def _rendered(kind: str, output: str, reward: Any) -> Image.Image | None:
     return rewards.render(kind, output, size=tuple(size), timeout=float(getattr(reward, "timeout", 10.0))).image
 
 
-def build() -> None:
-    """The reward tab (inside an open ``gr.Blocks``)."""
+def entry_rewards(entry: str, domain: str) -> list[str]:
+    """The registered rewards of the recipes of ``domain`` that train ``entry`` (naming it as ``model.entry``, in
+    ``reproduces`` or as their own name), in recipe order: what the page's model was, or would be, trained with."""
+    from zoo.domains import DOMAINS
+    from zoo.recipe_file import read_yaml
+
+    known, found = set(rewards.list()), []
+    for path in DOMAINS.get(domain).recipe_files() if domain in DOMAINS else []:
+        recipe = read_yaml(path)
+        if entry not in ((recipe.get("model") or {}).get("entry"), recipe.get("reproduces"), recipe.get("name")):
+            continue
+        for item in recipe.get("rewards") or []:
+            reward = item.get("name") if isinstance(item, dict) else item
+            if reward in known and reward not in found:
+                found.append(reward)
+    return found
+
+
+def build(own: list[str]) -> None:
+    """The reward tab (inside an open ``gr.Blocks``), opening on ``own[0]``, the first of the model's own rewards."""
     with gr.Row():
         with gr.Column():
-            name = gr.Dropdown(rewards.list(), value=None, label="reward", elem_id="reward-name")
+            label = f"reward (this model's: {', '.join(own)})" if own else "reward"
+            name = gr.Dropdown(rewards.list(), value=own[0] if own else None, label=label, elem_id="reward-name")
             output = gr.Textbox(label="model output", lines=6, elem_id="reward-output")
             target = gr.Textbox(label="target (JSON object of the reward's fields)", lines=3, elem_id="reward-target")
-            reference = gr.File(label="target image (render rewards)", file_types=["image"], type="filepath",
-                                elem_id="reward-reference")  # fmt: skip
+            reference = image_upload(label="target image (render rewards)", height=200,
+                                    elem_id="reward-reference")  # fmt: skip
             run = gr.Button("Score", variant="primary", elem_id="reward-run")
         with gr.Column():
             status = gr.Markdown(elem_id="reward-status")

@@ -1,8 +1,10 @@
 """Build the page of a model's kind and serve it (``zoo demo``).
 
-The model is loaded once, as ``zoo run`` loads it (:func:`zoo.load`); a model that cannot be loaded
-here gets a page saying why (:mod:`zoo.demo.errors`). Served on 127.0.0.1 unless asked otherwise,
-with Gradio's analytics off and uploads capped.
+The model is loaded once, as ``zoo run`` loads it (:func:`zoo.load`), before the page is built (zoo: loading
+it on a thread while Gradio is imported gave no earlier first page on 2 cores, both being import work under
+one interpreter lock; ``bench/demo_first_page.py`` times it); a model that cannot be loaded here gets a page
+saying why (:mod:`zoo.demo.errors`). Served on 127.0.0.1 unless asked otherwise, with Gradio's analytics off
+and uploads capped.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from zoo.demo.card import card_summary
 from zoo.demo.errors import UNAVAILABLE, unavailable_reason
-from zoo.demo.examples import EXAMPLES_DIR, example_for
+from zoo.demo.examples import EXAMPLES_DIR, examples_for
 
 if TYPE_CHECKING:
     import gradio as gr
@@ -58,9 +60,9 @@ def build_app(name: str, *, device: str = "auto", trust_remote_code: bool = Fals
         gr.Markdown(card_summary(entry, f"{pipe.source} @ {pipe.revision}"), elem_id="card")
         with gr.Tabs():
             with gr.Tab(title, id="model"):
-                importlib.import_module(module).build(pipe, example_for(entry.name))
+                importlib.import_module(module).build(pipe, examples_for(entry.name))
             with gr.Tab("Score with a reward", id="reward"):
-                reward.build()
+                reward.build(reward.entry_rewards(entry.name, entry.domain))
     return app
 
 

@@ -8,15 +8,16 @@ a GUI action's points, all in original pixels.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 import gradio as gr
 from PIL import Image
 
-from zoo.demo.errors import InputError, guarded
+from zoo.demo.errors import InputError, Noted, guarded
 from zoo.demo.examples import Example
-from zoo.images import load_image
+from zoo.demo.upload import image_upload, read_upload
 from zoo.outputs import Prediction
 from zoo.visualize import draw_prediction
 
@@ -42,14 +43,22 @@ def parsed_fields(pred: Prediction) -> str:
     return json.dumps(fields, indent=2)
 
 
-def build(pipe: Any, example: Example) -> None:
-    """The question-about-an-image tab of ``pipe``'s page (inside an open ``gr.Blocks``)."""
+def geometry_note(pred: Prediction) -> str | None:
+    """The status line's note for an answer that points nowhere (the parse itself stays the authors')."""
+    if pred.geometry_warning is None:
+        return None
+    return f"the model's answer points nowhere on this image: {pred.geometry_warning}; what lies outside is not drawn"
+
+
+def build(pipe: Any, examples: tuple[Example, ...]) -> None:
+    """The question-about-an-image tab of ``pipe``'s page (inside an open ``gr.Blocks``), opening on ``examples[0]``."""
     spec = pipe.entry.spec
+    first = examples[0]
     with gr.Row():
         with gr.Column():
-            image = gr.File(label="image", file_types=["image"], type="filepath", value=_path(example),
-                            elem_id="image")  # fmt: skip
-            question = gr.Textbox(label="question", value=example.prompt(), lines=2, elem_id="question")
+            image = image_upload(label="image", value=_path(first), height=320,
+                                elem_id="image")  # fmt: skip
+            question = gr.Textbox(label="question", value=first.prompt(), lines=2, elem_id="question")
             system = gr.Dropdown([DEFAULT, *spec.variants], value=DEFAULT, label="system prompt (published variants)",
                                  visible=bool(spec.variants), elem_id="system")  # fmt: skip
             template = gr.Dropdown([DEFAULT, *spec.templates], value=DEFAULT, label="user template",
@@ -64,18 +73,24 @@ def build(pipe: Any, example: Example) -> None:
             fields = gr.Textbox(label="parsed fields (JSON, original pixels)", lines=8, interactive=False,
                                 elem_id="parsed")  # fmt: skip
 
-    def answer(path: str | None, q: str, variant: str, user_template: str) -> tuple[Any, ...]:
-        if not path:
-            raise InputError("upload an image first")
-        if not (q or "").strip() and spec.asks_a_question(None if user_template == DEFAULT else user_template):
-            raise InputError(f"type a question: {pipe.entry.name} answers one about the image")
-        picture = load_image(path)  # a broken, non-image or oversized upload is refused here, by name
-        pred = pipe(picture, q, system=None if variant == DEFAULT else variant,
-                    template=None if user_template == DEFAULT else user_template, seed=0)  # fmt: skip
-        acted = json.dumps(pred.action) if pred.action else ""
-        return draw(picture, pred, q), acted, pred.text, parsed_fields(pred)
+    if len(examples) > 1:
+        gr.Examples([[_path(e), e.prompt()] for e in examples], [image, question], label="examples")
 
-    run.click(guarded(answer, 4), [image, question, system, template], [status, drawn, action, text, fields])
+    run.click(guarded(functools.partial(answer, pipe), 4), [image, question, system, template],
+              [status, drawn, action, text, fields])  # fmt: skip
+
+
+def answer(pipe: Any, path: str | None, q: str, variant: str, user_template: str) -> tuple[Any, ...] | Noted:
+    """The Run button: ``(drawing, action, raw text, parsed fields)``, with a note when the answer points nowhere."""
+    template = None if user_template == DEFAULT else user_template
+    if not (q or "").strip() and pipe.entry.spec.asks_a_question(template):
+        raise InputError(f"type a question: {pipe.entry.name} answers one about the image")
+    picture = read_upload(path)  # a missing, broken, non-image or oversized upload is refused here, by name
+    pred = pipe(picture, q, system=None if variant == DEFAULT else variant, template=template, seed=0)
+    acted = json.dumps(pred.action) if pred.action else ""
+    outputs = (draw(picture, pred, q), acted, pred.text, parsed_fields(pred))
+    note = geometry_note(pred)
+    return Noted(note, outputs) if note else outputs
 
 
 def _path(example: Example) -> str | None:

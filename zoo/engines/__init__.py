@@ -33,6 +33,7 @@ from zoo.import_strings import resolve
 from zoo_common.registry import Registry
 
 if TYPE_CHECKING:
+    from zoo.authors_run import StepBatch
     from zoo.sharding import Holds, Sharding
 
 
@@ -61,6 +62,9 @@ class Engine:
             (LoRA under FSDP); the engine and ``zoo train --plan`` both ask :meth:`sharding`, so both refuse alike.
         holds: what else the engine holds per process (:class:`zoo.sharding.Holds`: gathered sampling, its KL
             reference's dtype, DDP's gradient buckets), which ``zoo train --plan`` prices.
+        batch: ``"module:function"`` called as ``fn(recipe, processes)`` returning the prompts, completions and
+            optimiser steps of one round over every process (:mod:`zoo.engines.batches`); ``None`` for an engine
+            without rounds of sampled groups (SFT, policy).
     """
 
     name: str
@@ -71,6 +75,7 @@ class Engine:
     distributes: str = "none"
     launch_check: str | None = None
     holds: Holds = field(default_factory=_holds)
+    batch: str | None = None
 
     def recipe_class(self) -> type:
         """The engine's recipe dataclass, a :class:`~zoo.recipe.Recipe` subclass (imported on first use)."""
@@ -84,6 +89,13 @@ class Engine:
         self.sharding(recipe.launch, recipe)  # a launch config the engine does not run is refused before anything starts
         return resolve(self.train, what=f"engine {self.name!r}")(recipe, out_dir, resume=resume, dry_run=dry_run)
 
+
+    def step_batch(self, recipe: Any, processes: int) -> StepBatch:
+        """The batch of one round of ``recipe`` over ``processes`` processes, as this engine's loop draws it; a
+        ``ValueError`` for an engine (or a recipe's method) without a fixed one."""
+        if self.batch is None:
+            raise ValueError(f"engine {self.name!r} samples no groups of completions: it has no round to count")
+        return resolve(self.batch, what=f"engine {self.name!r}")(recipe, processes)
 
     def sharding(self, launch: str, recipe: Any = None) -> Sharding:
         """What this engine does under the launch config ``launch`` (``""``: none): replicated, FSDP sharded by the
@@ -124,7 +136,7 @@ register_engine(Engine(
     # TRL's GRPOTrainer: its reference built in the policy's dtype (create_model_from_path(dtype=self.model.dtype)),
     # none beside a peft model; DDP through accelerate; under ZeRO-3 unwrap_model_for_generation gathers the policy
     # to generate (ds3_gather_for_generation, TRL's default, which trl_engine.grpo_config leaves)
-    holds=_holds(samples_gathered=True, reference="loaded", ddp_reducer=True),
+    holds=_holds(samples_gathered=True, reference="loaded", ddp_reducer=True), batch="zoo.engines.batches:trl_batch",
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
@@ -138,6 +150,7 @@ register_engine(Engine(
     # SemiOnlineLearner: _frozen_copy in the frozen dtype before LoRA is added; rollouts and log-probabilities under
     # sampling (the gathered model); DataParallel.sum_gradients
     holds=_holds(samples_gathered=True, reference="frozen", reference_with_lora=True),
+    batch="zoo.engines.batches:semi_online_batch",
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",
@@ -150,7 +163,7 @@ register_engine(Engine(
     distributes="zoo", launch_check="zoo.engines.diffusion.placement:check_sharding",
     # setup.build_run: a deepcopy of the float32 denoiser as a full fine-tune's reference, sharded like it;
     # Run.sampling gathers the denoiser; DDP through accelerator.prepare
-    holds=_holds(samples_gathered=True, reference="loaded", ddp_reducer=True),
+    holds=_holds(samples_gathered=True, reference="loaded", ddp_reducer=True), batch="zoo.engines.batches:diffusion_batch",
 ))  # fmt: skip
 register_engine(Engine(
     "policy", "RL of a control policy (gymnasium + stable-baselines3): residual PPO/TD3 on a frozen base",

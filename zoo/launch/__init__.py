@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Where the config files live (inside the installed package).
 LAUNCH_DIR = Path(__file__).resolve().parent
@@ -93,3 +94,11 @@ def read(name: str) -> LaunchSettings:
         wrap_classes=tuple(c.strip() for c in wrap.split(",") if c.strip()),
         activation_checkpointing=bool(fsdp.get("fsdp_activation_checkpointing", False)),
     )  # fmt: skip
+
+
+def sized_processes(recipe: Any) -> int:
+    """The processes the recipe is sized for, which ``zoo train --plan`` prints in its launch line: the recipe's
+    ``processes``, else its launch config's ``num_processes``, else one."""
+    if getattr(recipe, "processes", None):
+        return int(recipe.processes)
+    return read(recipe.launch).num_processes if recipe.launch else 1

@@ -14,8 +14,10 @@ which imports them all.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +28,14 @@ import torch
 from torch import nn
 
 from zoo.hub import ResolvedModel
-from zoo.model_files import CONFIG_FILES, read_json
+from zoo.model_files import CONFIG_FILES, npy_header, read_bounded, read_json
 from zoo.outputs import ActionOutput
 from zoo.registry import ModelEntry
 
 CONFIG_FILE = CONFIG_FILES["policy"]  # the file that marks a policy folder (zoo.load, zoo push)
 WEIGHTS_FILE = "model.safetensors"
+#: Largest ``--observation`` file read (bytes): 200,000 observations of 28 float64 numbers as ``.npy`` are 45 MB.
+MAX_OBSERVATION_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -67,11 +71,15 @@ def read_policy_config(path: Path) -> PolicyConfig:
         raise ValueError(f"{file}: not a valid policy config ({err}); it needs observation_dim and action_dim") from err
 
 
-def feedforward(sizes: list[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
-    """Linear layers through ``sizes``, ``activation`` between them (none after the last)."""
+def feedforward(sizes: list[int], activation: type[nn.Module] = nn.ReLU, *, layer_norm: bool = False) -> nn.Sequential:
+    """Linear layers through ``sizes``, ``activation`` between them (none after the last).
+
+    ``layer_norm`` puts a LayerNorm between each hidden Linear and its activation (ResFiT's actor and
+    critic heads are built so).
+    """
     layers: list[nn.Module] = []
     for a, b in itertools.pairwise(sizes[:-1]):
-        layers += [nn.Linear(a, b), activation()]
+        layers += [nn.Linear(a, b), *([nn.LayerNorm(b)] if layer_norm else []), activation()]
     return nn.Sequential(*layers, nn.Linear(sizes[-2], sizes[-1]))
 
 
@@ -136,22 +144,44 @@ class PolicyPipeline:
 
     @torch.inference_mode()
     def __call__(self, observation: Any) -> ActionOutput:
-        """Actions for ``(B, observation_dim)`` observations (or one ``(observation_dim,)``), in env units."""
-        obs = np.asarray(observation, dtype=np.float64)
-        if obs.ndim == 1:
-            obs = obs[None]
-        if obs.ndim != 2 or obs.shape[1] != self.config.observation_dim:
-            raise ValueError(f"observation of shape {np.asarray(observation).shape}; {self.entry.name} takes "
-                             f"(B, {self.config.observation_dim}) or ({self.config.observation_dim},)")  # fmt: skip
-        if not np.isfinite(obs).all():
-            raise ValueError("observation contains NaN or inf")
+        """Actions for ``(B, observation_dim)`` observations (or one ``(observation_dim,)``), in env units.
+
+        Input that is not that many finite numbers, or whose values overflow the normaliser (``1e308`` printed NaN
+        actions, review-reliability 10.9), is a ``ValueError`` saying what the policy takes."""
+        obs = self._observations(observation)
         norm = self.normalization
-        x = torch.as_tensor((obs - norm.obs_mean) / norm.obs_std, dtype=torch.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused by name just below
+            x = torch.as_tensor((obs - norm.obs_mean) / norm.obs_std, dtype=torch.float32)
+        if not torch.isfinite(x).all():
+            raise ValueError(f"observation values overflow {self.entry.name}'s normalisation (they lie far outside "
+                             "what it was trained on); give values in the environment's own units")  # fmt: skip
         parameter = next(self.model.parameters(), None)
         if parameter is not None:
             x = x.to(device=parameter.device, dtype=parameter.dtype)
         out = self.model(x).float().cpu().numpy().reshape(len(obs), self.config.action_chunk, self.config.action_dim)
-        return ActionOutput(actions=out * norm.action_std + norm.action_mean, chunk=self.config.action_chunk)
+        with np.errstate(over="ignore", invalid="ignore"):
+            actions = out * norm.action_std + norm.action_mean
+        if not np.isfinite(actions).all():
+            raise ValueError(f"{self.entry.name}'s actions for this observation are not finite numbers (its values lie "
+                             "far outside what the policy was trained on)")  # fmt: skip
+        return ActionOutput(actions=actions, chunk=self.config.action_chunk)
+
+    def _observations(self, observation: Any) -> np.ndarray:
+        """``observation`` as a ``(B, observation_dim)`` float64 array of finite numbers, or a ``ValueError`` naming
+        what the policy takes (a JSON object or ragged lists were a ``TypeError`` traceback)."""
+        dim = self.config.observation_dim
+        takes = f"{self.entry.name} takes {dim} numbers, or a list of such lists"
+        try:
+            obs = np.asarray(observation, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"observation {str(observation)[:80]!r} is not numbers; {takes}") from None
+        if obs.ndim == 1:
+            obs = obs[None]
+        if obs.ndim != 2 or obs.shape[1] != dim:
+            raise ValueError(f"observation of shape {obs.shape}; {takes} (shape ({dim},) or (B, {dim}))")
+        if not np.isfinite(obs).all():
+            raise ValueError("observation contains NaN or inf")
+        return obs
 
     def act(self, observation: Any) -> np.ndarray:
         """The next action for one observation; a chunked policy serves its queue before re-planning."""
@@ -162,6 +192,31 @@ class PolicyPipeline:
     def reset(self) -> None:
         """Forget queued actions (call at the start of each episode)."""
         self._queue.clear()
+
+
+def read_observation(source: str) -> Any:
+    """What ``zoo run POLICY --observation SOURCE`` gives the policy: a ``.npy`` file, a ``.json`` file, or JSON text.
+
+    Files are read only as regular files under :data:`MAX_OBSERVATION_BYTES` (a FIFO hung the read, ``/dev/zero``
+    filled memory: review-reliability 10.9), and a ``.npy`` header is held to the file's length before NumPy
+    allocates what it claims. What is not numbers is left to :class:`PolicyPipeline` to name.
+    """
+    what = "an --observation file"
+    if source.endswith(".npy"):
+        data = read_bounded(source, MAX_OBSERVATION_BYTES, what)
+        try:
+            shape, dtype = npy_header(io.BytesIO(data))
+            if math.prod(shape) * dtype.itemsize > len(data):
+                raise ValueError(f"its header claims {shape} numbers, more than its {len(data):,} bytes hold")
+            return np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, EOFError) as err:
+            raise ValueError(f"--observation {source}: not a .npy array of numbers ({err})") from None
+    if source.endswith(".json"):
+        return read_json(Path(source), limit=MAX_OBSERVATION_BYTES, what=what)
+    try:
+        return json.loads(source)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--observation {source[:80]!r} is not a JSON list of numbers ({err})") from None
 
 
 def save_policy(folder: Path, model: nn.Module, config: PolicyConfig, normalization: Normalization) -> Path:

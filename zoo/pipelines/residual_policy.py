@@ -2,8 +2,10 @@
 
 ``policy_config.json`` says ``"architecture": "residual-mlp"`` and carries, besides the sizes of
 the base (``hidden``, ``action_chunk``), the residual's ``residual_hidden``, ``combine``,
-``residual_scale``, ``obs_clamp`` and, for ``combine: resfit``, the action range scaled to [-1, 1]
-(``action_low``/``action_high``: ResFiT's widened demonstration range, or the environment's box). One ``model.safetensors`` holds ``base.*`` and ``residual.*``;
+``residual_scale``, ``obs_clamp``, ``residual_layer_norm`` (a LayerNorm after each hidden Linear, as ResFiT's actor;
+absent in directories written before it existed, which are plain MLPs) and, for ``combine: resfit``, the action range
+scaled to [-1, 1] (``action_low``/``action_high``: ResFiT's widened demonstration range, or the environment's box). One
+``model.safetensors`` holds ``base.*`` and ``residual.*``;
 ``normalization.json`` is the base's. The two combinations (research notes §4.4):
 
 * ``resip``: in the base's normalised action space, ``a_n = base_n + scale * residual(x)`` (no clip);
@@ -25,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, mlp
+from zoo.pipelines.policy import PolicyConfig, PolicyPipeline, feedforward, mlp
 
 
 class ResidualPolicy(nn.Module):
@@ -44,9 +46,9 @@ class ResidualPolicy(nn.Module):
         self.combine, self.scale = str(extra["combine"]), float(extra["residual_scale"])
         self.obs_clamp = float(extra.get("obs_clamp", 3.0))
         self.base = mlp(config)
-        residual = PolicyConfig(config.observation_dim + config.action_dim, config.action_dim,
-                                hidden=tuple(int(h) for h in extra["residual_hidden"]))  # fmt: skip
-        self.residual = mlp(residual)
+        sizes = [config.observation_dim + config.action_dim, *(int(h) for h in extra["residual_hidden"]),
+                 config.action_dim]  # fmt: skip
+        self.residual = feedforward(sizes, layer_norm=bool(extra.get("residual_layer_norm", False)))
         self.register_buffer("low", torch.as_tensor(extra.get("action_low", [-1.0] * config.action_dim)))
         self.register_buffer("high", torch.as_tensor(extra.get("action_high", [1.0] * config.action_dim)))
         # the base's action statistics (normalization.json, not the weights file): set by the pipeline

@@ -61,9 +61,7 @@ class VLMPipeline:
         """The chat messages for one question, laid out as the authors lay them out."""
         spec = self.entry.spec
         system = spec.system_prompt(system)
-        text = {"type": "text", "text": spec.user_text(question, template)}
-        image_part = {"type": "image", "image": image}
-        content = [image_part, text] if spec.image_first else [text, image_part]
+        content = spec.user_content(question, {"type": "image", "image": image}, template)
         return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
 
     def prepare(self, image: ImageInput) -> tuple[Image.Image, Image.Image]:

@@ -130,3 +130,24 @@ def test_one_update_follows_the_gradient_of_carls_loss():
         torch.testing.assert_close(p - p.grad, dict(policy.named_parameters())[name].detach(), rtol=1e-4, atol=1e-6)
         assert not torch.equal(before[name], dict(policy.named_parameters())[name])
     assert model.vf_coef == VF / 2  # stable-baselines3's plain MSE at half weight is CaRL's 0.5 * MSE * 0.5
+
+
+def authors_linear_lr(learning_rate: float, update: int, num_updates: int) -> float:
+    """CaRL's ``lr_schedule: linear`` (``jkli-2/CaRL@5ba3dc4:nuPlan/carl_nuplan/planning/gym/training.py``,
+    ``run_training``), written again: ``frac = 1.0 - (update - 1.0) / num_updates`` for ``update`` from 0."""
+    frac = 1.0 - (update - 1.0) / num_updates
+    return frac * learning_rate
+
+
+def test_the_linear_schedule_decays_over_the_run_as_carls_training_loop():
+    env = DummyVecEnv([lambda: Episodes(5, truncate=True), lambda: Episodes(7, truncate=False)])
+    model = carl_ppo(env, hidden=(8, 8), n_steps=8, batch_size=16, n_epochs=1, learning_rate=2.5e-4,
+                     lr_iterations=4, seed=0)  # fmt: skip
+    rates = []
+    for _ in range(4):  # one learn call per iteration, as the policy engine runs it
+        model.learn(16, reset_num_timesteps=False)
+        rates.append(model.policy.optimizer.param_groups[0]["lr"])
+    assert rates == pytest.approx([authors_linear_lr(2.5e-4, update, 4) for update in range(4)])
+    constant = carl_ppo(env, hidden=(8, 8), n_steps=8, batch_size=16, n_epochs=1, learning_rate=2.5e-4, seed=0)
+    constant.learn(32, reset_num_timesteps=False)
+    assert constant.policy.optimizer.param_groups[0]["lr"] == pytest.approx(2.5e-4)

@@ -93,3 +93,27 @@ def test_resume_continues_from_the_newest_checkpoint(tmp_path):
 def test_a_base_policy_is_refused(tmp_path):
     with pytest.raises(ValueError, match="from scratch"):
         run(str(RECIPES / "carl-highway-smoke.yaml"), ["base.model=fetch-push-bc-tiny"], output_dir=str(tmp_path / "r"))
+
+
+@pytest.mark.parametrize(("recipe", "expected"), [
+    ("carl-highway.yaml", {"ent_coef": 0.01, "n_epochs": 3, "samples": 2048, "batch_size": 512, "decays": False,
+                           "accumulation": "regular"}),  # CaRL's CARLA PPO: train_carl_py.sh:17
+    ("carl-highway-nuplan.yaml", {"ent_coef": 0.0, "n_epochs": 2, "samples": 4096, "batch_size": 1024,
+                                  "decays": True, "accumulation": "nuplan"}),  # default_gym.yaml, train_multi_gpu.sh
+])  # fmt: skip
+def test_each_carl_recipe_builds_the_ppo_of_its_simulator(recipe, expected):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from domains.driving.carl import CARL_PPO
+    from domains.driving.carl_env import make_highway_carl
+    from zoo.recipe import load_recipe
+
+    loaded = load_recipe(str(RECIPES / recipe))
+    kwargs = loaded.env.kwargs
+    env = DummyVecEnv([lambda: make_highway_carl(**kwargs)] * loaded.algorithm.n_envs)
+    model = CARL_PPO.build(env, loaded)
+    built = {"ent_coef": model.ent_coef, "n_epochs": model.n_epochs, "samples": model.n_steps * model.n_envs,
+             "batch_size": model.batch_size, "decays": not isinstance(model.learning_rate, float),
+             "accumulation": env.envs[0].config.accumulation}  # fmt: skip
+    assert built == expected
+    assert (model.clip_range(1.0), model.vf_coef, model.gamma, model.gae_lambda) == (0.1, 0.25, 0.99, 0.95)

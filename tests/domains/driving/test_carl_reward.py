@@ -128,6 +128,55 @@ def test_a_regular_step_is_nuplans_accumulation_of_its_components(changes):
     assert not ends and result.reward == pytest.approx(expected)
 
 
+NUM_SCENARIO_ITERATIONS = 150  # default_reward_builder.py:60
+
+
+def nuplan_accumulate(route_completion: float, too_fast: float, ttc: float, comfort: float, off_route: float,
+                      lane_distance: float, hard_constraints: list[bool],
+                      reward_factor: float = 100.0) -> float:  # fmt: skip
+    """``DefaultRewardBuilder._nuplan_accumulate`` (``default_reward_builder.py:266-296``), written again from those
+    lines; ``route_completion`` is the step's completion gain as a fraction of the route."""
+    reward = 0.0
+    if not any(hard_constraints):
+        ttc = 1.0 if ttc == 1.0 else 0.0
+        comfort = 1.0 if comfort == 1.0 else 0.0
+        ttc /= NUM_SCENARIO_ITERATIONS
+        speed = too_fast / NUM_SCENARIO_ITERATIONS
+        comfort /= NUM_SCENARIO_ITERATIONS
+        reward = (5 * route_completion + 5 * ttc + 4 * speed + 2 * comfort) / 16
+        reward = reward * off_route * lane_distance * reward_factor
+    return reward
+
+
+@pytest.mark.parametrize("changes", [{}, {"speed": 31.115}, {"ttc_violation": True}, {"center_distance": 1.0},
+                                     {"on_route": False}, {"kinematics": {"yaw_rate": 2.0}}, {"collision": True},
+                                     {"speed": 31.115, "ttc_violation": True, "center_distance": 1.2}])  # fmt: skip
+def test_the_nuplan_accumulation_is_carls_weighted_sum(changes):
+    config = CarlRewardConfig(accumulation="nuplan")
+    result = carl_step(measure(2.5, **changes), PenaltyState(), config)
+    c = result.components
+    expected = nuplan_accumulate(c["progress"] / 100, c["speeding"], c["ttc"], c["comfort"], c["off_route"],
+                                 c["lane_distance"], [result.terminated])  # fmt: skip
+    assert result.reward == pytest.approx(expected)
+
+
+def test_the_nuplan_accumulation_pays_for_safe_steps_without_progress():
+    # standing still, unpenalised: (5 + 4 + 2) / 150 / 16 x 100 a step; TTC and comfort lost: 4 / 150 / 16 x 100
+    config = CarlRewardConfig(accumulation="nuplan")
+    calm = carl_step(measure(0.0), PenaltyState(), config).reward
+    lost = carl_step(measure(0.0, ttc_violation=True, kinematics={"jerk": 20.0}), PenaltyState(), config).reward
+    assert (calm, lost) == pytest.approx((11 / 150 / 16 * 100, 4 / 150 / 16 * 100))
+    assert carl_step(measure(0.0), PenaltyState(), CarlRewardConfig(accumulation="nuplan", episode_steps=300)).reward \
+        == pytest.approx(calm / 2)
+
+
+def test_an_unknown_accumulation_is_refused_in_one_line():
+    from domains.driving.carl_env import make_highway_carl
+
+    with pytest.raises(ValueError, match="env.kwargs.reward: accumulation='survival': choose 'regular' or 'nuplan'"):
+        make_highway_carl(vehicles=1, reward={"accumulation": "survival"})
+
+
 def test_collision_is_reported_before_other_simultaneous_infractions():
     result = carl_step(measure(1.0, off_road=True, collision=True), PenaltyState(), CarlRewardConfig())
     assert result.reason == "collision" and result.reward == 0.0

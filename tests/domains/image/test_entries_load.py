@@ -98,6 +98,7 @@ def test_omnigen2_says_diffusers_cannot_run_it_and_what_can(hf_cache, install, t
     assert "no OmniGen2Pipeline" in message and "VectorSpaceLab/OmniGen2" in message and "gedit-bench" in message
     # their GEdit-Bench scripts (EditScore@6e0f1b9 .../GEdit-Bench/omnigen2.sh:55-83), not inference.py's defaults
     assert "image guidance 1.5, time_shift_base_res 168 and negative prompt ''" in message
+    assert "--use_ori_neg_prompt_template" in message and "gedit.omnigen2_negative_prompt_embeds" in message  # omnigen2.sh:82
 
 
 def test_card_of_every_image_entry_renders():

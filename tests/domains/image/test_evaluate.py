@@ -50,13 +50,18 @@ def test_gedit_loader_reads_the_published_layout_and_filters(tmp_path):
     english = gedit.load_gedit(folder)
     assert [s.id for s in english] == ["color_alter/en/k1", "subject-add/en/k2"]
     assert english[0].target == {"instruction": "make the car red"} and english[0].meta["intersection"] is True
-    assert Image.open(io.BytesIO(english[1].images[0])).getpixel((0, 0)) == (10, 0, 0)  # the raw image, not input_image
+    # the judge's source is input_image (GEdit's _SRCIMG); the raw image comes second, only when the editor gets it
+    assert len(english[1].images) == 1 and Image.open(io.BytesIO(english[1].images[0])).getpixel((0, 0)) == (0, 0, 255)
+    raw = gedit.load_gedit(folder, edit_source="input_image_raw")[1].images
+    assert [Image.open(io.BytesIO(b)).getpixel((0, 0)) for b in raw] == [(0, 0, 255), (10, 0, 0)]
     assert [s.meta["key"] for s in gedit.load_gedit(folder, language="all", intersection_only=True)] == ["k1", "k3"]
     assert len(gedit.load_gedit(folder / "data" / "train-00000-of-00001.parquet", limit=1)) == 1
     with pytest.raises(FileNotFoundError, match="data/\\*.parquet"):
         gedit.load_gedit(tmp_path)
     with pytest.raises(ValueError, match="language must be"):
         gedit.load_gedit(folder, language="de")
+    with pytest.raises(ValueError, match="edit_source must be input_image or input_image_raw"):
+        gedit.load_gedit(folder, edit_source="raw")
 
 
 def test_gedit_loader_names_missing_columns(tmp_path):
@@ -68,102 +73,67 @@ def test_gedit_loader_names_missing_columns(tmp_path):
         gedit.load_gedit(tmp_path / "bad.parquet")
 
 
-def _their_analyze_scores(frames: dict, language: str = "en") -> tuple[dict, dict, dict]:
-    """GEdit-Bench's ``analyze_scores``, ported from the Bytedance ``calculate_statistics.py`` (Step1X-Edit/BAGEL
-    GEdit-Bench scripts; file index id 66415700816) with one in-memory DataFrame per group in place of its CSVs.
-    VectorSpaceLab/EditScore@6e0f1b9:examples/OmniGen2-RL/evaluation/GEdit-Bench/calculate_statistics.py:45-153
-    computes the same with one sample per key."""
-    import math
-
-    import numpy as np
-
-    groups = ["background_change", "color_alter", "material_alter", "motion_change", "ps_human", "style_change",
-              "subject-add", "subject-remove", "subject-replace", "text_change", "tone_transfer"]  # fmt: skip
-    semantics, quality, overall = {}, {}, {}
-    for group_name in groups:
-        df = frames[group_name]
-        s_scores, q_scores, o_scores = [], [], []
-        for _, row in df.iterrows():
-            if row["instruction_language"] != language:
-                continue
-            overall_score = math.sqrt(row["sementics_score"] * row["quality_score"])
-            s_scores.append(row["sementics_score"])
-            q_scores.append(row["quality_score"])
-            o_scores.append(overall_score)
-        semantics[group_name] = np.mean(s_scores)
-        quality[group_name] = np.mean(q_scores)
-        overall[group_name] = np.mean(o_scores)
-    semantics["avg_semantics"] = np.mean([semantics[g] for g in groups])
-    quality["avg_quality"] = np.mean([quality[g] for g in groups])
-    overall["avg_overall"] = np.mean([overall[g] for g in groups])
-    return semantics, quality, overall
-
-
-def test_gedit_headline_is_gedit_benchs_mean_of_group_means():
-    """Groups of unequal size, so the mean of group means differs from the mean over samples (kept beside it)."""
-    import numpy as np
-    import pandas as pd
-
-    rng = np.random.default_rng(0)
-    rows, frames = [], {}
-    for i, task in enumerate(gedit.TASK_TYPES):
-        sc, pq = rng.integers(0, 11, 2 + 3 * i).astype(float), rng.integers(0, 11, 2 + 3 * i).astype(float)
-        frames[task] = pd.DataFrame({"sementics_score": sc, "quality_score": pq, "instruction_language": "en"})
-        rows += [{"task_type": task, "sc": a, "pq": b, "overall": (a * b) ** 0.5} for a, b in zip(sc, pq)]
-    semantics, quality, overall = _their_analyze_scores(frames)
-    summary = gedit.summarise([*rows, {"task_type": "ps_human", "overall": None}])
-    assert summary["n"] == len(rows) + 1 and summary["scored"] == len(rows) and summary["groups"] == 11
-    assert summary["sc"] == pytest.approx(semantics["avg_semantics"])
-    assert summary["pq"] == pytest.approx(quality["avg_quality"])
-    assert summary["overall"] == pytest.approx(overall["avg_overall"])
-    assert summary["by_task"]["tone_transfer"]["overall"] == pytest.approx(overall["tone_transfer"])
-    per_sample = np.mean([r["overall"] for r in rows])
-    assert summary["sample_mean"]["overall"] == pytest.approx(per_sample)
-    assert abs(summary["overall"] - per_sample) > 0.01
-    # O comes from the row's SC and PQ, as GEdit-Bench recomputes it (a multi-pass judge's mean O can differ)
-    off = gedit.summarise([{"task_type": "a", "sc": 4.0, "pq": 9.0, "overall": 5.0}])
-    assert off["overall"] == off["sample_mean"]["overall"] == 6.0 and off["groups"] == 1
-
-
 class FixedJudge:
     """Answers SC questions with [20, 15] and PQ questions with [25, 10] (0-25), recording what it was shown."""
 
     def __init__(self):
-        self.calls = []
+        self.calls, self.shown = [], []
 
     def ask(self, image_sets, prompts, *, seed=None, batch_size=8):
         self.calls.append((len(image_sets), seed))
+        self.shown += image_sets
         return ['{"reasoning": "sc", "score": [20, 15]}' if "Editing instruction" in p
                 else '{"reasoning": "pq", "score": [25, 10]}' for p in prompts]  # fmt: skip
 
 
 class EditingPipe:
-    """An image editor standing in for a diffusers editing pipeline: it inverts the source image."""
+    """An image editor standing in for a diffusers editing pipeline: it inverts the image it is given and returns
+    it at another size (32 x 20 pixels, with a gradient), as an editor working at its own resolution does."""
 
     call_parameters: ClassVar[frozenset[str]] = frozenset({"prompt", "image"})
 
     class entry:
         name = "test-editor"
 
+    def __init__(self):
+        self.inputs = []
+
     def __call__(self, prompt, *, image, seed=0, **kwargs):
         from zoo.outputs import ImageOutput
 
-        return ImageOutput([Image.fromarray(255 - np.asarray(image))], [prompt], {"seed": seed, **kwargs})
+        self.inputs.append(image)
+        edit = (255 - np.asarray(image.resize((32, 20)))).astype(np.int32)
+        edit[:, :, 1] = np.arange(32)[None, :] * 8  # detail the resize filter has to handle
+        return ImageOutput([Image.fromarray(edit.astype(np.uint8))], [prompt], {"seed": seed, **kwargs})
 
 
-def test_gedit_run_writes_their_layout_and_editscore_numbers(tmp_path):
+def test_gedit_run_judges_as_gedits_scorer_and_writes_their_layout(tmp_path):
     folder = write_gedit(tmp_path / "GEdit-Bench")
-    judge = FixedJudge()
-    metrics = evaluate.run(EditingPipe(), "gedit-bench", str(folder), tmp_path / "out", reward=EditScoreReward(judge))
-    # SC = min(20, 15) / 2.5 = 6, PQ = min(25, 10) / 2.5 = 4, O = sqrt(24)
-    assert metrics["sc"] == pytest.approx(6.0) and metrics["pq"] == pytest.approx(4.0)
-    assert metrics["overall"] == pytest.approx(24 ** 0.5) and set(metrics["by_task"]) == {"color_alter", "subject-add"}
+    judge, pipe = FixedJudge(), EditingPipe()
+    metrics = evaluate.run(pipe, "gedit-bench", str(folder), tmp_path / "out", reward=EditScoreReward(judge))
+    assert [im.getpixel((0, 0)) for im in pipe.inputs] == [(0, 0, 255), (0, 0, 255)]  # the editor edits input_image
+    out = tmp_path / "out/images/fullset/color_alter/en"
+    assert Image.open(out / "k1.png").size == (32, 20) and Image.open(out / "k1_SRCIMG.png").size == (24, 16)
+    # what the judge sees, as stepfun-ai/Step1X-Edit@570eba6:GEdit-Bench/test_gedit_score.py:33-34 reads the folder
+    raw = Image.open(out / "k1_SRCIMG.png")
+    edited = Image.open(out / "k1.png").convert("RGB").resize((raw.size[0], raw.size[1]))
+    source_shown, edit_shown = judge.shown[0]
+    assert source_shown.size == edit_shown.size == (24, 16)
+    assert np.array_equal(np.asarray(edit_shown), np.asarray(edited)) and np.array_equal(np.asarray(source_shown), np.asarray(raw))
     assert judge.calls == [(4, 42)]  # 2 SC + 2 PQ questions in one batched pass, the authors' seed
-    edited = Image.open(tmp_path / "out/images/fullset/color_alter/en/k1.png")
-    assert edited.getpixel((0, 0)) == (255, 255, 255)
+    # SC = min(20, 15) / 2.5 = 6, PQ = min(25, 10) / 2.5 = 4, O = sqrt(24); 2 of the 11 groups: no GEdit average
+    assert metrics["overall"] is None and metrics["sc"] is None and len(metrics["missing_groups"]) == 9
+    assert metrics["headline"].startswith("no GEdit-Bench average: it needs all 11 task groups and 9 have no scored edit")
+    assert metrics["sample_mean"]["overall"] == pytest.approx(24 ** 0.5) and set(metrics["by_task"]) == {"color_alter", "subject-add"}
     rows = [json.loads(line) for line in (tmp_path / "out/predictions.jsonl").read_text().splitlines()]
     assert rows[1]["id"] == "subject-add/en/k2" and rows[1]["overall"] == pytest.approx(24 ** 0.5)
     assert Image.open(tmp_path / "out/grid.png").size == (2 * 256, 2 * 256)
+
+    pipe = EditingPipe()
+    both = evaluate.run(pipe, "gedit-bench", str(folder), tmp_path / "all", reward=EditScoreReward(FixedJudge()),
+                        language="all", edit_source="input_image_raw")  # fmt: skip
+    assert [im.getpixel((0, 0)) for im in pipe.inputs] == [(0, 0, 0), (10, 0, 0), (20, 0, 0)]  # the raw images
+    assert set(both["by_language"]) == {"en", "cn"} and both["overall"] is None  # GEdit states each language apart
 
 
 def test_gedit_refuses_a_text_to_image_pipeline(tmp_path):
@@ -200,7 +170,7 @@ def test_cli_evaluates_an_unlisted_diffusers_pipeline_on_geneval_and_ocr(sd3_dir
                 "--option", "images_per_prompt=2", "--option", "num_inference_steps=2") == 0  # fmt: skip
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["tag/single_object"] == 1.0 and metrics["tag/colors"] == 0.0 and metrics["overall"] == 0.5
-    assert metrics["images"] == 4 and metrics["model"] == "pipeline"
+    assert metrics["images"] == 4 and metrics["model"] == "pipeline" and metrics["detector"] == "<lambda> (a detector passed in)"
     assert "image" not in zoo.load(str(sd3_dir), device="cpu").call_parameters  # SD3 is text-to-image: GEdit-Bench refuses it
     assert json.loads((out / "images/00001/metadata.jsonl").read_text())["prompt"] == "a photo of a blue dog"
     assert Image.open(out / "images/00001/samples/0001.png").size == (16, 16)

@@ -90,7 +90,7 @@ def test_the_loaders_yield_raw_questions(tmp_path: Path) -> None:
     table = u2_cases.write_release_tsv(
         {"class_label": ["benign"], "prompt": ["Benign or malignant?"]}, tmp_path / "t.tsv"
     )
-    [u2] = mdata.load_u2bench_tsv(table, "cla")
+    [u2] = mdata.load_u2bench_tsv(table, "cla", prompts="row")
     assert _raw(u2) and u2.question == "Benign or malignant?"
     for loader in (mdata.synthetic_pathology, mdata.synthetic_ultrasound, mdata.load_pathmmu, mdata.pathmmu_samples,
                    mdata.load_u2bench_tsv):  # fmt: skip

@@ -54,23 +54,30 @@ def test_synthetic_ultrasound_targets_score_full_reward(task: str) -> None:
         assert all(s.target["position"] == box_position_label(s.target["bbox"], (96, 80)) for s in samples)
 
 
-def test_u2bench_prompts_per_dataset_file_row_and_fallback(tmp_path: Path) -> None:
-    """The evalkit's per-dataset prompt file when passed, else the row's own ``prompt``, else the file found
-    next to the table (``mea_prompt.json``), else an error for a task whose prompts are per dataset."""
-    cells = {**u2_cases.MEASURE_18, "dataset_name": ["18.Heart"] * 6}
+def test_u2bench_asks_the_evalkits_prompt_file_and_the_row_cell_only_on_request(tmp_path: Path) -> None:
+    """Measurement asks the evalkit's mea_prompt.json from the user's checkout (``evalkit=``) or a file passed; the
+    row's ``prompt`` cell is asked only with ``prompts="row"``; without either, the error names the setting."""
+    cells = {**u2_cases.MEASURE_18, "dataset_name": ["18.Heart"] * 6, "prompt": ["Row prompt."] * 6}
     path = u2_cases.write_release_tsv(cells, tmp_path / "heart.tsv")
-    with pytest.raises(ValueError, match="prompt_file"):
+    with pytest.raises(ValueError, match="evalkit=<your checkout"):
         mdata.load_u2bench_tsv(path, "clinical_value_estimation")
+    (tmp_path / "mea_prompt.json").write_text('{"18": "Next to the table: not read."}')
+    with pytest.raises(ValueError, match="evalkit=<your checkout"):
+        mdata.load_u2bench_tsv(path, "measurement")
+    kit = tmp_path / "u2-bench-evalkit" / "vlmeval" / "dataset"
+    kit.mkdir(parents=True)
+    (kit / "mea_prompt.json").write_text('{"18": "The evalkit\'s EF prompt."}')
+    samples = mdata.load_u2bench_tsv(path, "measurement", evalkit=kit.parents[1])
+    assert [s.target["value"] for s in samples] == [55.0, 30.0, 62.5, None, 70.0, 12.0]
+    assert samples[0].question == "The evalkit's EF prompt."
+    assert samples[0].meta["prompts"] == {"source": "evalkit", "file": str((kit / "mea_prompt.json").resolve())}
     chosen = tmp_path / "mine.json"
     chosen.write_text('{"18": "Estimate the EF."}')
-    samples = mdata.load_u2bench_tsv(path, "clinical_value_estimation", prompt_file=chosen)
-    assert [s.target["value"] for s in samples] == [55.0, 30.0, 62.5, None, 70.0, 12.0]
-    assert samples[0].question == "Estimate the EF."
-    (tmp_path / "mea_prompt.json").write_text('{"18": "The evalkit\'s EF prompt."}')
-    assert mdata.load_u2bench_tsv(path, "measurement")[0].question == "The evalkit's EF prompt."
-    with_cell = u2_cases.write_release_tsv({**cells, "prompt": ["Row prompt."] * 6}, tmp_path / "cells.tsv")
-    assert mdata.load_u2bench_tsv(with_cell, "measurement")[0].question == "Row prompt."
-    assert mdata.load_u2bench_tsv(with_cell, "measurement", prompt_file=chosen)[0].question == "Estimate the EF."
+    assert mdata.load_u2bench_tsv(path, "measurement", prompt_file=chosen)[0].question == "Estimate the EF."
+    row = mdata.load_u2bench_tsv(path, "measurement", prompts="row")[0]
+    assert row.question == "Row prompt." and row.meta["prompts"]["source"] == "row"
+    with pytest.raises(ValueError, match="evalkit=.* holds no vlmeval/dataset/mea_prompt.json"):
+        mdata.load_u2bench_tsv(path, "measurement", evalkit=tmp_path / "elsewhere")
 
 
 def test_bad_inputs_name_the_problem(tmp_path: Path) -> None:

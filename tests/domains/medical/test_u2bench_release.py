@@ -14,6 +14,7 @@ import pytest
 
 from domains.medical import data as mdata
 from domains.medical.evaluate import evaluate
+from domains.medical.u2_prompts import fill_prompt
 from tests.domains.medical import u2_cases
 from zoo.cli import main
 from zoo.hub import CHECKPOINTS_DIR
@@ -80,11 +81,11 @@ def test_released_task_scores_as_the_evalkit(task: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("task", sorted(CASES))
 def test_released_task_loads_images_targets_and_prompts(task: str, tmp_path: Path) -> None:
-    samples = mdata.load_u2bench_tsv(_release_file(tmp_path, task, with_response=False), task)
+    samples = mdata.load_u2bench_tsv(_release_file(tmp_path, task, with_response=False), task, prompts="row")
     _, truths, _, name, _ = CASES[task]
     assert len(samples) == len(truths) and isinstance(samples[0].images[0], bytes), "decoded when used, not at load"
     assert load_image(samples[0].images[0]).size == (8, 6)
-    assert samples[0].question == PROMPT_TEXT  # the row's prompt cell, placeholder filled
+    assert samples[0].question == PROMPT_TEXT  # the row's prompt cell, placeholder filled, when asked for
     assert samples[0].meta["dataset"] == name[:2] and samples[0].meta["task"] == task
     rule = mdata.U2_TASKS[task].rule
     first = samples[0].target
@@ -127,18 +128,23 @@ def test_measurement_dataset_comes_from_dataset_name_or_the_data_suffix(tmp_path
 
 def test_fill_prompt_undoes_the_viewer_escapes_and_fills_columns() -> None:
     row = {"anatomy_location": "thyroid", "classification_task": "TI-RADS", "options": float("nan")}
-    text = mdata.fill_prompt(r"On the {anatomy\_location} ({classification\_task}).\nOptions: {options}", row)
+    text = fill_prompt(r"On the {anatomy\_location} ({classification\_task}).\nOptions: {options}", row)
     assert text == "On the thyroid (TI-RADS).\nOptions: {options}"  # an empty cell leaves its placeholder
 
 
 def test_every_released_task_runs_through_zoo_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`zoo eval --data u2bench-<task> --path FILE` with a tiny shipped VLM answering each released table."""
     model = str(CHECKPOINTS_DIR / "gui-grounding-tiny")
+    kit = tmp_path / "evalkit" / "vlmeval" / "dataset"  # the user's checkout, with the datasets' prompts
+    kit.mkdir(parents=True)
+    for file in ("cla_prompt.json", "mea_prompt.json"):
+        (kit / file).write_text(json.dumps({case[3][:2]: f"{file}: {case[3]}" for case in CASES.values()}))
     for task in sorted(CASES):
         path = _release_file(tmp_path, task, with_response=False)
         code = main(["eval", model, "--entry", "patho-r1-3b", "--data", f"u2bench-{task}", "--path", str(path),
                      "--limit", "2", "--device", "cpu", "--option", "max_new_tokens=3",
-                     "--out", str(tmp_path / "out" / task)])  # fmt: skip
+                     "--option", f"evalkit={kit.parents[1]}", "--out", str(tmp_path / "out" / task)])  # fmt: skip
         assert code == 0, capsys.readouterr().err
         record = json.loads((tmp_path / "out" / task / "metrics.json").read_text())
         assert record["metrics"]["task"] == task and len(record["samples"]) == 2
+        assert record["metrics"]["prompts"]["source"] == "evalkit"

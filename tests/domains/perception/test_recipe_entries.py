@@ -49,8 +49,8 @@ def test_smoke_recipes_keep_the_tiny_images_unresized(stem):
 
 def test_reproducing_recipes_cite_the_authors_prompt():
     rec = load_recipe(RECIPES / "vlm-r1-rec.yaml")
-    assert rec.provenance["model.entry"].startswith("om-ai-lab/VLM-R1@90052f4:src/open-r1-multimodal/src/open_r1/"
-                                                    "grpo_rec.py:161-173")  # fmt: skip
+    assert rec.provenance["model.entry"].startswith("om-ai-lab/VLM-R1@ec920b2:src/open-r1-multimodal/src/open_r1/"
+                                                    "grpo_rec.py:190-201")  # fmt: skip
     assert pixel_limits(rec) == (3136, 12845056)  # the entry's: the Qwen2.5-VL processor defaults VLM-R1 keeps
     vision = load_recipe(RECIPES / "vision-r1.yaml")
     assert vision.provenance["model.entry"].startswith("jefferyZhan/Griffon@9866875:Vision-R1/vision_r1/"

@@ -10,13 +10,14 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 import zoo
 from domains.perception import DOMAIN
 from domains.perception.evaluate import score_rows, vlm_r1_eval_box
 from domains.perception.prompts import SHUFFLE_R1_USER, last_boxed, parse_think_boxed
 from zoo.data import Sample
-from zoo.engines.vlm.recipe import VLMRecipe
+from zoo.engines.vlm.recipe import ModelConfig, VLMRecipe, check_image_first
 from zoo.hub import ModelNotAvailableError, ResolvedModel
 from zoo.outputs import Prediction
 from zoo.pipelines.vlm import VLMPipeline
@@ -101,16 +102,39 @@ def test_curr_reft_prompts_carry_no_system_prompt(tiny, tmp_path):
         assert [m["role"] for m in pipe.messages("image", "What is 2+2?")] == ["user"]
 
 
-def test_shuffle_r1_prompt_is_the_readme_thinking_prompt():
-    # xiaomi-research/shuffle-r1@31d3ff0:README.md:68-70, 77 (the Python source, evaluated as Python does)
-    system_prompt = """
-You FIRST think about the reasoning process as an internal monologue and then provide the final answer. The reasoning process MUST BE enclosed within <think> </think> tags. The final answer MUST BE put in \\boxed{}.
-"""
-    assert SHUFFLE_R1_USER == system_prompt + "{question}"
+def shuffle_r1_eval_prompt(system_prompt: str, question: str) -> str:
+    """xiaomi-research/shuffle-r1@31d3ff0:inference/infer_vllm.py:104, the prompt it scores with (one image)."""
+    return f"<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{system_prompt} <|vision_start|><|image_pad|><|vision_end|>{question}<|im_end|>\n<|im_start|>assistant\n"
+
+
+# xiaomi-research/shuffle-r1@31d3ff0:inference/infer_vllm.py:138 (--system-prompt default)
+SHUFFLE_R1_THINKING = "You FIRST think about the reasoning process as an internal monologue and then provide the final answer. The reasoning process MUST BE enclosed within <think> </think> tags. The final answer MUST BE put in \\boxed{}."
+
+
+def test_shuffle_r1_asks_as_the_authors_evaluation(tiny, tmp_path):
+    """Thinking prompt, image, question, under the default system turn: the chat text equals infer_vllm's."""
+    model, processor = tiny
+    question = "What is the area of <image> the triangle?"  # an image tag inside a question stays text
     for size in ("3b", "7b"):
         entry = zoo.info(f"shuffle-r1-{size}")
-        assert entry.repo_id == f"XenoZLH/Shuffle-R1-Qwen-{size.upper()}" and entry.spec.image_first
+        pipe = VLMPipeline(model, processor, entry, ResolvedModel(tmp_path, "local", "local"))
+        text = processor.apply_chat_template(pipe.messages("image", question), add_generation_prompt=True, tokenize=False)
+        assert text == shuffle_r1_eval_prompt(SHUFFLE_R1_THINKING, question)
+        assert entry.repo_id == f"XenoZLH/Shuffle-R1-Qwen-{size.upper()}"
         assert (entry.spec.min_pixels, entry.spec.max_pixels, entry.spec.max_new_tokens) == (262144, 4194304, 2048)
+
+
+def test_shuffle_r1_training_prompt_folds_to_the_evaluation_text():
+    """examples/qwen2_5_vl_7b.sh:10-11 holds a line break; the YAML read of the dotlist value folds it to a space."""
+    script_value = """You FIRST think about the reasoning process as an internal monologue and then provide the final answer.
+ The reasoning process MUST BE enclosed within <think> </think> tags. The final answer MUST BE put in \\boxed{}."""
+    assert yaml.safe_load(script_value).strip() == SHUFFLE_R1_THINKING
+    assert SHUFFLE_R1_USER == SHUFFLE_R1_THINKING + " <image>{question}"
+
+
+def test_an_entry_with_the_image_between_texts_is_refused_by_a_single_turn_loop():
+    with pytest.raises(RecipeError, match="between two texts"):
+        check_image_first(ModelConfig(name="x", entry="shuffle-r1-7b"), "the GRPO loop")
 
 
 @pytest.mark.parametrize(("text", "boxed"), [(r"so \boxed{12}.", "12"), (r"\boxed{1} then \boxed{\frac{1}{2}}", r"\frac{1}{2}"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,36 @@ def test_r1_reward_matches_authors(case):
     result = one(R1Reward(), response, {"answer": answers[0], "consistency": consistency})
     assert (result.components["format"], result.components["accuracy"]) == (fmt, acc)
     assert result.score == pytest.approx(total, abs=1e-12)
+
+
+def verify_math_reward(content, sols, compare):
+    """yfzhang114/r1_reward@3693413:openrlhf/models/remote_rm/math_verifier_mllm.py:105-132, ported with its two
+    verifiers (evaluate_math, math_verify) as one ``compare`` and the answer prefixes left out."""
+    try:
+        for sol in sols:
+            sol_match = re.search(r"<answer>(.*?)</answer>", sol, re.DOTALL)
+            ground_truth = sol_match.group(1).strip() if sol_match else sol.strip()
+            content_match = re.search(r"<answer>(.*?)</answer>", content, re.DOTALL)
+            student_answer = content_match.group(1).strip() if content_match else content.strip()
+            if compare(student_answer, ground_truth):
+                reward = 1.0
+                break
+            else:
+                reward = 0.0
+    except Exception:
+        reward = 1.0
+    return reward
+
+
+@pytest.mark.parametrize("answer", ["1", "2", "oops"])
+def test_r1_reward_scores_a_verifier_exception_as_upstream(answer):
+    def fragile(said, truth):  # a verifier that fails on what it cannot read, as math parsing can
+        return int(said) == int(truth)
+
+    text = f"<think>a</think><answer>{answer}</answer>"
+    result = one(R1Reward(verifier=fragile), text, {"answer": "<answer>2</answer>"})
+    assert result.components["accuracy"] == verify_math_reward(text, ["<answer>2</answer>"], fragile)
+    assert (result.error is not None) == (answer == "oops")
 
 
 def test_r1_reward_judge_and_bad_consistency():

@@ -2,9 +2,10 @@
 
 The action scaler and the critic loss are compared with the authors' functions, ported below from
 ``resfit/rl_finetuning/utils/normalization.py:36-132`` (``ActionScaler``) and
-``resfit/rl_finetuning/off_policy/rl/q_agent.py:377-388`` (``update_critic``, MSE branch); the
-networks, the update cadence and the warm-ups with what ``config/rlpd.py``, ``config/residual_td3.py``
-and ``scripts/train_residual_td3.py`` set.
+``resfit/rl_finetuning/off_policy/rl/q_agent.py:377-388`` (``update_critic``, MSE branch); the actor
+with ``build_fc`` of ``resfit/rl_finetuning/off_policy/rl/actor.py:12-28`` on the same weights; the
+update cadence and the warm-ups with what ``config/rlpd.py``, ``config/residual_td3.py`` and
+``scripts/train_residual_td3.py`` set.
 """
 
 from __future__ import annotations
@@ -57,6 +58,28 @@ def authors_critic_loss(q_all: torch.Tensor, target_q: torch.Tensor) -> torch.Te
     """``q_agent.py:377-388``: ``q_all`` ``[K, B]``, ``target_q`` ``[B]``, uniform sampling."""
     td_errors = torch.abs(q_all - target_q.unsqueeze(0)).mean(dim=0)
     return (td_errors**2).mean()
+
+
+def authors_build_fc(in_dim: int, hidden_dim: int, action_dim: int, num_layer: int, layer_norm: int, dropout: float,
+                     use_layer_norm: bool = True) -> nn.Sequential:  # fmt: skip
+    """``build_fc`` of ``resfit/rl_finetuning/off_policy/rl/actor.py:12-28``, written again from those lines."""
+    dims = [in_dim] + [hidden_dim] * num_layer
+    layers: list[nn.Module] = []
+    for i in range(len(dims) - 1):
+        layers.append(nn.Linear(dims[i], dims[i + 1]))
+        if use_layer_norm and layer_norm == 1:
+            layers.append(nn.LayerNorm(dims[i + 1]))
+        if use_layer_norm and layer_norm == 2 and i == num_layer - 1:
+            layers.append(nn.LayerNorm(dims[i + 1]))
+        layers.append(nn.Dropout(dropout))
+        layers.append(nn.ReLU())
+    layers.append(nn.Linear(dims[-1], action_dim))
+    layers.append(nn.Tanh())
+    return nn.Sequential(*layers)
+
+
+def _weighted(module: nn.Module) -> list[nn.Module]:
+    return [m for m in module.modules() if isinstance(m, nn.Linear | nn.LayerNorm)]
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +136,10 @@ def test_networks_optimisers_and_defaults_are_the_authors(base_dir, demos):
     critics = model.critic.q_networks
     assert len(critics) == 10 and [type(m) for m in critics[0]] == [nn.Linear, nn.LayerNorm, nn.ReLU] * 2 + [nn.Linear]
     mu = list(model.actor.mu)
-    assert [type(m).__name__ for m in mu] == ["Linear", "ReLU", "Linear", "ReLU", "Linear", "Tanh", "_Scale"]
-    assert mu[-1].scale == 0.1 and not mu[4].weight.any() and not mu[4].bias.any()
-    torch.testing.assert_close(mu[2].weight @ mu[2].weight.T, torch.eye(16), atol=1e-5, rtol=0)  # orthogonal
+    assert [type(m).__name__ for m in mu] == ["Linear", "LayerNorm", "ReLU"] * 2 + ["Linear", "Tanh", "_Scale"]
+    assert mu[-1].scale == 0.1 and not mu[6].weight.any() and not mu[6].bias.any()
+    torch.testing.assert_close(mu[3].weight @ mu[3].weight.T, torch.eye(16), atol=1e-5, rtol=0)  # orthogonal
+    assert not mu[3].bias.any() and (mu[4].weight == 1).all() and not mu[4].bias.any()  # LayerNorm: PyTorch's init
     for optimizer in (model.actor.optimizer, model.critic.optimizer):
         assert isinstance(optimizer, torch.optim.AdamW) and optimizer.defaults["weight_decay"] == 0.01
     plain = resfit_td3(env, hidden=(8, 8), critic_layer_norm=False, n_critics=2).critic.q_networks[0]
@@ -151,3 +175,40 @@ def test_a_recipe_without_demonstrations_is_refused_in_one_line(tmp_path):
     recipe = Path(__file__).resolve().parents[3] / "domains" / "robot" / "recipes" / "fetch-push-resfit-smoke.yaml"
     with pytest.raises(RecipeError, match="offline_episodes >= 1"):
         run(str(recipe), ["algorithm.offline_episodes=0"], output_dir=str(tmp_path / "run"))
+
+
+@pytest.mark.parametrize("layer_norm", [True, False])
+def test_actor_computes_what_the_authors_build_fc_computes_on_the_same_weights(base_dir, demos, layer_norm):
+    env = DummyVecEnv([lambda: _env(base_dir, resfit_action_limits(demos["actions"], 0.1))])
+    actor = resfit_td3(env, hidden=(16, 16), n_critics=2, actor_layer_norm=layer_norm, seed=0).actor
+    authors = authors_build_fc(32, 16, 4, num_layer=2, layer_norm=1, dropout=0.0, use_layer_norm=layer_norm)
+    ours = _weighted(actor.mu)
+    assert [type(m) for m in ours] == [type(m) for m in _weighted(authors)]
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for mine, theirs in zip(ours, _weighted(authors), strict=True):  # random weights, the zero output layer too
+            mine.weight.copy_(torch.randn(mine.weight.shape, generator=generator))
+            mine.bias.copy_(torch.randn(mine.bias.shape, generator=generator))
+            theirs.load_state_dict(mine.state_dict())
+    obs = torch.randn(64, 32, generator=generator) * 3
+    with torch.no_grad():
+        expected = authors(obs) * 0.1  # actor.py:168-172: mu * action_scale
+        torch.testing.assert_close(actor(obs), expected)
+        assert expected.abs().max() > 0.05
+
+
+def test_exported_residual_keeps_the_actors_layer_norms(base_dir, demos, tmp_path):
+    from domains.robot.algorithms import RESFIT_TD3
+
+    env = DummyVecEnv([lambda: _env(base_dir, resfit_action_limits(demos["actions"], 0.1))])
+    model = resfit_td3(env, hidden=(16, 16), n_critics=2, seed=0)
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for layer in _weighted(model.actor.mu):
+            layer.weight.add_(torch.randn(layer.weight.shape, generator=generator))
+            layer.bias.add_(torch.randn(layer.bias.shape, generator=generator))
+    pipe = zoo.load(str(RESFIT_TD3.export(model, zoo.load(str(base_dir)), None, tmp_path / "final")))
+    assert pipe.config.extra["residual_layer_norm"] is True
+    x = torch.randn(32, 32, generator=generator)
+    with torch.no_grad():
+        torch.testing.assert_close(pipe.model.scale * torch.tanh(pipe.model.residual(x)), model.actor(x))

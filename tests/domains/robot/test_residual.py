@@ -69,3 +69,17 @@ def test_mismatched_action_space_is_a_named_error(base_dir):
     env = gym.make("Pendulum-v1")
     with pytest.raises(ValueError, match="not a Box of the base"):
         ResidualEnv(env, FrozenBase(zoo.load(str(base_dir))))
+
+
+def test_the_shipped_resip_checkpoint_still_loads_as_a_plain_residual():
+    """``fetch-push-resip-tiny`` predates ``residual_layer_norm``: its config has no such key, so its layout is plain."""
+    from pathlib import Path
+
+    from torch import nn
+
+    folder = Path(__file__).resolve().parents[3] / "checkpoints" / "fetch-push-resip-tiny"
+    pipe = zoo.load(str(folder))  # strict load: a LayerNorm the weights lack would be a missing key
+    assert "residual_layer_norm" not in pipe.config.extra
+    assert not any(isinstance(m, nn.LayerNorm) for m in pipe.model.residual.modules())
+    obs, _ = make_fetch_push().reset(seed=0)
+    assert np.isfinite(pipe.act(obs)).all()

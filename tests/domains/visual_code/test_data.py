@@ -38,8 +38,11 @@ def test_chartmimic_reads_png_py_pairs(tmp_path):
 
 
 def test_chartmimic_without_pairs_is_a_named_error(tmp_path):
-    with pytest.raises(data.DataFormatError, match="ori_500"):
+    with pytest.raises(data.DataFormatError, match="no direct_600/ folder"):
         data.load_chartmimic(tmp_path)
+    (tmp_path / "ori_500").mkdir()
+    with pytest.raises(data.DataFormatError, match="no <name>.png with a matching <name>.py"):
+        data.load_chartmimic(tmp_path / "ori_500")
 
 
 def test_plot2code_parquet_with_datasets_image_structs(tmp_path):

@@ -39,6 +39,7 @@ from zoo.runs import (
     mark_complete,
     prune_checkpoints,
     read_state,
+    restoring,
     rng_state,
     set_rng_state,
 )
@@ -109,15 +110,16 @@ def load_checkpoint(run: Run, folder: Path) -> RunState:
     with torch.no_grad():  # each rank its own rows of a sharded weight
         for name, tensor in weights.items():
             local_tensor(by_name[name]).copy_(local_rows(tensor, by_name[name]))
-    load_optimizer_state(denoiser, run.optimizer, saved["optimizer"])
-    if run.ema is not None and saved["ema"] is not None:
-        run.ema.load_state_dict(saved["ema"], run.trainable)
-    if run.tracker is not None and saved["tracker"] is not None:
-        run.tracker.load_state_dict(saved["tracker"])
-    for key, value in saved["extra"].items():
-        run.extra[key].load_state_dict(value)
     step = checkpoint_step(folder)
-    restore_randomness(run, saved, step, folder)
+    with restoring(folder / STATE):  # a hand-edited state file: one error naming it
+        load_optimizer_state(denoiser, run.optimizer, saved["optimizer"])
+        if run.ema is not None and saved["ema"] is not None:
+            run.ema.load_state_dict(saved["ema"], run.trainable)
+        if run.tracker is not None and saved["tracker"] is not None:
+            run.tracker.load_state_dict(saved["tracker"])
+        for key, value in saved["extra"].items():
+            run.extra[key].load_state_dict(value)
+        restore_randomness(run, saved, step, folder)
     return RunState(step=step)
 
 

@@ -35,7 +35,7 @@ from zoo.engines.policy.envs import EnvFactory, make_environment, training_envs
 from zoo.engines.policy.recipe import PolicyRecipe
 from zoo.engines.policy.state import env_states, refuse_pickled, require_restorable, restore_env_states
 from zoo.run_logging import MetricsLog
-from zoo.runs import mark_complete, prune_checkpoints, read_state, rng_state, set_rng_state, start_run
+from zoo.runs import mark_complete, prune_checkpoints, read_state, restoring, rng_state, set_rng_state, start_run
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -156,8 +156,9 @@ def _resume(method: PolicyMethod, folder: Path, env: VecEnv, recipe: PolicyRecip
     refuse_pickled(folder)
     state = read_state(folder / TRAINING_STATE)
     model = method.load(folder, env, recipe)
-    restore_env_states(env, state["envs"])
-    set_rng_state(state["rng"])
+    with restoring(folder / TRAINING_STATE):  # a hand-edited state file: one error naming it
+        restore_env_states(env, state["envs"])
+        set_rng_state(state["rng"])
     return model
 
 

@@ -66,7 +66,7 @@ def _vision_placeholder_ids(processor: Any) -> list[int]:
 class VLMPolicy:
     """``policy(turns) -> generations``: sampled answers of a transformers VLM, with their token ids."""
 
-    def __init__(self, model: Any, processor: Any, *, temperature: float = 1.0, top_p: float = 1.0,
+    def __init__(self, model: Any, processor: Any, *, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                  max_new_tokens: int = 64, do_sample: bool = True, device: torch.device | None = None) -> None:  # fmt: skip
         self.model, self.processor, self.device = model, processor, device
         # synced_gpus off: transformers turns it on for an FSDP-managed model and then all-reduces a flag at every
@@ -76,8 +76,9 @@ class VLMPolicy:
         placeholders = _vision_placeholder_ids(processor)
         if placeholders:  # a sampled <|image_pad|> in an answer breaks the next turn's image/token count
             self.generation["suppress_tokens"] = placeholders
-        if do_sample:
-            self.generation.update(temperature=temperature, top_p=top_p)
+        if do_sample:  # the whole sampler, so the model's generation_config (Qwen2.5-VL's top_k 1, repetition
+            # penalty 1.05) cannot turn sampled rollouts into near-greedy ones; top_k 0 (or verl's -1) keeps every token
+            self.generation.update(temperature=temperature, top_p=top_p, top_k=max(top_k, 0), repetition_penalty=1.0)
 
     def in_model_frame(self, sample: Sample) -> Sample:
         """``sample`` with ``target["resized_size"]``: the frame this model sees its screenshot in."""

@@ -138,8 +138,9 @@ def check_image_first(model: ModelConfig, loop: str) -> None:
     :class:`RecipeError` there, since the run would not train what ``zoo.load`` asks. The multi-turn loops lay
     the screenshot out where the entry does and do not call this."""
     spec = model.contract()
-    if spec is not None and not spec.image_first:
-        raise RecipeError(f"model.entry={model.entry!r} puts the image after the text; {loop} places images first, "
+    if spec is not None and (not spec.image_first or spec.image_inside):
+        where = "between two texts" if spec.image_inside else "after the text"
+        raise RecipeError(f"model.entry={model.entry!r} puts the image {where}; {loop} places images first, "
                           "so the run would not train what zoo.load asks")  # fmt: skip
 
 
@@ -182,6 +183,12 @@ class AlgorithmConfig:
     """Sampling temperature for rollouts."""
     top_p: float = 1.0
     """Nucleus sampling threshold for rollouts."""
+    top_k: int = 0
+    """Sample among the ``top_k`` most likely tokens only; 0 (or verl's -1) keeps every token. Set it where the
+    authors' sampler cuts: a trainer that builds ``transformers.GenerationConfig(do_sample=True, ...)`` without
+    naming ``top_k`` samples with the class default 50. Rollouts never inherit the model's own
+    ``generation_config`` (Qwen2.5-VL's ships ``top_k: 1`` and ``repetition_penalty: 1.05``): every engine passes
+    its sampler whole."""
     max_completion_length: int = 64
     """Maximum new tokens per completion."""
     num_iterations: int = 1
@@ -388,6 +395,8 @@ class VLMRLRecipe(Recipe):
                 raise RecipeError(f"rewards[{i}].weight={spec.weight}: a reward weight must be a finite number")
         if alg.num_generations < 2:
             raise RecipeError(f"algorithm.num_generations={alg.num_generations}; GRPO needs groups of at least 2")
+        if alg.top_k < -1:
+            raise RecipeError(f"algorithm.top_k={alg.top_k}: a token count, or 0 (-1) to keep every token")
         if tr.batch_size % alg.num_generations:
             g = alg.num_generations
             raise RecipeError(

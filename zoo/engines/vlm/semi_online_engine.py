@@ -157,7 +157,7 @@ def build(
         learner.load_state_dict(state)
         sampler.load_state_dict(state["sampler"])
     score, match_key = _score(recipe)
-    policy = VLMPolicy(learner.model, processor, temperature=alg.temperature, top_p=alg.top_p,
+    policy = VLMPolicy(learner.model, processor, temperature=alg.temperature, top_p=alg.top_p, top_k=alg.top_k,
                        max_new_tokens=alg.max_completion_length, device=parallel.device)  # fmt: skip
     image_first = image_first_of(recipe)
 

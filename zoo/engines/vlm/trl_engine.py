@@ -119,6 +119,7 @@ def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
         num_generations=alg.num_generations,
         temperature=alg.temperature,
         top_p=alg.top_p,
+        top_k=max(alg.top_k, 0),  # TRL's 0 keeps every token, as verl's -1
         max_completion_length=alg.max_completion_length,
         num_iterations=alg.num_iterations,
         beta=alg.beta,

@@ -255,6 +255,7 @@ def verl_overrides(
         "actor_rollout_ref.rollout.n": alg.num_generations,
         "actor_rollout_ref.rollout.temperature": alg.temperature,
         "actor_rollout_ref.rollout.top_p": alg.top_p,
+        "actor_rollout_ref.rollout.top_k": alg.top_k if alg.top_k > 0 else -1,  # verl's (vLLM's) -1: every token
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": tr.batch_size,
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": tr.batch_size,
         "reward.custom_reward_function.path": str(folder / "reward_fn.py"),
