@@ -373,3 +373,19 @@ def test_ocr_prompts_read_text_and_jsonl(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"prompt": "a"}\n[1]\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2: a jsonl prompt row is an object"):
         load_ocr_prompts(tmp_path / "bad.jsonl")
+
+
+def test_a_hand_edited_sft_state_is_one_sentence_naming_it(tmp_path):
+    """vlm-sft's resume (and vlm-semi-online's, the same ``restoring`` block) names the state file it cannot load."""
+    from zoo.train import run
+
+    recipe = str(Path(__file__).resolve().parents[2] / "domains/gui/recipes/gui-g1-tiny-sft-control.yaml")
+    settings = ["training.steps=1", "training.save_steps=1", "training.warmup_steps=0", "training.max_minutes=null",
+                "training.batch_size=4"]  # fmt: skip
+    out = run(recipe, settings, output_dir=str(tmp_path / "run"))
+    state_file = out / "checkpoint-1" / "sft_state.pt"
+    state = torch.load(state_file, weights_only=True)
+    del state["cpu_seconds"]
+    torch.save(state, state_file)
+    with pytest.raises(CorruptCheckpointError, match="sft_state.pt does not hold the state this run writes"):
+        run(recipe, [*settings[1:], "training.steps=2"], output_dir=str(tmp_path / "run"), resume=True)

@@ -45,7 +45,7 @@ from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
 from zoo.rl.batching import GroupTopUp
 from zoo.run_logging import MetricsLog
-from zoo.runs import check_finite, read_state, start_run
+from zoo.runs import check_finite, read_state, restoring, start_run
 
 if TYPE_CHECKING:
     from zoo.distributed import DataParallel
@@ -154,8 +154,9 @@ def build(
     sampler = _sampler(recipe, group_episodes(samples), random.Random(rank_seed(tr.seed, parallel.rank)))
     if checkpoint is not None:
         state = rank_state(read_state(checkpoint / STATE_FILE), parallel.rank, parallel.world, checkpoint)
-        learner.load_state_dict(state)
-        sampler.load_state_dict(state["sampler"])
+        with restoring(checkpoint / STATE_FILE):  # a hand-edited state is one sentence naming the file
+            learner.load_state_dict(state)
+            sampler.load_state_dict(state["sampler"])
     score, match_key = _score(recipe)
     policy = VLMPolicy(learner.model, processor, temperature=alg.temperature, top_p=alg.top_p, top_k=alg.top_k,
                        max_new_tokens=alg.max_completion_length, device=parallel.device)  # fmt: skip

@@ -28,7 +28,7 @@ from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
 from zoo.engines.vlm.recipe import ModelConfig, check_contract, check_image_first, check_own_loop_dtype
 from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
 from zoo.run_logging import CPU_MINUTES, MetricsLog
-from zoo.runs import read_state, start_run
+from zoo.runs import read_state, restoring, start_run
 
 if TYPE_CHECKING:
     from zoo.data import Sample
@@ -160,9 +160,10 @@ def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataPara
     used = 0.0
     if checkpoint is not None:
         state = read_state(checkpoint / STATE_FILE)
-        loop.load_state_dict(state)
-        sampler.load_state_dict(state.get("examples", {"order": []}))
-        used = float(state["cpu_seconds"])
+        with restoring(checkpoint / STATE_FILE):  # a hand-edited state is one sentence naming the file
+            loop.load_state_dict(state)
+            sampler.load_state_dict(state.get("examples", {"order": []}))
+            used = float(state["cpu_seconds"])
     log = MetricsLog.for_run(start, curve="loss")
     budget = None if tr.max_minutes is None else tr.max_minutes * 60
     quiet = None if parallel.is_main else True  # one progress bar per job
