@@ -54,6 +54,7 @@ from timing import device_name, emit, sync, time_calls
 from zoo.engines.diffusion import setup, trainer
 from zoo.engines.diffusion.models import DiffusionModel, HashedPromptEncoder
 from zoo.engines.diffusion.recipe import DiffusionRecipe
+from zoo.engines.reading import load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "domains" / "image" / "recipes" / "flow-grpo-sd35m-pickscore.yaml"
@@ -139,9 +140,9 @@ def random_model(shape: str, resolution: int, tokens: int, dtype: torch.dtype, d
                           (config.in_channels, latent, latent), {"name": MODEL_NAME, "shape": shape})  # fmt: skip
 
 
-def bench_recipe(args: argparse.Namespace) -> DiffusionRecipe:
+def bench_recipe(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> DiffusionRecipe:
     """The recipe file with the round scaled down, the cheap reward and the random model (``--set``-style
-    overrides, so a recipe that cites its fields records them as the bench's)."""
+    overrides, so a recipe that cites its fields records them as the bench's), then ``extra`` overrides."""
     resolution = args.resolution or SHAPES[args.shape]["resolution"]
     overrides = [
         f"model.name={MODEL_NAME}", f"model.dtype={'bfloat16' if args.dtype == 'bfloat16' else 'float32'}",
@@ -154,7 +155,7 @@ def bench_recipe(args: argparse.Namespace) -> DiffusionRecipe:
         overrides.append(f"model.resolution={resolution}")
     if args.micro_batch is not None:
         overrides.append(f"training.train_batch_size={args.micro_batch}")
-    return DiffusionRecipe.from_yaml(args.recipe, overrides)
+    return load_recipe(args.recipe, [*overrides, *extra])  # the overrides become the run's user: provenance rows
 
 
 def build(args: argparse.Namespace, recipe: DiffusionRecipe) -> setup.Run:

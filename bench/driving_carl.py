@@ -28,7 +28,7 @@ from domains.driving.carl import CARL_PPO, export_beta_policy
 from domains.driving.carl_env import ACTION_DIM
 from domains.driving.carl_eval import DrivingOutcomes, drive
 from zoo.engines.policy.engine import make_environment
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 from zoo.train import run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,8 @@
 #              fp32 masters, Qwen2.5-VL at the 1.5B shape with UI-S1's per-GPU work: rollout and update seconds,
 #              peak memory, dtypes (and devices) of parameters, gradients, AdamW state and compute;
 #   sharded_diffusion  (cap 120 s) bench/sharded_step.py diffusion, the same launcher: Flow-GRPO rounds of a full
-#              fine-tune (no LoRA) at SD3.5-Medium's shape under fsdp-sd3: seconds per round, peak memory, dtypes;
+#              fine-tune (no LoRA) at SD3.5-Medium's shape under fsdp-sd3: seconds per round, peak memory, dtypes,
+#              and `plan` (`zoo train --plan`'s row for that very run, as for the semi-online configs);
 #              `skipped`, with the engine's reason, when the diffusion engine leaves the denoiser whole;
 #   pytest     `pytest -m "not slow and not network and not verl"` with CUDA visible, in the time left; test
 #              files whose imports need a package this machine lacks are --ignore'd with that reason.
@@ -59,7 +60,7 @@
 # issue 46 (best backend >= 5x hf and >= 30 % of the bandwidth floor at 1.5B; zoo/TRL <= 1.05) with the
 # device named in `device.name`, and put the numbers, with that device, in the benches' docstrings; report
 # `sharded_semi_online.configs` (with `plan`: `zoo train --plan`'s row for that run, its `total_gib` to set beside
-# `peak_gib` on issue 53) and `sharded_diffusion` on issue 52 (seconds, `peak_gib`, and `dtypes`: params,
+# `peak_gib` on issue 53) and `sharded_diffusion` on issues 52 and 53 (seconds, `peak_gib` beside `plan.total_gib`, `dtypes`: params,
 # grads and optimizer_state float32, compute bfloat16; `devices` cpu under the offload config); fix or
 # file each entry of `pytest.failures` (tracebacks in pytest.log; `pytest.ignored` lists test files left out
 # for a missing package); `versions.packages` shows what differed from requirements.lock (`lock`).

@@ -26,7 +26,7 @@ import torch
 
 from zoo.engines.policy.envs import EnvFactory, training_envs
 from zoo.engines.policy.methods import POLICY_METHODS
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = [ROOT / "domains/robot/recipes/fetch-push-resip-smoke.yaml",

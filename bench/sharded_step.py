@@ -44,8 +44,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import json
 import os
-import random
 import resource
 import statistics
 import tempfile
@@ -263,24 +263,46 @@ def planned(recipe: Any, model: Any, world: int) -> dict[str, Any]:
     (it builds the architecture on the meta device), the rest of the recipe is the run's own. The held parts (params,
     grads, optim, ref) are exact (``tests/zoo/test_memory_plan_tensors.py``); copies and activations are estimates,
     which is what the comparison measures."""
-    from zoo import memory_plan
-
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
         model.config.save_pretrained(folder)
-        same = replace(recipe, model=replace(recipe.model, name=folder, tiny={}))
-        _, rows, skipped = memory_plan.plan(same, processes=world)
+        return plan_row(replace(recipe, model=replace(recipe.model, name=folder, tiny={})), world)
+
+
+def planned_pipeline(recipe: Any, denoiser: Any, vae: Any, world: int) -> dict[str, Any]:
+    """:func:`planned` for the diffusion engine: the plan reads a pipeline folder (``model_index.json`` and each
+    component's config), so the bench's random denoiser and VAE are written as one; its hashed prompt encoder has no
+    weights, so the plan counts no text encoder, as the run holds none."""
+    from torch.distributed.fsdp import FSDPModule
+
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
+        index = {"_class_name": "StableDiffusion3Pipeline"}
+        for name, module in (("transformer", denoiser), ("vae", vae)):
+            # the class the module was built as: FSDP2's fully_shard swaps it for a subclass named FSDP<class>
+            built = next(c for c in type(module).__mro__ if not issubclass(c, FSDPModule))
+            (Path(folder) / name).mkdir()
+            (Path(folder) / name / "config.json").write_text(json.dumps({**module.config, "_class_name": built.__name__}))
+            index[name] = ["diffusers", built.__name__]
+        (Path(folder) / "model_index.json").write_text(json.dumps(index))
+        return plan_row(replace(recipe, model=replace(recipe.model, name=folder)), world)
+
+
+def plan_row(recipe: Any, world: int) -> dict[str, Any]:
+    """The plan's row for ``recipe``'s own launch config over ``world`` processes, in GiB, or why there is none."""
+    from zoo import memory_plan
+
+    _, rows, skipped = memory_plan.plan(recipe, processes=world)
     row = next((r for r in rows if r.config == recipe.launch), None)
     if row is None:
         return {"skipped": skipped.get(recipe.launch, "no row for the launch config")}
     gib = lambda n: round(n / 2**30, 3)  # noqa: E731
-    return {"total_gib": gib(row.total), "parts_gib": {key: gib(value) for key, value in row.parts.items()},
+    return {"total_gib": gib(row.total), "total_bytes": row.total, "parts_gib": {key: gib(value) for key, value in row.parts.items()},
             "fits_80gb": row.fits}  # fmt: skip
 
 
 def semi_online(args: argparse.Namespace) -> dict[str, Any]:
     """Every launch config of ``args.launches`` in turn, in one process group; the report is rewritten after each."""
     from zoo.distributed import DataParallel
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     shape = SHAPES[args.shape]
     overrides = [*SHARDED, *shape["overrides"], *args.set]
@@ -316,9 +338,9 @@ def diffusion(args: argparse.Namespace) -> dict[str, Any]:
         spec = argparse.Namespace(shape=args.shape, recipe=diffusion_step.RECIPE, dtype="float32", prompts=1,
                                   group=args.group, micro_batch=args.micro_batch, rounds=args.rounds, layers=None,
                                   resolution=None, out=scratch)  # fmt: skip
-        recipe = diffusion_step.bench_recipe(spec)
-        full = replace(recipe.training, lora=replace(recipe.training.lora, enabled=False))  # every weight trained
-        recipe = replace(recipe, launch=args.launch, model=replace(recipe.model, dtype="bfloat16"), training=full)
+        # every weight trained (no LoRA), under the launch config, bf16 frozen parts
+        recipe = diffusion_step.bench_recipe(spec, ("training.lora.enabled=false", f"launch={args.launch}",
+                                                    "model.dtype=bfloat16"))  # fmt: skip
         start = time.perf_counter()
         run = diffusion_step.build(spec, recipe)
         report: dict[str, Any] = {"bench": "diffusion", "device": device_name(torch.get_num_threads()),
@@ -330,6 +352,7 @@ def diffusion(args: argparse.Namespace) -> dict[str, Any]:
                                  "Run.sharded is False); nothing sharded to measure")  # fmt: skip
             return report
         denoiser = run.accelerator.unwrap_model(run.model.denoiser)
+        report["plan"] = planned_pipeline(recipe, denoiser, run.model.vae, report["world"])
         report.update(denoiser_params_m=params_m(denoiser.parameters()), trainable_params_m=params_m(run.trainable),
                       images_per_round=args.group, micro_batch=recipe.training.train_batch_size,
                       build_s=round(time.perf_counter() - start, 2), **start_memory())  # fmt: skip

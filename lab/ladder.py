@@ -236,7 +236,7 @@ def train(recipe: Path, overrides: list[str], out: Path, resume: bool = False) -
 def stage_sft(ladder: Ladder, args: ReleaseArgs, resume: bool = False) -> None:
     """The supervised warm start (continued from its newest checkpoint with ``resume``); its curve and
     final held-out metric go to ``sft.json``."""
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     out = train(ladder.sft_recipe, list(args.sft_overrides), args.run_dir / "sft", resume)
     recipe = load_recipe(ladder.sft_recipe, list(args.sft_overrides))
@@ -400,7 +400,7 @@ def summarise(
 def ladder_record(ladder: Ladder, args: ReleaseArgs, seeds: list[int], held_out_seed: int) -> dict[str, Any]:
     """How a ladder's release was made, as its ``training.json`` states it: the driver's knobs, the three
     recipes as resolved (overrides applied) and every seed (GRPO, its data, the control, held-out data)."""
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     return {
         "args": args.to_record(),

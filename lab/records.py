@@ -3,9 +3,10 @@
 A release keeps its raw numbers (per-seed curves, paired differences, per-sample scores) in the
 shape its experiment needed; :func:`build_record` turns them into the library's one
 :class:`~zoo.records.TrainingRecord`: the stages and comparisons by the release's own reading
-(one function per release shape below), the card's summary, sections, tags and ``model-index``
-from the card the release renders (:func:`card_parts`), and the raw numbers verbatim under
-``measurements``. The library renders the card from the record; nothing here runs at ``zoo card``.
+(one function per release shape below, reading the release's typed row of :mod:`zoo.measurements`),
+the card's summary, sections, tags and ``model-index`` from the card the release renders
+(:func:`card_parts`), and the raw numbers, typed, under ``measurements``. The library renders the
+card from the record; nothing here runs at ``zoo card``.
 
 A release without a narrative card module of its own (the robot and CaRL policies) publishes with
 the sections of the card it replaces (``model_cards/<name>/README.md``): edit those by hand when a
@@ -14,13 +15,27 @@ re-run changes what they say; the stages, comparisons and measurements are alway
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from zoo.cards import TABLE_TITLE
-from zoo.records import Comparison, CurvePoint, EvaluationRow, Section, Stage, TrainingRecord
+from zoo.measurements import (
+    CarlMeasurements,
+    DrivingLadderMeasurements,
+    FetchPushBCMeasurements,
+    FlowGrpoMeasurements,
+    GuiAgentMeasurements,
+    GuiGroundingMeasurements,
+    Measurements,
+    ResipMeasurements,
+    SvgLadderMeasurements,
+    SyntheticColourMeasurements,
+)
+from zoo.measurements.common import PairedBySeed, SeedLevelDifference
+from zoo.records import Comparison, CurvePoint, EvaluationRow, Section, Stage, TrainingRecord, typed
 
 GUI_RECIPES = "domains/gui/recipes/"
 DRIVING_RECIPES = "domains/driving/recipes/"
@@ -59,61 +74,65 @@ def _title_and_text(section: str) -> tuple[str, str]:
 
 
 def build_record(training: Mapping[str, Any], card: str, reproduce: str) -> TrainingRecord:
-    """The record of a release: its numbers (``training``), the card it renders, the command that re-runs it."""
+    """The record of a release: its numbers (``training``), the card it renders, the command that re-runs it.
+
+    The numbers are read as the release's typed row first (:mod:`zoo.measurements`): a number the release wrote
+    under another name or type is a :class:`~zoo.records.RecordError` here, before anything is written."""
     entry = training["entry"]
-    stages, comparisons = SHAPES[entry](training)
-    measurements = {k: v for k, v in training.items() if k not in ("entry", "card")}  # "card": a hook, code
+    raw = {k: v for k, v in training.items() if k not in ("entry", "card")}  # "card": a hook, code
+    measurements = typed(Measurements, raw, f"{entry}: measurements")
+    stages, comparisons = SHAPES[entry](measurements)
     return TrainingRecord(entry=entry, reproduce=reproduce, stages=tuple(stages), comparisons=tuple(comparisons),
                           measurements=measurements, **card_parts(card))  # fmt: skip
 
 
-def _curve(points: list[Mapping[str, Any]], metric: str) -> tuple[CurvePoint, ...]:
-    return tuple(CurvePoint(int(p["step"]), float(p[metric])) for p in points if metric in p)
+def _curve(points: Sequence[Any], metric: str) -> tuple[CurvePoint, ...]:
+    """A curve of typed points (``metric``: the points' field) or of log rows (``metric``: a logged name)."""
+    rows = [p if isinstance(p, Mapping) else dataclasses.asdict(p) for p in points]
+    return tuple(CurvePoint(int(r["step"]), float(r[metric])) for r in rows if metric in r)
 
 
-def _paired(paired: Mapping[str, Mapping[str, Mapping[str, float]]], names: Mapping[str, str], unit: str,
-            n: int) -> list[Comparison]:  # fmt: skip
-    """The ladders' ``paired[arm_minus_base][seedK] = {diff, se}`` tables as comparisons."""
-    return [Comparison(f"{names[key]}, {seed.replace('seed', 'seed ')}", pair["diff"], pair["se"], unit, n)
+def _paired(paired: PairedBySeed, names: Mapping[str, str], unit: str, n: int) -> list[Comparison]:
+    """The ladders' ``paired[arm_minus_base][seedK]`` differences as comparisons."""
+    return [Comparison(f"{names[key]}, {seed.replace('seed', 'seed ')}", pair.diff, pair.se, unit, n)
             for key in names for seed, pair in paired[key].items()]  # fmt: skip
 
 
-def _across(across: Mapping[str, Mapping[str, float]], names: Mapping[str, str], unit: str) -> list[Comparison]:
-    """Seed-level differences (``{diff, se, seeds}``): the standard error over seeds."""
-    return [Comparison(f"{names[key]}, over {pair['seeds']} seeds", pair["diff"], pair["se"], unit, pair["seeds"])
+def _across(across: Mapping[str, SeedLevelDifference], names: Mapping[str, str], unit: str) -> list[Comparison]:
+    """Seed-level differences: the standard error over seeds."""
+    return [Comparison(f"{names[key]}, over {pair.seeds} seeds", pair.diff, pair.se, unit, pair.seeds)
             for key, pair in across.items() if key in names]  # fmt: skip
 
 
-def _ladder(t: Mapping[str, Any], recipes: str, names: tuple[str, str, str], metric: str,
-            value: Callable[[Mapping[str, Any]], float], *, minutes: str, rl: str = "grpo",
-            rl_steps: Callable[[Mapping[str, Any]], int] = lambda run: run["steps"],
+def _ladder(t: Any, recipes: str, names: tuple[str, str, str], metric: str, value: Callable[[Any], float], *,
+            minutes: str, rl: str = "grpo", rl_steps: Callable[[Any], int] = lambda run: run.steps,
             control_keys: tuple[str, str] = ("steps", "")) -> list[Stage]:  # fmt: skip
     """The stages of an SFT -> RL -> equal-time control ladder: the start, one RL run and one control per seed.
 
     ``recipes`` is the prefix of the ladder's three recipe files (``...-sft.yaml``, ``names[1]``'s RL
-    recipe, ``...-sft-control.yaml``); ``value`` reads a stage's final held-out metric; ``control_keys``
-    are the control records' steps and minutes keys (``""``: ``minutes``)."""
-    sft, (start_name, rl_name, rl_recipe) = t["sft"], names
+    recipe, ``...-sft-control.yaml``); ``value`` reads a stage's final held-out metric; ``minutes`` names the
+    stages' minutes field and ``control_keys`` the controls' steps and minutes fields (``""``: ``minutes``)."""
+    sft, (start_name, rl_name, rl_recipe) = t.sft, names
     control_steps, control_minutes = control_keys[0], control_keys[1] or minutes
-    stages = [Stage(start_name, "start", f"{recipes}-sft.yaml", None, sft["steps"], sft[minutes], metric, value(sft),
-                    _curve(sft["curve"], metric))]  # fmt: skip
-    stages += [Stage(f"{rl_name}, seed {r['seed']}", "rl", rl_recipe, r["seed"], rl_steps(r), r[minutes], metric,
-                     value(r), _curve(r["curve"], metric)) for r in t[rl]]  # fmt: skip
-    stages += [Stage(f"SFT continued for {rl_name.split()[-1]}'s time, seed {c['seed']}", "control",
-                     f"{recipes}-sft-control.yaml", c["seed"], c[control_steps], c[control_minutes], metric, value(c),
-                     _curve(c["curve"], metric)) for c in t["sft_continue_equal_time"]]  # fmt: skip
+    stages = [Stage(start_name, "start", f"{recipes}-sft.yaml", None, sft.steps, getattr(sft, minutes), metric,
+                    value(sft), _curve(sft.curve, metric))]  # fmt: skip
+    stages += [Stage(f"{rl_name}, seed {r.seed}", "rl", rl_recipe, r.seed, rl_steps(r), getattr(r, minutes), metric,
+                     value(r), _curve(r.curve, metric)) for r in getattr(t, rl)]  # fmt: skip
+    stages += [Stage(f"SFT continued for {rl_name.split()[-1]}'s time, seed {c.seed}", "control",
+                     f"{recipes}-sft-control.yaml", c.seed, getattr(c, control_steps), getattr(c, control_minutes),
+                     metric, value(c), _curve(c.curve, metric)) for c in t.sft_continue_equal_time]  # fmt: skip
     return stages
 
 
-def _gui_grounding(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    steps = t["recipe_grpo"]["training"]["steps"]
+def _gui_grounding(t: GuiGroundingMeasurements) -> tuple[list[Stage], list[Comparison]]:
+    steps = t.recipe_grpo["training"]["steps"]  # the recipe as it ran: a map in its own schema
     stages = _ladder(t, GUI_RECIPES + "gui-g1-tiny", ("SFT start", "GRPO", GUI_RECIPES + "gui-g1-tiny-cpu.yaml"), "hit",
-                     lambda run: run["final_hit"], minutes="train_minutes", rl_steps=lambda run: steps)  # fmt: skip
-    sft, n, unit = t["sft"], t["held_out"]["n_final"], "held-out hit rate"
-    comparisons = [Comparison(f"GRPO - SFT start, seed {g['seed']}", g["final_hit"] - sft["final_hit"], None, unit, n)
-                   for g in t["grpo"]]  # fmt: skip
-    comparisons += [Comparison(f"GRPO - control, seed {g['seed']}", g["final_hit"] - c["final_hit"], None, unit, n)
-                    for g, c in zip(t["grpo"], t["sft_continue_equal_time"])]  # fmt: skip
+                     lambda run: run.final_hit, minutes="train_minutes", rl_steps=lambda run: steps)  # fmt: skip
+    sft, n, unit = t.sft, t.held_out.n_final, "held-out hit rate"
+    comparisons = [Comparison(f"GRPO - SFT start, seed {g.seed}", g.final_hit - sft.final_hit, None, unit, n)
+                   for g in t.grpo]  # fmt: skip
+    comparisons += [Comparison(f"GRPO - control, seed {g.seed}", g.final_hit - c.final_hit, None, unit, n)
+                    for g, c in zip(t.grpo, t.sft_continue_equal_time)]  # fmt: skip
     return stages, comparisons
 
 
@@ -121,91 +140,91 @@ LADDER_NAMES = {"grpo_minus_sft": "GRPO - SFT start", "control_minus_sft": "cont
                 "grpo_minus_control": "GRPO - control"}  # fmt: skip
 
 
-def _driving(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    steps = t["recipe_grpo"]["training"]["steps"]
+def _driving(t: DrivingLadderMeasurements) -> tuple[list[Stage], list[Comparison]]:
+    steps = t.recipe_grpo["training"]["steps"]
     stages = _ladder(t, DRIVING_RECIPES + "driving-vla-tiny",
                      ("SFT start", "GRPO", DRIVING_RECIPES + "driving-vla-tiny-cpu.yaml"), "pdms",
-                     lambda run: run["final_pdms"], minutes="train_minutes", rl_steps=lambda run: steps)  # fmt: skip
+                     lambda run: run.final_pdms, minutes="train_minutes", rl_steps=lambda run: steps)  # fmt: skip
     unit = "held-out PDMS-style score"
-    comparisons = _paired(t["paired"], LADDER_NAMES, unit, t["held_out"]["n_final"])
-    return stages, comparisons + _across(t["across_seeds"], LADDER_NAMES, unit)
+    comparisons = _paired(t.paired, LADDER_NAMES, unit, t.held_out.n_final)
+    return stages, comparisons + _across(t.across_seeds, LADDER_NAMES, unit)
 
 
-def _svg(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+def _svg(t: SvgLadderMeasurements) -> tuple[list[Stage], list[Comparison]]:
     stages = _ladder(t, SVG_RECIPES + "svg-tiny", ("SFT start", "GRPO", SVG_RECIPES + "svg-tiny-grpo.yaml"), "reward",
-                     lambda run: run["final"]["reward"], minutes="total_minutes")  # fmt: skip
-    return stages, _paired(t["paired"], LADDER_NAMES, "held-out svg-shape-iou", t["held_out"]["scenes"])
+                     lambda run: run.final.reward, minutes="total_minutes")  # fmt: skip
+    return stages, _paired(t.paired, LADDER_NAMES, "held-out svg-shape-iou", t.held_out.scenes)
 
 
-def _gui_agent(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+def _gui_agent(t: GuiAgentMeasurements) -> tuple[list[Stage], list[Comparison]]:
     metric = "step_success"
     stages = _ladder(t, GUI_RECIPES + "ui-s1-tiny", ("SFT start", "UI-S1 RL", GUI_RECIPES + "ui-s1-tiny-cpu.yaml"),
-                     metric, lambda run: run["final"][metric], minutes="train_minutes", rl="rl",
+                     metric, lambda run: run.final.step_success, minutes="train_minutes", rl="rl",
                      control_keys=("matched_step", "matched_minutes"))  # fmt: skip
     names = {"rl_minus_sft": "UI-S1 RL - SFT start", "control_minus_sft": "control - SFT start",
              "rl_minus_control": "UI-S1 RL - control"}  # fmt: skip
     unit = "held-out step success"
-    summary = t["summary"]
-    comparisons = _paired(summary["step_success_paired"], names, unit, t["sft"]["final"]["n_steps"])
-    return stages, comparisons + _across(summary["step_success_across_seeds"], names, unit)
+    comparisons = _paired(t.summary.step_success_paired, names, unit, t.sft.final.n_steps)
+    return stages, comparisons + _across(t.summary.step_success_across_seeds, names, unit)
 
 
-def _flow_grpo(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    pre, held = t["pretrain"], t["held_out"]
+def _flow_grpo(t: FlowGrpoMeasurements) -> tuple[list[Stage], list[Comparison]]:
+    pre, held, run = t.pretrain, t.held_out, t.recipe["training"]
     stages = [
-        Stage("pre-training (VAE and denoiser, from scratch)", "pretrain", "", pre["seed"],
-              pre["vae_steps"] + pre["denoiser_steps"], pre["cpu_minutes"]),
-        Stage("Flow-GRPO", "rl", "domains/image/recipes/flow-grpo-tiny-colour.yaml", t["recipe"]["training"]["seed"],
-              t["recipe"]["training"]["steps"], t["rl_cpu_minutes"], "prompt-colour",
-              t["engine_eval_curve"][-1]["eval/reward"], _curve(t["engine_eval_curve"], "eval/reward")),
+        Stage("pre-training (VAE and denoiser, from scratch)", "pretrain", "", pre.seed,
+              pre.vae_steps + pre.denoiser_steps, pre.cpu_minutes),
+        Stage("Flow-GRPO", "rl", "domains/image/recipes/flow-grpo-tiny-colour.yaml", run["seed"], run["steps"],
+              t.rl_cpu_minutes, "prompt-colour", t.engine_eval_curve[-1]["eval/reward"],
+              _curve(t.engine_eval_curve, "eval/reward")),
     ]  # fmt: skip
-    n = len(held["prompts"]) * held["per_prompt"]
-    comparisons = [Comparison(f"after - before Flow-GRPO, sampling seed {seed}", held["after"][seed]["reward"]
-                              - held["before"][seed]["reward"], None, "held-out prompt-colour reward", n)
-                   for seed in held["before"]]  # fmt: skip
+    n = len(held.prompts) * held.per_prompt
+    comparisons = [Comparison(f"after - before Flow-GRPO, sampling seed {seed}", held.after[seed].reward
+                              - held.before[seed].reward, None, "held-out prompt-colour reward", n)
+                   for seed in held.before]  # fmt: skip
     return stages, comparisons
 
 
-def _fetch_push_bc(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    return [Stage("behaviour cloning on scripted demonstrations", "base", "", t["args"]["demo_seed"], t["args"]["steps"],
-                  None, "success_rate", t["eval"]["success_rate"])], []  # fmt: skip
+def _fetch_push_bc(t: FetchPushBCMeasurements) -> tuple[list[Stage], list[Comparison]]:
+    return [Stage("behaviour cloning on scripted demonstrations", "base", "", t.args.demo_seed, t.args.steps, None,
+                  "success_rate", t.eval.success_rate)], []  # fmt: skip
 
 
-def _fetch_push_resip(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+def _fetch_push_resip(t: ResipMeasurements) -> tuple[list[Stage], list[Comparison]]:
     import yaml
 
-    ev, run = t["eval"], yaml.safe_load(t["recipe"])["training"]
+    ev, run = t.eval, yaml.safe_load(t.recipe)["training"]
     stages = [Stage("frozen BC base (fetch-push-bc-tiny)", "base", "", None, None, None, "success_rate",
-                    ev["base"]["success_rate"]),
+                    ev.base.success_rate),
               Stage("ResiP residual PPO", "rl", "domains/robot/recipes/fetch-push-resip-scale0.3.yaml", run["seed"],
-                    run["steps"], t["cpu_minutes_training"], "success_rate", ev["trained"]["success_rate"])]  # fmt: skip
-    return stages, [Comparison("ResiP - frozen base", ev["trained"]["success_rate"] - ev["base"]["success_rate"], None,
-                               "success rate on the same seeded episodes", ev["trained"]["episodes"])]  # fmt: skip
+                    run["steps"], t.cpu_minutes_training, "success_rate", ev.trained.success_rate)]  # fmt: skip
+    return stages, [Comparison("ResiP - frozen base", ev.trained.success_rate - ev.base.success_rate, None,
+                               "success rate on the same seeded episodes", ev.trained.episodes)]  # fmt: skip
 
 
-def _carl(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
+def _carl(t: CarlMeasurements) -> tuple[list[Stage], list[Comparison]]:
     import yaml
 
-    ev, metric, seed = t["evaluation"], "route_completion", yaml.safe_load(t["recipe"])["training"]["seed"]
-    stages = [Stage("untrained start (same seed)", "start", "", seed, 0, 0.0, metric, ev["untrained"][metric]),
+    ev, seed = t.evaluation, yaml.safe_load(t.recipe)["training"]["seed"]
+    metric, trained, untrained = "route_completion", ev.trained.route_completion, ev.untrained.route_completion
+    stages = [Stage("untrained start (same seed)", "start", "", seed, 0, 0.0, metric, untrained),
               Stage("CaRL Beta-PPO", "rl", "domains/driving/recipes/carl-highway.yaml", seed,
-                    t["training"]["iterations"], t["training"]["cpu_minutes"], metric, ev["trained"][metric])]  # fmt: skip
-    return stages, [Comparison("trained - untrained start", ev["trained"][metric] - ev["untrained"][metric], None,
-                               "route completion % on the same seeded episodes", ev["trained"]["episodes"])]  # fmt: skip
+                    t.training.iterations, t.training.cpu_minutes, metric, trained)]  # fmt: skip
+    return stages, [Comparison("trained - untrained start", trained - untrained, None,
+                               "route completion % on the same seeded episodes", ev.trained.episodes)]  # fmt: skip
 
 
-def _synthetic_colour(t: Mapping[str, Any]) -> tuple[list[Stage], list[Comparison]]:
-    sft, metric, recipes = t["sft"], "sampled_reward", "domains/synthetic/recipes/"
-    stages = [Stage("SFT warm start (this checkpoint)", "start", recipes + "synthetic-colour-sft.yaml", sft["seed"],
-                    sft["steps"], sft["cpu_minutes"], metric, sft[metric], _curve(sft["curve"], metric))]
-    stages += [Stage(f"GRPO, seed {g['seed']}", "rl", recipes + "synthetic-colour-grpo.yaml", g["seed"], g["steps"],
-                     g["cpu_minutes"], metric, g[metric]) for g in t["grpo"]]  # fmt: skip
+def _synthetic_colour(t: SyntheticColourMeasurements) -> tuple[list[Stage], list[Comparison]]:
+    sft, metric, recipes = t.sft, "sampled_reward", "domains/synthetic/recipes/"
+    stages = [Stage("SFT warm start (this checkpoint)", "start", recipes + "synthetic-colour-sft.yaml", sft.seed,
+                    sft.steps, sft.cpu_minutes, metric, sft.sampled_reward, _curve(sft.curve, metric))]
+    stages += [Stage(f"GRPO, seed {g.seed}", "rl", recipes + "synthetic-colour-grpo.yaml", g.seed, g.steps,
+                     g.cpu_minutes, metric, g.sampled_reward) for g in t.grpo]  # fmt: skip
     unit = "held-out sampled synthetic-colour reward"
-    return stages, _paired(t["paired"], {"grpo_minus_sft": "GRPO - warm start"}, unit, t["held_out"]["images"])
+    return stages, _paired(t.paired, {"grpo_minus_sft": "GRPO - warm start"}, unit, t.held_out.images)
 
 
-#: checkpoint -> how its release's numbers read as stages and comparisons.
-SHAPES: dict[str, Callable[[Mapping[str, Any]], tuple[list[Stage], list[Comparison]]]] = {
+#: checkpoint -> how its release's typed numbers read as stages and comparisons.
+SHAPES: dict[str, Callable[[Any], tuple[list[Stage], list[Comparison]]]] = {
     "gui-grounding-tiny": _gui_grounding,
     "driving-vla-tiny": _driving,
     "svg-scenes-tiny": _svg,

@@ -32,6 +32,27 @@ pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_skip_without_renderer)
 pytest_runtest_call = pytest.hookimpl(wrapper=True)(_skip_without_renderer)
 pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_skip_without_renderer)
 
+#: Folders whose tests share a session fixture that is costly to build on a worker: every file under one is one
+#: unit of ``--dist loadfile``, so the fixture is built on one worker only. ``tests/demo``: five ``zoo demo``
+#: servers and a chromium (measured on 2 cores: 145 CPU-s when its files were spread over both workers, 74 on one).
+ONE_WORKER_FOLDERS = ("tests/demo/",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` with :data:`ONE_WORKER_FOLDERS` each sent to one worker as a whole; any other
+    distribution mode keeps pytest-xdist's own scheduler. Optional: without pytest-xdist the hook is unknown."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FolderAwareLoadFile(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return next((folder for folder in ONE_WORKER_FOLDERS if scope.startswith(folder)), scope)
+
+    return FolderAwareLoadFile(config, log)
+
 
 @pytest.fixture
 def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -13,8 +13,10 @@ import shutil
 from pathlib import Path
 
 
-def install_in_cache(model_dir: Path, repo_id: str, cache_dir: Path, commit: str = "0" * 40) -> Path:
-    """Copy ``model_dir``'s files into ``cache_dir`` as the snapshot ``commit`` of ``repo_id`` on ``main``."""
+def install_in_cache(model_dir: Path, repo_id: str, cache_dir: Path, commit: str | None = None) -> Path:
+    """Copy ``model_dir``'s files into ``cache_dir`` as the snapshot ``commit`` of ``repo_id`` on ``main``; by default
+    the commit a registry entry pins for ``repo_id`` (what ``zoo.load`` asks the cache for), else a made-up one."""
+    commit = commit or pinned_commit(repo_id) or "0" * 40
     repo = cache_dir / f"models--{repo_id.replace('/', '--')}"
     snapshot = repo / "snapshots" / commit
     (repo / "blobs").mkdir(parents=True, exist_ok=True)
@@ -30,3 +32,11 @@ def install_in_cache(model_dir: Path, repo_id: str, cache_dir: Path, commit: str
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text(commit)
     return snapshot
+
+
+def pinned_commit(repo_id: str) -> str | None:
+    """The revision a registry entry of ``repo_id`` pins (the first that pins one), ``None`` where none does."""
+    import zoo
+
+    pins = [e.revision for e in map(zoo.info, zoo.list_models()) if e.repo_id == repo_id and e.revision]
+    return pins[0] if pins else None

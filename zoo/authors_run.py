@@ -15,6 +15,10 @@ authors' run are not fields of any engine, and are recorded here (the recipe key
   commit (:func:`other_snapshots`): code that changed after the release may not be what trained the weights.
 * ``differences``: ``zoo: <why>`` lines for what differs and is not a field (a sub-model's precision, a detector
   or judge checkpoint, unreleased data); ``zoo info``, the card and the docs print them with the field differences.
+
+:func:`describe` turns all of it into typed :class:`AuthorsRunRow` rows, which ``zoo info`` renders as lines and the
+card and the docs page as their own list and table; the batch enters as a :class:`BatchComparison` (the engine's count
+beside the authors', :func:`zoo.engines.batches.compare`), the one comparison ``zoo train --plan`` prints too.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 _COMMIT = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)@(?P<commit>[0-9a-f]{7,40})$")
 _CITED_COMMIT = re.compile(r"(?P<repo>[\w.-]+/[\w.-]+)@(?P<commit>[0-9a-f]{7,40})")
@@ -41,6 +46,12 @@ class StepBatch:
     def __post_init__(self) -> None:
         if min(self.prompts, self.completions, self.optimizer_steps) < 1:
             raise ValueError(f"authors_run.batch: prompts, completions and optimizer_steps must be >= 1, got {self}")
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        """``(prompts, completions, optimizer_steps)``: what two batches are compared on (not their wording, nor an
+        :class:`AuthorsBatch`'s source)."""
+        return self.prompts, self.completions, self.optimizer_steps
 
     def per_step(self) -> str:
         """``P prompts × G completions per round, S optimiser steps`` for messages."""
@@ -93,28 +104,78 @@ def other_snapshots(run: AuthorsRun, sources: Iterable[str]) -> list[str]:
             for commit in sorted(cited) if not (commit.startswith(release) or release.startswith(commit))]
 
 
-def describe(run: AuthorsRun | None, ours: StepBatch | str | None, sources: Iterable[str]) -> list[str]:
-    """Lines for ``zoo info`` and cards beside the provenance rows: the batch per round (the authors' and this
-    recipe's under its launch line; ``ours`` is the engine's :class:`StepBatch` or why it has none), the code of the
-    release and cited commits that are not it, and the differences that are no field."""
+@dataclass(frozen=True, kw_only=True)
+class BatchComparison:
+    """A recipe's round on the processes its launch line starts, beside the authors' round where the recipe records it."""
+
+    processes: int
+    """Processes the engine's batch is counted over (the launch line's, or ``zoo train --nproc``)."""
+    ours: StepBatch | None
+    """The engine's batch of one round; ``None`` where it counts none (``refusal`` says why)."""
+    refusal: str = ""
+    """The engine's reason for having no batch (a method without fixed rounds, groups that do not divide)."""
+    theirs: AuthorsBatch | None = None
+    """The authors' batch from ``authors_run.batch``; ``None`` for a recipe that records none."""
+
+    @property
+    def same(self) -> bool:
+        """Both batches are known and count the same prompts, completions and optimiser steps."""
+        return self.ours is not None and self.theirs is not None and self.ours.counts == self.theirs.counts
+
+
+#: What an :class:`AuthorsRunRow` says: the same as the authors', a difference, the release, another snapshot.
+RowKind = Literal["cited", "differs", "release", "snapshot"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthorsRunRow:
+    """One thing said about the authors' run beyond the recipe's fields, typed so that each reader lays it out its own
+    way (``zoo info`` a line, the card a bullet, the docs a table row) without parsing text."""
+
+    kind: RowKind
+    """``cited`` (the same as the authors'), ``differs``, ``release`` (the code of the release) or ``snapshot`` (a
+    cited commit that is not the release's)."""
+    label: str
+    """What the row is about (``batch``, ``(no field)``); empty where ``text`` says it."""
+    text: str
+    """The row's statement: the batches, the difference, the commit."""
+    source: str = ""
+    """Where the authors' side is read (the batch's provenance, the release's announcement); empty when in ``text``."""
+
+    @property
+    def differs(self) -> bool:
+        """A row the card lists where the recipe differs: a difference, or a cited commit that is not the release's."""
+        return self.kind in ("differs", "snapshot")
+
+    def sentence(self) -> str:
+        """``label: text (source)``, each part where present."""
+        label = f"{self.label}: " if self.label else ""
+        return f"{label}{self.text} ({self.source})" if self.source else f"{label}{self.text}"
+
+    def render(self) -> str:
+        """The row as ``zoo info`` prints it: its kind in a column, then :meth:`sentence`."""
+        return f"  {self.kind:<8} {self.sentence()}"
+
+
+def describe(run: AuthorsRun | None, batch: BatchComparison | None, sources: Iterable[str]) -> list[AuthorsRunRow]:
+    """The rows for ``zoo info``, the card and the docs beside the provenance rows: the batch per round (``batch``,
+    the engine's count against the authors'), the differences that are no field, the code of the release and cited
+    commits (``sources``, the provenance's) that are not it."""
     if run is None:
         return []
-    lines = []
-    if run.batch is not None:
-        theirs = run.batch.per_step()
-        if isinstance(ours, StepBatch) and _same(ours, run.batch):
-            lines.append(f"  cited    batch: {theirs}, as the authors' ({run.batch.source})")
+    rows = []
+    if batch is not None and batch.theirs is not None:
+        theirs = batch.theirs.per_step()
+        if batch.same:
+            rows.append(AuthorsRunRow(kind="cited", label="batch", text=f"{theirs}, as the authors'",
+                                      source=batch.theirs.source))  # fmt: skip
         else:
-            here = ours.per_step() if isinstance(ours, StepBatch) else (ours or "not computed")
-            lines.append(f"  differs  batch: {here} here; the authors' {theirs} ({run.batch.source})")
-    lines += [f"  differs  (no field): {line.split(':', 1)[1].strip()}" for line in run.differences]
+            here = batch.ours.per_step() if batch.ours is not None else batch.refusal
+            rows.append(AuthorsRunRow(kind="differs", label="batch", text=f"{here} here; the authors' {theirs}",
+                                      source=batch.theirs.source))  # fmt: skip
+    rows += [AuthorsRunRow(kind="differs", label="(no field)", text=line.split(":", 1)[1].strip())
+             for line in run.differences]  # fmt: skip
     if run.code:
-        lines.append(f"  release  {run.code} ({run.released})")
-        lines += [f"  snapshot {line}" for line in other_snapshots(run, sources)]
-    return lines
-
-
-def _same(ours: StepBatch, theirs: StepBatch) -> bool:
-    return (ours.prompts, ours.completions, ours.optimizer_steps) == (
-        theirs.prompts, theirs.completions, theirs.optimizer_steps)  # fmt: skip
-
+        rows.append(AuthorsRunRow(kind="release", label="", text=run.code, source=run.released))
+        rows += [AuthorsRunRow(kind="snapshot", label="", text=line) for line in other_snapshots(run, sources)]
+    return rows

@@ -3,8 +3,9 @@
 A VLM card shows ``pipe(image, question)`` and the authors' prompt; an open_clip card shows
 zero-shot ``pipe(image, labels)`` and its template protocol; a diffusion card ``pipe(prompt)``; a
 policy card ``pipe(observation)``; an entry without released weights shows no ``zoo.load`` at all
-(it would raise) and says what the zoo ships instead. The table is keyed by spec class, so a new
-kind without its own row fails loudly (:func:`card_kind`) instead of reusing a VLM card.
+(it would raise) and says what the zoo ships instead. The table, :data:`CARD_KINDS`, is a registry like the
+zoo's others, keyed by spec class, so a new kind without its own row fails loudly (:func:`card_kind`) instead of
+reusing a VLM card, and a domain's own kinds are there whatever was imported first.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from zoo.domains import load_entries
 from zoo.kinds import ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
 from zoo.registry import ModelEntry
+from zoo_common.registry import Registry
 
 
 class CardKindError(ValueError):
@@ -142,38 +145,51 @@ def _unreleased_how(entry: ModelEntry) -> str:
     )
 
 
-CARD_KINDS: dict[type, CardKind] = {
-    VLMSpec: CardKind("vision-language model", "transformers", "image-text-to-text",
-                      "zoo.pipelines.vlm:VLMPipeline", "zoo.outputs:Prediction", _vlm_usage, _vlm_how),
-    ClipSpec: CardKind("contrastive image-text model (open_clip)", "open_clip", "zero-shot-image-classification",
-                       "zoo.pipelines.clip:ClipPipeline", None, _clip_usage, _clip_how, ("clip",)),
-    DiffusionSpec: CardKind("diffusion / flow image generator", "diffusers", "text-to-image",
-                            "zoo.pipelines.diffusion:DiffusionPipeline", "zoo.outputs:ImageOutput",
-                            _diffusion_usage, _diffusion_how),
-    PolicySpec: CardKind("control policy", None, "reinforcement-learning", "zoo.pipelines.policy:PolicyPipeline",
-                         "zoo.outputs:ActionOutput", _policy_usage, _policy_how, ("robotics",)),
-}  # fmt: skip
+CARD_KINDS: Registry[CardKind] = Registry("card kind", discover=load_entries)
+"""Spec class (:func:`spec_key`) -> its card presentation. The built-in kinds are below; a domain's entries module
+registers its own spec classes' rows (:func:`register_card_kind`), found on the first miss or listing."""
+
+
+def spec_key(spec_class: type) -> str:
+    """The name a spec class's row is registered under: its import string (``zoo.kinds:VLMSpec``)."""
+    return f"{spec_class.__module__}:{spec_class.__qualname__}"
+
+
+def register_card_kind(spec_class: type, kind: CardKind) -> CardKind:
+    """Give a domain's own spec class (a VLM with its own pipeline, say) its card presentation."""
+    try:
+        return CARD_KINDS.register(spec_key(spec_class), kind)
+    except ValueError:
+        raise ValueError(f"{spec_class.__name__} already has a different card kind") from None
+
+
+register_card_kind(VLMSpec, CardKind("vision-language model", "transformers", "image-text-to-text",
+                                     "zoo.pipelines.vlm:VLMPipeline", "zoo.outputs:Prediction", _vlm_usage, _vlm_how))
+register_card_kind(ClipSpec, CardKind("contrastive image-text model (open_clip)", "open_clip",
+                                      "zero-shot-image-classification", "zoo.pipelines.clip:ClipPipeline", None,
+                                      _clip_usage, _clip_how, ("clip",)))
+register_card_kind(DiffusionSpec, CardKind("diffusion / flow image generator", "diffusers", "text-to-image",
+                                           "zoo.pipelines.diffusion:DiffusionPipeline", "zoo.outputs:ImageOutput",
+                                           _diffusion_usage, _diffusion_how))
+register_card_kind(PolicySpec, CardKind("control policy", None, "reinforcement-learning",
+                                        "zoo.pipelines.policy:PolicyPipeline", "zoo.outputs:ActionOutput",
+                                        _policy_usage, _policy_how, ("robotics",)))
 
 UNRELEASED = CardKind("not released (recipe, rewards and evaluation only)", None, None, None, None,
                       _unreleased_usage, _unreleased_how)  # fmt: skip
 
 
-def register_card_kind(spec_class: type, kind: CardKind) -> CardKind:
-    """Give a domain's own spec class (a VLM with its own pipeline, say) its card presentation."""
-    if CARD_KINDS.get(spec_class, kind) != kind:
-        raise ValueError(f"{spec_class.__name__} already has a different card kind")
-    CARD_KINDS[spec_class] = kind
-    return kind
+def kind_of(spec_class: type, entry: ModelEntry | None = None) -> CardKind:
+    """The card presentation of entries whose spec is a ``spec_class`` (exactly that class: a subclass is a new
+    kind, which fails here instead of borrowing its parent's card); ``entry`` names the entry in the error."""
+    key = spec_key(spec_class)
+    if key not in CARD_KINDS:
+        what = f"{entry.name!r} of kind {entry.kind!r} ({spec_class.__name__})" if entry else spec_class.__name__
+        raise CardKindError(f"no model-card template for {what}; register one with "
+                            "zoo.card_kinds.register_card_kind in the entries module that defines its spec class")
+    return CARD_KINDS.get(key)
 
 
 def card_kind(entry: ModelEntry) -> CardKind:
     """The card presentation of ``entry``: ``UNRELEASED`` without weights, else its spec class's row."""
-    if not entry.released:
-        return UNRELEASED
-    try:
-        return CARD_KINDS[type(entry.spec)]
-    except KeyError:
-        raise CardKindError(
-            f"no model-card template for {entry.name!r} of kind {entry.kind!r} ({type(entry.spec).__name__}); "
-            "add a CardKind for it to zoo.card_kinds.CARD_KINDS"
-        ) from None
+    return kind_of(type(entry.spec), entry) if entry.released else UNRELEASED

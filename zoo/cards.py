@@ -189,16 +189,16 @@ def _training_text(entry: ModelEntry) -> str:
 def _reproduction_text(entry: ModelEntry) -> str:
     """The shipped recipes that re-run the authors' training, where the zoo differs first, then the sources."""
     from zoo import provenance
-    from zoo.engines.batches import authors_run_lines
-    from zoo.recipe import load_recipe, read_yaml
+    from zoo.engines.batches import authors_run_rows
+    from zoo.engines.reading import load_recipe
 
     parts = []
     for path in provenance.reproducing_recipes(entry.name):
-        rows = provenance.rows(read_yaml(path).get("provenance") or {})
+        recipe = load_recipe(path)
+        rows = provenance.rows(recipe.provenance)
         where = path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else path.name
         differ = [f"- `{row.field}`: {row.why}" for row in rows if row.differs]
-        differ += [f"- {line.split(None, 1)[1]}" for line in authors_run_lines(load_recipe(path))
-                   if line.split()[0] in ("differs", "snapshot")]  # the batch, what is no field, another snapshot
+        differ += [f"- {row.sentence()}" for row in authors_run_rows(recipe) if row.differs]
         cited = sorted({row.source.split(":", 1)[0] if row.kind == "code" else row.source.split()[0] for row in rows
                         if row.kind in ("code", "paper")})  # fmt: skip
         parts.append(

@@ -148,12 +148,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 def _print_reproductions(entry: str) -> None:
     """The shipped recipes that claim ``entry``'s authors' run, each with its differences first."""
     from zoo import provenance
-    from zoo.engines.batches import authors_run_lines
-    from zoo.recipe import load_recipe, read_yaml
+    from zoo.engines.batches import authors_run_rows
+    from zoo.engines.reading import load_recipe
 
     for path in provenance.reproducing_recipes(entry):
-        lines = provenance.describe(read_yaml(path).get("provenance") or {}, entry, cited_rows=False)
-        lines += authors_run_lines(load_recipe(path))
+        recipe = load_recipe(path)
+        lines = provenance.describe(recipe.provenance, entry, cited_rows=False)
+        lines += [row.render() for row in authors_run_rows(recipe)]
         print(f"  {'recipe':<13} {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
         print("\n".join(f"  {'':<13} {line}" for line in lines))
 
@@ -161,8 +162,8 @@ def _print_reproductions(entry: str) -> None:
 def _recipe_info(args: argparse.Namespace) -> int:
     """``zoo info RECIPE.yaml``: what it reproduces and where each setting comes from, differences first."""
     from zoo import provenance
-    from zoo.engines.batches import authors_run_lines
-    from zoo.recipe import load_recipe
+    from zoo.engines.batches import authors_run_rows
+    from zoo.engines.reading import load_recipe
 
     recipe = load_recipe(args.name)
     if args.json:
@@ -172,7 +173,8 @@ def _recipe_info(args: argparse.Namespace) -> int:
                                          for row in provenance.rows(recipe.provenance)]}, indent=2))  # fmt: skip
         return 0
     print(f"{recipe.name}  ({recipe.engine}): {recipe.description}")
-    lines = provenance.describe(recipe.provenance, recipe.reproduces) + authors_run_lines(recipe)
+    lines = provenance.describe(recipe.provenance, recipe.reproduces)
+    lines += [row.render() for row in authors_run_rows(recipe)]
     print("\n".join(f"  {line}" for line in lines) if lines else
           "  claims no authors' run (no `reproduces`); its settings are the zoo's")  # fmt: skip
     return 0

@@ -42,7 +42,7 @@ class Domain:
         entries: module whose import registers the field's :class:`~zoo.registry.ModelEntry` s.
         rewards: module whose import registers the field's rewards.
         algorithms: module whose import registers its papers' own loss types or advantage estimators
-            (:mod:`zoo.rl.loss_types`); the engines load it before reading those tables.
+            (:mod:`zoo.algorithms`); the engines load it before reading those tables.
         datasets: dataset name -> ``"module:function"`` loader returning :class:`~zoo.data.Sample` s.
         answer_formats: name -> ``"module:function"`` writing a sample's reference answer as the
             assistant text an SFT stage teaches (``vlm-sft`` recipes' ``data.answer_format``).
@@ -51,6 +51,8 @@ class Domain:
         eval_datasets: the registered datasets that read a benchmark's own files (ScreenSpot, ChartMimic,
             OVDEval, ...): a recipe training on one is refused unless it says why (``data.allow_eval_data``).
         environments: environment name -> ``"module:function"`` factory (policy engines).
+        methods: policy-method name -> the module that registers it and its settings class (often ``algorithms``):
+            a recipe choosing ``algorithm.method`` imports that module alone (:func:`load_method`).
         recipes: the recipes folder, relative to the domain package.
         package: the import path of the domain package (filled in by discovery).
     """
@@ -66,6 +68,7 @@ class Domain:
     benchmarks: tuple[str, ...] = ()
     eval_datasets: tuple[str, ...] = ()
     environments: Mapping[str, str] = field(default_factory=dict)
+    methods: Mapping[str, str] = field(default_factory=dict)
     recipes: str = "recipes"
     package: str = ""
 
@@ -168,6 +171,17 @@ def load_rewards() -> None:
 def load_algorithms() -> None:
     """Import every domain's algorithms module once (registers their loss types and estimators)."""
     _load_once("algorithms")
+
+
+def load_method(name: str) -> None:
+    """Import the module a domain names for policy method ``name`` (:attr:`Domain.methods`; ``_`` and ``-`` alike),
+    and no other domain's; nothing when no descriptor names it (the method table's own discovery then looks)."""
+    key = name.strip().lower().replace("_", "-")
+    for domain in discover():
+        module = next((m for n, m in domain.methods.items() if n.lower().replace("_", "-") == key), None)
+        if module is not None:
+            importlib.import_module(module)
+            return
 
 
 def _load_once(part: str) -> None:

@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import logging
 import os
-import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -46,41 +44,9 @@ from zoo.authors_run import AuthorsRun
 from zoo.recipe_file import RecipeError, read_yaml
 from zoo_common.registry import Registry, UnknownNameError, close_matches
 
-logger = logging.getLogger(__name__)
-
 if TYPE_CHECKING:
     from rewards.base import Reward
     from zoo.data import Sample
-
-
-#: Loader arguments that name a split or a benchmark category (``PubMed_test``, ``split: test``).
-SPLIT_KEYS = ("split", "category", "subset")
-#: Loader arguments that name the data's files or folder: one whose own name says test (``test_metadata.jsonl``,
-#: ``refcoco_testA.json``, a ``test/`` folder) is a test split too; the folders above it are not read.
-PATH_KEYS = ("path", "root", "annotations", "image_root")
-#: "test" or "evaluation" starting a word (``test``, ``PubMed_test``, ``evaluation_std``), not inside one (``latest``).
-_TEST_WORD = re.compile(r"(?<![a-z])(test|evaluation)")
-
-
-def _eval_data(name: str, kwargs: dict[str, Any]) -> list[str]:
-    """What marks a training dataset as evaluation data: a split or file named test, or a dataset that
-    reads a benchmark's own files (a domain's ``eval_datasets``)."""
-    named = [f"{key}={kwargs[key]!r}" for key in SPLIT_KEYS if _TEST_WORD.search(str(kwargs.get(key, "")).lower())]
-    named += [f"{key}={value!r}" for key, value in kwargs.items() if key in PATH_KEYS
-              and any(_TEST_WORD.search(Path(str(one)).stem.lower()) for one in _as_list(value))]  # fmt: skip
-    if _TEST_WORD.search(name.lower()) or (name and name in _benchmark_datasets()):
-        named.append(f"dataset {name!r}")
-    return named
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _benchmark_datasets() -> set[str]:
-    from zoo.domains import discover
-
-    return {name for domain in discover() for name in domain.eval_datasets}
 
 
 @dataclass(frozen=True)
@@ -107,20 +73,11 @@ class DataConfig:
     """Why this recipe trains on evaluation data (required with :attr:`allow_eval_data`)."""
 
     def __post_init__(self) -> None:
-        """Refuse evaluation data as training data unless the recipe says why: scores measured on it after
-        training would be inflated, and a reader of the run could not tell."""
-        found = _eval_data(self.name, self.kwargs)
+        """A permission to train on evaluation data says why; whether the data *is* evaluation data asks the
+        domains, which the engine's check step does (:func:`zoo.engines.checks.check_training_data`)."""
         if self.allow_eval_data and not self.eval_data_reason.strip():
             raise RecipeError("data.allow_eval_data: true needs data.eval_data_reason (why this run trains on "
                               "evaluation data)")  # fmt: skip
-        if found and not self.allow_eval_data:
-            raise RecipeError(
-                f"data {', '.join(found)} is evaluation data: numbers measured on it after training are not "
-                "held-out results. Train on a training split (or your own data) and keep it for `zoo eval`, or "
-                "set data.allow_eval_data: true with data.eval_data_reason"
-            )
-        if found:
-            logger.warning("training on evaluation data (%s): %s", ", ".join(found), self.eval_data_reason)
 
     def load(self) -> list[Sample]:
         """The samples, from the dataset registry (domains' loaders are found on first use)."""
@@ -144,11 +101,15 @@ class RewardSpec:
     """Arguments for parameterised rewards (thresholds, judge settings)."""
 
     def build(self) -> Reward:
-        """The registered reward; ``kwargs`` configure a parameterised one (class or ``with_options``)."""
-        import zoo.domains  # noqa: F401  (its discovery hook makes the domains' rewards findable)
+        """The registered reward, configured (:meth:`configure`). The domains' rewards are found by the reward
+        table's own discovery (importing the ``zoo`` package adds it)."""
         from rewards.base import get
 
-        reward = get(self.name)
+        return self.configure(get(self.name))
+
+    def configure(self, reward: Any) -> Reward:
+        """``reward`` (what the table holds under :attr:`name`, which an engine's check looked up) built with
+        ``kwargs``: a class is called with them, an object with ``with_options`` hands out a configured copy."""
         if self.kwargs:
             if isinstance(reward, type):
                 return reward(**self.kwargs)
@@ -165,12 +126,18 @@ class ChoiceConfig:
     registers a policy's config under its ``type``: the recipe reader builds the class the
     ``choice_field`` names, so a key another method takes is an unknown key here, named with this
     method's valid keys, and no method reads a field it does not own. A family's base class declares
-    ``choices`` (a :class:`~zoo_common.registry.Registry`, discovering the domains' methods on a miss)
-    and the field's default; subclasses register with :meth:`register`.
+    ``choices`` (a :class:`~zoo_common.registry.Registry`) and the field's default; subclasses register with
+    :meth:`register`. A family whose methods live in plug-ins overrides :meth:`locate`, so that picking one
+    imports that method's module alone; a name nothing locates falls to the registry's own discovery.
     """
 
     choice_field: ClassVar[str] = "method"
     choices: ClassVar[Registry[type]]
+
+    @classmethod
+    def locate(cls, name: str) -> None:
+        """Import the module that registers ``name``'s class, when the family knows it (none here: a family's
+        built-in methods are registered beside it)."""
 
     @classmethod
     def register(cls, name: str) -> typing.Callable[[type], type]:
@@ -188,6 +155,7 @@ class ChoiceConfig:
         """The registered class for the ``choice_field`` value in ``data`` (the base's default when absent)."""
         default = next(f.default for f in dataclasses.fields(cls) if f.name == cls.choice_field)
         name = data.get(cls.choice_field, default)
+        cls.locate(str(name))
         try:
             config = cls.choices.get(str(name))
         except UnknownNameError as err:
@@ -260,13 +228,6 @@ class Recipe:
             raise RecipeError(f"name={self.name!r}: give the run a non-empty name without '/'")
         if self.processes is not None and self.processes < 1:
             raise RecipeError(f"processes={self.processes}: a run has at least one process (or null: the launch's)")
-        if self.launch:
-            from zoo.launch import LaunchConfigError, config_path
-
-            try:
-                config_path(self.launch)
-            except LaunchConfigError as err:
-                raise RecipeError(f"launch: {err}") from None
         self.validate()
 
     def validate(self) -> None:
@@ -276,24 +237,16 @@ class Recipe:
     def from_dict(cls, data: dict[str, Any], overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
         """Build from a plain mapping, after applying ``key=value`` overrides.
 
-        A recipe that ``reproduces`` an entry must cover every setting of the resolved recipe, defaults included
-        (:func:`zoo.provenance.check`); an override becomes a ``user:`` row of its provenance, so the run's
-        ``recipe.yaml`` (resolved, and covered by the same rows) says which settings are no longer the authors'."""
-        from zoo import provenance
-
+        What a recipe claims (``reproduces``) and cites (``provenance``) is the file's: an override of either is
+        refused. Whether the rows cover the resolved recipe is the engine's check (:mod:`zoo.engines.checks`), and
+        :func:`zoo.engines.reading.load_recipe` records each override as a ``user:`` row."""
         data = _deepcopy(data)
         for override in overrides:
             if override.partition("=")[0].strip().split(".")[0] in ("reproduces", "provenance"):
                 raise RecipeError(f"--set {override.partition('=')[0].strip()}: what a recipe claims and cites is the "
                                   "recipe file's; --set records its own changes as user: rows")  # fmt: skip
             _apply_override(cls, data, override)
-        if data.get("reproduces") and overrides:
-            data["provenance"] = provenance.record_overrides(data.get("provenance") or {}, overrides)
-        recipe = _build(cls, data, "")
-        problems = provenance.check(recipe.to_dict())
-        if problems:
-            raise RecipeError("; ".join(problems))
-        return recipe
+        return _build(cls, data, "")
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
@@ -302,7 +255,7 @@ class Recipe:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, YAML-safe mapping (tuples become lists)."""
-        return _plain(dataclasses.asdict(self))
+        return plain(dataclasses.asdict(self))
 
     def to_yaml(self, path: str | Path | None = None) -> str:
         """The resolved recipe as YAML; written to ``path`` when given, whole or not at all (a full disk
@@ -321,58 +274,6 @@ class Recipe:
     def output_dir(self) -> Path:
         """``training.output_dir`` with ``{name}`` filled in."""
         return Path(self.training.output_dir.format(name=self.name))  # type: ignore[attr-defined]
-
-
-def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = (), engine: str | None = None) -> Recipe:
-    """Read any recipe: ``engine=`` (or an ``engine=...`` override, or the file's ``engine``) picks the class."""
-    from zoo.engines import ENGINES
-
-    data = read_yaml(path)
-    rest = []
-    for override in overrides:
-        key, _, value = override.partition("=")
-        if key.strip() == "engine":
-            engine = engine or value.strip()
-        else:
-            rest.append(override)
-    written = data.get("engine")
-    if engine is not None:
-        data["engine"] = engine
-    if not data.get("engine"):
-        raise RecipeError(f"recipe {str(path)!r} names no engine; add e.g. `engine: vlm-trl` (see `zoo engines`)")
-    spec = ENGINES.get(str(data["engine"]))
-    data["engine"] = spec.name
-    if written and written != engine and engine is not None and written in ENGINES:
-        _move_between_engines(data, ENGINES.get(str(written)).recipe_class(), spec.recipe_class())
-    return spec.recipe_class().from_dict(data, rest)
-
-
-def _is_default(value: Any, default: Any) -> bool:
-    """``value`` sets nothing but defaults (a mapping may leave keys out)."""
-    if isinstance(value, dict) and isinstance(default, dict):
-        return all(k in default and _is_default(v, default[k]) for k, v in value.items())
-    return value == default
-
-
-def _move_between_engines(data: dict[str, Any], source: type, target: type) -> None:
-    """Drop the blocks only ``source``'s loop reads when they hold its defaults (a resolved ``recipe.yaml``
-    writes every block), so ``--engine`` moves a recipe between loops; a block set to anything else is
-    refused by name, since the target loop would ignore it."""
-    own = {f.name: f for f in dataclasses.fields(source)}
-    for key in sorted(set(own) - set(_fields(target))):
-        if key not in data:
-            continue
-        factory = own[key].default_factory
-        default = own[key].default if factory is dataclasses.MISSING else factory()
-        if not _is_default(_plain(data[key]), _plain(dataclasses.asdict(default) if dataclasses.is_dataclass(default)
-                                                     else default)):  # fmt: skip
-            raise RecipeError(f"{key}: {data[key]!r} is read by {source.__name__}'s loop only; engine "
-                              f"{data['engine']!r} would ignore it: remove it to move the recipe")  # fmt: skip
-        del data[key]
-        provenance = data.get("provenance")
-        if isinstance(provenance, dict):  # the dropped block's rows cite settings the moved recipe no longer has
-            for row in [r for r in provenance if r == key or str(r).startswith(f"{key}.")]:
-                del provenance[row]
 
 
 def import_named(key: str, target: str, expected: type | tuple[type, ...] = object) -> Any:
@@ -397,7 +298,8 @@ def import_named(key: str, target: str, expected: type | tuple[type, ...] = obje
 # --- schema-driven construction -------------------------------------------------------------
 
 
-def _fields(cls: type) -> dict[str, Any]:
+def field_types(cls: type) -> dict[str, Any]:
+    """Field name -> declared type of the dataclass ``cls`` (string annotations resolved)."""
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
@@ -409,7 +311,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
         raise RecipeError(f"{where or 'recipe'} must be a mapping of {cls.__name__} fields, got {data!r}")
     if issubclass(cls, ChoiceConfig):
         cls = cls.chosen(data, where)
-    schema = _fields(cls)
+    schema = field_types(cls)
     unknown = [k for k in data if k not in schema]
     if unknown:
         raise RecipeError(_unknown_message(unknown[0], schema, where))
@@ -516,7 +418,7 @@ def _apply_override(cls: type, data: dict[str, Any], override: str) -> None:
         if isinstance(tp, type) and issubclass(tp, ChoiceConfig):
             tp = tp.chosen(node, prefix)
         if dataclasses.is_dataclass(tp):
-            schema = _fields(tp)
+            schema = field_types(tp)
             if part not in schema:
                 raise RecipeError(_unknown_message(part, schema, prefix))
             tp = _strip_optional(schema[part])
@@ -575,9 +477,10 @@ def _deepcopy(data: Any) -> Any:
     return data
 
 
-def _plain(data: Any) -> Any:
+def plain(data: Any) -> Any:
+    """``data`` with tuples turned into lists, as YAML writes it."""
     if isinstance(data, dict):
-        return {k: _plain(v) for k, v in data.items()}
+        return {k: plain(v) for k, v in data.items()}
     if isinstance(data, list | tuple):
-        return [_plain(v) for v in data]
+        return [plain(v) for v in data]
     return data

@@ -4,9 +4,10 @@ Every ``checkpoints/<name>/training.json`` is this record, as data (like timm's 
 the stages that made the weights (recipe, seed, CPU minutes, the held-out curve), the comparisons
 the release reports (a difference, its standard error and unit), the evaluation rows a card's
 ``model-index`` carries, and the card's narrative as markdown sections. The experiment that wrote
-it (``lab/``) also keeps its raw numbers under ``measurements``, verbatim, so nothing measured is
-lost in the typed view. A record names no code: :mod:`zoo.cards` renders every card from entry +
-record, and ``zoo push`` runs nothing a file in the folder names.
+it (``lab/``) also keeps its raw numbers under ``measurements``, typed too (one row per release shape,
+:mod:`zoo.measurements`), so nothing measured is lost in the typed view and no number is read by key.
+A record names no code: :mod:`zoo.cards` renders every card from entry + record, and ``zoo push``
+runs nothing a file in the folder names.
 
 Reading is strict: an unknown key, a missing field or a wrong type is a :class:`RecordError` naming
 the file and the field, so a hand-edited record fails when read, not halfway through a card. The same
@@ -22,9 +23,12 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from zoo.measurements import Measurements
+from zoo.measurements.common import OMIT_IF_NONE
 
 #: ``schema`` of the records this module writes; a record of another schema is refused by name.
 SCHEMA = "zoo.training-record/1"
@@ -131,7 +135,7 @@ class TrainingRecord:
         sections: the card's sections after the summary, in order.
         tags: the card's Hub tags.
         base_model: the Hub ``base_model`` of the card, when the weights derive from one.
-        measurements: the release's raw numbers (per-seed curves, per-sample scores), verbatim.
+        measurements: the release's raw numbers (per-seed curves, per-sample scores) as its typed rows.
         schema: :data:`SCHEMA`.
     """
 
@@ -144,7 +148,7 @@ class TrainingRecord:
     sections: tuple[Section, ...] = ()
     tags: tuple[str, ...] = ()
     base_model: str | None = None
-    measurements: Mapping[str, Any] = field(default_factory=dict)
+    measurements: Measurements | None = None
     schema: str = SCHEMA
 
     def __post_init__(self) -> None:
@@ -159,8 +163,8 @@ class TrainingRecord:
         return [s for s in self.stages if s.role == role]
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as ``training.json`` stores it (tuples as lists)."""
-        return _plain(dataclasses.asdict(self))
+        """The record as ``training.json`` stores it (tuples as lists, absent optional rows left out)."""
+        return _json(self)
 
     def write(self, path: str | Path) -> Path:
         """Write the record as indented JSON (what ``checkpoints/<name>/training.json`` holds)."""
@@ -190,11 +194,15 @@ def _numbers(record: TrainingRecord) -> list[tuple[float, str]]:
     return found
 
 
-def _plain(data: Any) -> Any:
+def _json(data: Any) -> Any:
+    """``data`` as JSON: dataclasses as objects in field order, less a ``None`` marked :data:`OMIT_IF_NONE`."""
+    if dataclasses.is_dataclass(data):
+        return {f.name: _json(getattr(data, f.name)) for f in dataclasses.fields(data)
+                if not (f.metadata.get(OMIT_IF_NONE) and getattr(data, f.name) is None)}  # fmt: skip
     if isinstance(data, Mapping):
-        return {k: _plain(v) for k, v in data.items()}
+        return {k: _json(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
-        return [_plain(v) for v in data]
+        return [_json(v) for v in data]
     return data
 
 
@@ -203,7 +211,8 @@ def typed(tp: Any, data: Any, where: str) -> Any:
 
     Strict: an unknown key, a missing field or a value of another type is a :class:`RecordError` naming ``where``
     (the file) and the field. A union takes the first of its types the value reads as (``int | float`` keeps an
-    integer an ``int``); a ``Mapping[str, V]`` checks every value as ``V``.
+    integer an ``int``); a union of dataclasses reads an object as the one whose fields fit its keys best, so an
+    error names that class's field; a ``Mapping[str, V]`` checks every value as ``V``.
     """
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
@@ -240,11 +249,21 @@ def typed(tp: Any, data: Any, where: str) -> Any:
     raise RecordError(f"{where}: expected {tp.__name__}, got {type(data).__name__} {data!r}")
 
 
+def _misfit(tp: Any, data: Mapping[str, Any]) -> int:
+    """How many of ``data``'s keys a dataclass ``tp`` lacks, plus how many of its required fields ``data`` lacks."""
+    fields = {f.name: f for f in dataclasses.fields(tp)}
+    required = {n for n, f in fields.items() if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING}  # fmt: skip
+    return len(set(data) - set(fields)) + len(required - set(data))
+
+
 def _union(options: tuple[Any, ...], data: Any, where: str) -> Any:
     """``data`` as the first of ``options`` it reads as (``None`` only where the union allows it)."""
     if data is None and type(None) in options:
         return None
     kinds = [o for o in options if o is not type(None)]
+    if isinstance(data, Mapping) and len(kinds) > 1 and all(dataclasses.is_dataclass(k) for k in kinds):
+        kinds = [min(kinds, key=lambda k: _misfit(k, data))]
     if len(kinds) == 1:
         return typed(kinds[0], data, where)
     for kind in kinds:

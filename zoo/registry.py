@@ -44,7 +44,7 @@ class ModelEntry:
         license_source: where ``license`` was read (Hub card and commit, or the page stating it).
         code_license: licence of the authors' code repository when it differs from the weights'
             (UI-S1: MIT code, Apache-2.0 weights); ``None`` when the same or unknown.
-        revision_note: why ``revision`` is ``None`` for an entry with a Hub repository.
+        revision_note: where a pinned ``revision`` was read, or why it is ``None`` for an entry with a Hub repository.
         rl_methods: RL algorithms the released weights went through (``("grpo", "dapo")``);
             empty for models that were not RL-tuned (a CLIP, an SFT-only model).
     """

@@ -1,9 +1,10 @@
 """``zoo train RECIPE.yaml [--set key=value ...] [--resume] [--engine NAME] [--dry-run | --plan [--json]]``: dispatch
 only.
 
-Reads the recipe (:func:`zoo.recipe.load_recipe`: its ``engine`` picks the recipe class), writes
-the resolved recipe into the run directory (:mod:`zoo.runs`) and hands both to the engine
-(:data:`zoo.engines.ENGINES`). Everything engine-specific lives with the engine.
+Reads the recipe (:func:`zoo.engines.reading.load_checked`: its ``engine`` picks the recipe class), lets the engine
+resolve every name it gives once (:meth:`zoo.engines.Engine.check_recipe`: data, entry, loss, rewards, environment,
+provenance), writes the resolved recipe into the run directory (:mod:`zoo.runs`) and hands recipe and resolved names
+to the engine (:data:`zoo.engines.ENGINES`). Everything engine-specific lives with the engine.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import sys
 from pathlib import Path
 
 from zoo.engines import ENGINES
+from zoo.engines.reading import load_checked
 from zoo.job import LOCK_FILE, hold_run_dir
-from zoo.recipe import Recipe, load_recipe
+from zoo.recipe import Recipe
 from zoo.runs import RESOLVED_RECIPE, disk_full, is_main_process, prepare_run_dir, refuse_links
 
 logger = logging.getLogger(__name__)
@@ -52,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "e.g. vlm-verl writes verl's parquet/reward/config and launches verl). Default: the recipe's engine",
     )
     parser.add_argument(
-        "--dry-run", action="store_true", help="write the resolved recipe (and an export engine's files) without training"
+        "--dry-run", action="store_true",
+        help="check every name the recipe gives and write the resolved recipe (and an export engine's files) without "
+        "training"
     )
     parser.add_argument("--output-dir", default=None, help="run directory (default: the recipe's training.output_dir)")
     parser.add_argument(
@@ -94,7 +98,8 @@ def run(
         nproc: with ``plan``, the process count to size every config for (default: each config's).
     """
     extra = [f"training.output_dir={output_dir}"] if output_dir else []
-    recipe = load_recipe(recipe_path, [*overrides, *extra], engine=engine)
+    # every name resolved once, right after reading: before anything is written or any weight loads
+    recipe, checked = load_checked(recipe_path, [*overrides, *extra], engine=engine)
     if plan:
         from zoo import memory_plan
 
@@ -112,7 +117,7 @@ def run(
     with hold_run_dir(out, main=is_main_process()):  # one job per run directory, before anything is written
         out = prepare_run_dir(recipe, resume=resume, resume_changes=resume_changes)
         try:
-            done = ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run)
+            done = ENGINES.get(recipe.engine).run(recipe, out, resume=resume, dry_run=dry_run, checked=checked)
             if not dry_run and is_main_process():
                 write_run_readme(recipe, done)
             return done
@@ -127,18 +132,14 @@ def run(
 def _batch_note(recipe: Recipe, nproc: int | None) -> str:
     """The plan's last line: the batch of one round on the launch line's processes, against the authors' where the
     recipe records it (:mod:`zoo.authors_run`); nothing for an engine without rounds."""
-    from zoo.engines import ENGINES
-    from zoo.launch import sized_processes
+    from zoo.engines.batches import compare
 
-    processes = nproc or sized_processes(recipe)
-    try:
-        ours = ENGINES.get(recipe.engine).step_batch(recipe, processes)
-    except ValueError as err:
-        return f"\nbatch: {err}"
-    theirs = recipe.authors_run.batch if recipe.authors_run is not None else None
-    versus = "" if theirs is None else (
-        " (the authors': the same)" if ours.per_step() == theirs.per_step() else f" (the authors': {theirs.per_step()})")
-    return f"\nbatch on {processes} process{'es' * (processes != 1)}: {ours.per_step()}{versus}"
+    batch = compare(recipe, nproc)
+    if batch.ours is None:
+        return f"\nbatch: {batch.refusal}"
+    versus = ("" if batch.theirs is None else " (the authors': the same)" if batch.same else
+              f" (the authors': {batch.theirs.per_step()})")  # fmt: skip
+    return f"\nbatch on {batch.processes} process{'es' * (batch.processes != 1)}: {batch.ours.per_step()}{versus}"
 
 
 def write_run_readme(recipe: Recipe, out: Path) -> Path:

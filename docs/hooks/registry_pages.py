@@ -219,6 +219,7 @@ def _loading(entry: Any) -> list[str]:
 
 
 def _recipe_rows(name: str, aliases: tuple[str, ...], recipes: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    from zoo.engines.reading import load_recipe
     from zoo.provenance import rows as provenance_rows
 
     names = {name, *aliases}
@@ -246,21 +247,22 @@ def _recipe_rows(name: str, aliases: tuple[str, ...], recipes: list[tuple[str, d
                 *[f"| `{row.field}` | {_cell(row.text)} |" for row in provenance_rows(provenance)],
                 "",
             ]
+        recipe = load_recipe(ROOT / path) if raw.get("authors_run") or _plans(raw) else None  # loaded once for both
         if raw.get("authors_run"):
-            lines += _authors_run_rows(path)
-        lines += [*_launch_rows(path, raw), "```bash", f"zoo train {path} --dry-run", "```", ""]
+            lines += _authors_run_rows(recipe)
+        if _plans(raw):
+            lines += _launch_rows(path, raw, recipe)
+        lines += ["```bash", f"zoo train {path} --dry-run", "```", ""]
     return lines or ["No recipe of the zoo trains this entry yet.", ""]
 
 
-def _authors_run_rows(path: str) -> list[str]:
+def _authors_run_rows(recipe: Any) -> list[str]:
     """The recipe's batch against the authors', the code of the release and the differences that are no field
-    (:mod:`zoo.authors_run`), as ``zoo info`` prints them."""
-    from zoo.engines.batches import authors_run_lines
-    from zoo.recipe import load_recipe
+    (:mod:`zoo.authors_run`), the rows ``zoo info`` prints."""
+    from zoo.engines.batches import authors_run_rows
 
-    found = authors_run_lines(load_recipe(path))
     return ["| about the authors' run | |", "|---|---|",
-            *[f"| {line.split()[0]} | {_cell(line.split(None, 1)[1])} |" for line in found], ""]  # fmt: skip
+            *[f"| {row.kind} | {_cell(row.sentence())} |" for row in authors_run_rows(recipe)], ""]  # fmt: skip
 
 
 def _trained_by(name: str) -> dict[str, list[str]]:
@@ -284,16 +286,18 @@ def _stages_text(stages: list[str]) -> str:
         " (`training.json`)"
 
 
-def _launch_rows(path: str, raw: dict[str, Any]) -> list[str]:
-    """For a recipe that names a launch config: the hardware it is sized for, the line that launches it and what each
-    GPU holds, from ``zoo train RECIPE --plan`` (generated here, never written by hand)."""
-    if not raw.get("launch") or raw.get("engine") == "vlm-verl":
-        return []
+def _plans(raw: dict[str, Any]) -> bool:
+    """The recipe names a launch config that ``zoo train --plan`` sizes (verl launches on its own cluster)."""
+    return bool(raw.get("launch")) and raw.get("engine") != "vlm-verl"
+
+
+def _launch_rows(path: str, raw: dict[str, Any], recipe: Any) -> list[str]:
+    """For a recipe that names a launch config (:func:`_plans`): the hardware it is sized for, the line that launches
+    it and what each GPU holds, from ``zoo train RECIPE --plan`` (generated here, never written by hand)."""
     from zoo import memory_plan
-    from zoo.recipe import load_recipe
 
     try:
-        _, rows, skipped = memory_plan.plan(load_recipe(ROOT / path))
+        _, rows, skipped = memory_plan.plan(recipe)
     except (ValueError, LookupError) as err:  # a model the plan cannot size offline: say so
         return [f"Launch config `{raw['launch']}`; its memory cannot be planned offline: {_cell(err)}", ""]
     named = next((r for r in rows if r.named), None)

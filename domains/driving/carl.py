@@ -53,14 +53,17 @@ def export_beta_policy(model: PPO, folder: Path) -> Path:
 @PolicyAlgorithmConfig.register("carl-ppo")
 @dataclass(frozen=True)
 class CarlPPOConfig(SB3PPOConfig):
-    """``carl-ppo``: the PPO settings it shares with ``resip-ppo``, and the two in which CaRL's CARLA run and its
-    nuPlan configuration differ beyond batch and epochs; the terms both share are fixed in
+    """``carl-ppo``: the PPO settings it shares with ``resip-ppo``, the two in which CaRL's CARLA run and its nuPlan
+    configuration differ beyond batch and epochs, and the value clip both use; the terms both share are fixed in
     :func:`~domains.driving.carl_policy.carl_ppo`."""
 
     method: str = "carl-ppo"
     ent_coef: float = 0.01
     """Entropy bonus weight (CaRL's CARLA run 0.01, ``train_carl_py.sh:17``; its nuPlan configuration 0.0,
     ``default_gym.yaml:52``)."""
+    clip_vloss: bool = True
+    """Clip the value loss as both CaRL runs do (``--clip_vloss 1``, ``train_carl_py.sh:17``; ``clip_vloss: True``,
+    ``default_gym.yaml:51``; :func:`~domains.driving.carl_policy.carl_ppo_loss`); ``false`` trains it unclipped."""
     lr_schedule: Literal["constant", "linear"] = "constant"
     """``linear``: ``training.lr`` decays linearly over ``training.steps`` iterations, as both CaRL runs do
     (:class:`~domains.driving.carl_policy.IterationLinearDecay`); ``constant`` keeps it."""
@@ -90,7 +93,7 @@ class CarlPPO:
         return carl_ppo(env, hidden=a.hidden, n_steps=a.rollout_steps, batch_size=a.batch_size, n_epochs=a.epochs,
                         gamma=a.gamma, learning_rate=t.lr, ent_coef=a.ent_coef,
                         lr_iterations=t.steps if a.lr_schedule == "linear" else None,
-                        truncation_as_done=a.truncation_as_done, seed=t.seed)  # fmt: skip
+                        truncation_as_done=a.truncation_as_done, clip_vloss=a.clip_vloss, seed=t.seed)  # fmt: skip
 
     def save(self, model: BaseAlgorithm, folder: Path) -> None:
         save_sb3(model, folder)

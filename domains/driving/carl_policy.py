@@ -16,29 +16,32 @@ The PPO loss and its returns are CaRL's ``dd_ppo.py`` (a CleanRL PPO), term by t
 
 * policy: ``max(-A r, -A clip(r, 1 - 0.1, 1 + 0.1))``, advantages normalised per minibatch with the
   Bessel-corrected std (dd_ppo.py:1166-1182); stable-baselines3's is the same;
-* value: CaRL's ``0.5 * MSE`` times ``vf_coef`` 0.5 (dd_ppo.py:1205, 1208). stable-baselines3's value
-  loss is the plain MSE, so :func:`carl_ppo` passes ``vf_coef / 2`` and the weight is CaRL's 0.25;
+* value: ``0.5 * max((v - R)^2, (v_old + clip(v - v_old, -0.1, 0.1) - R)^2)`` times ``vf_coef`` 0.5, the
+  value clip of both CaRL runs (``--clip_vloss 1``, train_carl_py.sh:17; ``clip_vloss: True``,
+  ``jkli-2/CaRL@d6890e6:nuPlan/carl_nuplan/planning/script/config/gym/default_gym.yaml:51``) with the policy's clip
+  (dd_ppo.py:1185-1197); ``clip_vloss=False`` is CaRL's other branch, ``0.5 * MSE`` (dd_ppo.py:1205);
 * entropy: ``- ent_coef * mean(H)`` with ``ent_coef`` 0.01 (dd_ppo.py:1207-1208) in the CARLA run, 0.0 in CaRL's
-  nuPlan configuration (``jkli-2/CaRL@d6890e6:nuPlan/carl_nuplan/planning/script/config/gym/default_gym.yaml:52``);
+  nuPlan configuration (``default_gym.yaml:52``);
 * episode ends: ``done = termination or truncation`` (dd_ppo.py:943, "Not treated separately"), so a
   time limit or a finished route is not bootstrapped from its last state's value (GAE,
   dd_ppo.py:994-1006). stable-baselines3 bootstraps truncations; :class:`TruncationAsDone` turns that off.
 
-One difference, a zoo choice: both CaRL runs clip the value loss (``--clip_vloss 1``, train_carl_py.sh:17;
-``clip_vloss: True``, default_gym.yaml:51: ``0.5 * max(unclipped, clipped)`` with the clip 0.1 of the policy,
-dd_ppo.py:1185-1197). stable-baselines3's ``clip_range_vf`` clips the prediction alone, not CleanRL's
-max of both losses, so the zoo trains the value unclipped (CaRL's own branch for ``clip_vloss 0``).
+stable-baselines3's ``clip_range_vf`` clips the prediction alone (``mse(R, v_old + clip(v - v_old))``), not the max of
+both losses, so :class:`CarlPPOUpdate` replaces its ``train`` with the update above (:func:`carl_ppo_loss`); rollouts,
+GAE, minibatching and the optimiser stay stable-baselines3's.
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from typing import Any
 
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.utils import explained_variance
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from torch import nn
 
@@ -48,7 +51,7 @@ from zoo.pipelines.beta_policy import concentrations
 MIN_CONCENTRATION = 1.0
 """Added to ``softplus`` of the head's outputs (CaRL's ``beta_min_a_b_value``)."""
 CARL_VF_COEF = 0.5
-"""CaRL's ``vf_coef`` (train_carl_py.sh:17), on its ``0.5 * MSE`` value loss (dd_ppo.py:1205, 1208)."""
+"""CaRL's ``vf_coef`` (train_carl_py.sh:17), on its ``0.5 * max(...)`` value loss (dd_ppo.py:1197, 1208)."""
 EPS = 1e-6
 
 
@@ -154,27 +157,103 @@ class IterationLinearDecay:
         return self.initial * (1.0 - (update - 1.0) / self.iterations)
 
 
+def carl_ppo_loss(log_prob: torch.Tensor, entropy: torch.Tensor, value: torch.Tensor, old_log_prob: torch.Tensor,
+                  old_value: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor, *, clip_coef: float,
+                  ent_coef: float, vf_coef: float,
+                  clip_vloss: bool) -> tuple[torch.Tensor, dict[str, float]]:  # fmt: skip
+    """CaRL's PPO loss on one minibatch (``jkli-2/CaRL@829e7ee:CARLA/team_code/dd_ppo.py:1162-1208``, one process).
+
+    All inputs are ``(N,)``: the new log-probabilities, entropies and values, the rollout's log-probabilities and
+    values, its GAE advantages and returns. Advantages are normalised with the Bessel-corrected std (1166-1177; a
+    minibatch of one is left as it is, where the std is undefined), the policy loss is the clipped surrogate
+    (1180-1182), the value loss ``0.5 * max(unclipped, clipped)`` around the rollout's value with the policy's clip
+    for ``clip_vloss`` (1185-1197), else ``0.5 * MSE`` (1205); ``pg - ent_coef * H + vf_coef * v`` (1207-1208).
+    Returns the loss and its terms as floats, under stable-baselines3's log names.
+    """
+    ratio = (log_prob - old_log_prob).exp()
+    if advantages.numel() > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    pg_loss = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+    v_loss_unclipped = (value - returns) ** 2
+    if clip_vloss:
+        v_clipped = old_value + (value - old_value).clamp(-clip_coef, clip_coef)
+        v_loss = 0.5 * torch.max(v_loss_unclipped, (v_clipped - returns) ** 2).mean()
+    else:
+        v_loss = 0.5 * v_loss_unclipped.mean()
+    entropy_loss = -entropy.mean()
+    loss = pg_loss + ent_coef * entropy_loss + vf_coef * v_loss
+    with torch.no_grad():  # logged only; CaRL logs KL(old || new) of the distributions, this is its k3 estimate
+        approx_kl = ((ratio - 1) - (log_prob - old_log_prob)).mean().item()
+        clip_fraction = ((ratio - 1).abs() > clip_coef).float().mean().item()
+    return loss, {"policy_gradient_loss": pg_loss.item(), "value_loss": v_loss.item(),
+                  "entropy_loss": entropy_loss.item(), "approx_kl": approx_kl, "clip_fraction": clip_fraction}
+
+
+class CarlPPOUpdate(PPO):
+    """stable-baselines3's PPO whose update is CaRL's (:func:`carl_ppo_loss`): its value clip is the max of both losses.
+
+    ``vf_coef`` is CaRL's, on the ``0.5 * ...`` value loss; the value clip reuses the policy's ``clip_range``
+    (CaRL's ``clip_coef`` clips both). ``target_kl`` early stopping is not carried over: CaRL stops early only with its
+    ``kl`` learning-rate schedule, which neither of its runs uses. Advantages are always normalised (``--norm_adv 1``
+    and ``norm_adv: True`` in both runs), whatever ``normalize_advantage`` says.
+    """
+
+    def __init__(self, *args: Any, clip_vloss: bool = True, **kwargs: Any) -> None:
+        self.clip_vloss = clip_vloss
+        super().__init__(*args, **kwargs)
+
+    def train(self) -> None:
+        """One update over the rollout buffer: ``n_epochs`` shuffled passes of ``batch_size`` minibatches."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        clip = float(self.clip_range(self._current_progress_remaining))  # type: ignore[operator]
+        logs: defaultdict[str, list[float]] = defaultdict(list)
+        for _ in range(self.n_epochs):
+            for batch in self.rollout_buffer.get(self.batch_size):
+                value, log_prob, entropy = self.policy.evaluate_actions(batch.observations, batch.actions)
+                loss, terms = carl_ppo_loss(log_prob, entropy, value.flatten(), batch.old_log_prob, batch.old_values,
+                                            batch.advantages, batch.returns, clip_coef=clip, ent_coef=self.ent_coef,
+                                            vf_coef=self.vf_coef, clip_vloss=self.clip_vloss)  # fmt: skip
+                self.policy.optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                self.policy.optimizer.step()
+                for name, number in terms.items():
+                    logs[name].append(number)
+            self._n_updates += 1
+        buffer = self.rollout_buffer
+        for name, numbers in logs.items():
+            self.logger.record(f"train/{name}", sum(numbers) / len(numbers))
+        self.logger.record("train/loss", loss.item())
+        self.logger.record("train/explained_variance", explained_variance(buffer.values.flatten(),
+                                                                          buffer.returns.flatten()))  # fmt: skip
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/clip_range", clip)
+
+
 def carl_ppo(env: VecEnv, *, hidden: tuple[int, ...] = (256, 256), n_steps: int = 512, batch_size: int = 1024,
              n_epochs: int = 3, gamma: float = 0.99, learning_rate: float = 2.5e-4, lr_iterations: int | None = None,
-             truncation_as_done: bool = True, seed: int = 0, **kwargs: Any) -> PPO:  # fmt: skip
-    """PPO with CaRL's settings (train_carl_py.sh:17): clip 0.1, entropy 0.01, value 0.5 on ``0.5 * MSE``,
-    GAE 0.95, grad-norm 0.5, normalised advantages, truncations ending episodes (module docstring).
+             truncation_as_done: bool = True, clip_vloss: bool = True, seed: int = 0,
+             **kwargs: Any) -> CarlPPOUpdate:  # fmt: skip
+    """PPO with CaRL's settings (train_carl_py.sh:17): clip 0.1 on the policy and the value, entropy 0.01, value 0.5
+    on ``0.5 * max(...)``, GAE 0.95, grad-norm 0.5, normalised advantages, truncations ending episodes (module
+    docstring).
 
     CaRL's batch is 65,536 samples in minibatches of 16,384 (3 epochs, 128 environments); a
     recipe scales both down and keeps the ratio. ``ent_coef`` in ``kwargs`` overrides CARLA's 0.01 (CaRL's nuPlan
-    configuration: 0.0). ``vf_coef`` in ``kwargs`` is CaRL's (on its ``0.5 * MSE``) and is halved for
-    stable-baselines3's plain MSE. ``truncation_as_done=False`` bootstraps truncations as stable-baselines3 does.
+    configuration: 0.0); ``vf_coef`` in ``kwargs`` is CaRL's. ``clip_vloss=False`` trains the value unclipped (CaRL's
+    ``--clip_vloss 0``). ``truncation_as_done=False`` bootstraps truncations as stable-baselines3 does.
     ``lr_iterations``: decay ``learning_rate`` linearly over that many iterations of ``n_steps`` per environment
     (:class:`IterationLinearDecay`); ``None`` keeps it constant.
     """
-    vf_coef = kwargs.pop("vf_coef", CARL_VF_COEF)
-    settings: dict[str, Any] = {"clip_range": 0.1, "ent_coef": 0.01, "vf_coef": vf_coef / 2, "gae_lambda": 0.95,
-                                "max_grad_norm": 0.5, "normalize_advantage": True} | kwargs  # fmt: skip
+    settings: dict[str, Any] = {"clip_range": 0.1, "ent_coef": 0.01, "vf_coef": CARL_VF_COEF, "gae_lambda": 0.95,
+                                "max_grad_norm": 0.5} | kwargs  # fmt: skip
     policy_kwargs = {"net_arch": {"pi": list(hidden), "vf": list(hidden)}} | settings.pop("policy_kwargs", {})
     schedule = None if lr_iterations is None else IterationLinearDecay(learning_rate, lr_iterations,
                                                                        n_steps * env.num_envs)  # fmt: skip
     env = TruncationAsDone(env) if truncation_as_done else env
-    model = PPO(BetaPolicy, env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=gamma,
-                learning_rate=learning_rate if schedule is None else schedule, seed=seed,
-                policy_kwargs=policy_kwargs, device="cpu", verbose=0, **settings)  # fmt: skip
+    model = CarlPPOUpdate(BetaPolicy, env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=gamma,
+                          learning_rate=learning_rate if schedule is None else schedule, seed=seed,
+                          clip_vloss=clip_vloss, policy_kwargs=policy_kwargs, device="cpu", verbose=0,
+                          **settings)  # fmt: skip
     return silence_logger(model if schedule is None else schedule.attach(model))

@@ -7,7 +7,7 @@ difficulty ``rate`` and divides by 64: verl's ``seq-mean-token-sum-norm`` with
 advantages are GRPO's without the std division (``normalize_std: false`` in the recipes).
 """
 
-from zoo.rl.loss_types import LossType, register_loss_type
+from zoo.algorithms import LossType, register_loss_type
 
 GUI_G1_LOSS = register_loss_type(
     LossType(

@@ -43,8 +43,9 @@ GUI_G1_3B = register(
             "discussion Qwen/Qwen2.5-VL-3B-Instruct#12): check it before any commercial use"
         ),
         revision_note=(
-            "not pinned: no commit of Yuqi-Zhou/GUI-G1-3B-v1 is recorded in this project's sources (the "
-            "authors' README links the repository without a commit); pin one with zoo.load(name, revision=SHA)"
+            "not pinned: no full commit hash of Yuqi-Zhou/GUI-G1-3B-v1 was found (the authors' README links the "
+            "repository without a commit, its history cannot be read from here, and the Hub page mirrors and public "
+            "code searched name none); pin one with zoo.load(name, revision=SHA)"
         ),
         rl_methods=("grpo",),
     )
@@ -79,8 +80,13 @@ UI_S1_7B = register(
             "Hub card front matter of mPLUG/UI-S1-7B at commit 8f38d44 (`license: apache-2.0`); the code "
             "(X-PLUG/MobileAgent, UI-S1/) is MIT"
         ),
-        # The Hub commit whose page shows the card above (a model-card edit; parent d4e8297).
+        # The Hub commit whose page shows the card above (a model-card edit; parent d4e8297):
+        # https://fast.hugflare.com/mPLUG/UI-S1-7B/commit/8f38d44a4cfde16061067bb7b0caf767e6ebb578 (a Hub mirror).
         revision="8f38d44a4cfde16061067bb7b0caf767e6ebb578",
+        revision_note=(
+            "pinned to the model-card edit 8f38d44 (parent d4e8297), read on its Hub commit page; not the first "
+            "commit, and whether it is the newest is unverified (the Hub's history could not be read here)"
+        ),
         rl_methods=("semi-online-rl",),
         paper="2509.11543",
         notes="Single-step use: the goal is the question; multi-turn history is the caller's to build.",

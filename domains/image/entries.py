@@ -17,9 +17,28 @@ from zoo.card_kinds import CardKind, load_line, register_card_kind
 from zoo.kinds import DiffusionSpec
 from zoo.registry import ModelEntry, register
 
-_NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this project's sources (the Hub's commit "
-           "list could not be read here); pass zoo.load(name, revision=SHA)")
+_NO_PIN = ("not pinned: no full commit hash of this Hub repository was found (its history cannot be read from here, "
+           "and the Hub page mirrors and public code searched name none); pass zoo.load(name, revision=SHA)")
 _CARD_UNREAD = "the Hub card's licence field was not read by this project (UNVERIFIED)"
+_UNPINNED = {"revision_note": _NO_PIN}
+# Full commits found for repositories registered in the loops below (how: docs/guides/hub.md); the others are
+# _UNPINNED. Neither is checked to be its card's first or newest commit: the Hub's history could not be read here.
+_PINNED = {
+    # Cache path models--jieliu--SD3.5M-FlowGRPO-PickScore/snapshots/10c5669... in three public scripts of one
+    # project.
+    "jieliu/SD3.5M-FlowGRPO-PickScore": {
+        "revision": "10c56697459bbdbe54d5e375912f49a0bcfae773",
+        "revision_note": "pinned to the commit `main` resolved to when a public project downloaded it (cache path "
+                         "snapshots/10c5669... in its scripts); first or newest commit of the card unverified",
+    },
+    # snapshot_download("EditScore/EditScore-7B", revision="dcce052...", local_files_only=True) in a public
+    # reward-study script, which also pins its Qwen2.5-VL-7B-Instruct base.
+    "EditScore/EditScore-7B": {
+        "revision": "dcce052accfc75f2d48279c889a71755ecdf737b",
+        "revision_note": "pinned to the commit a public reward-study script loads it at (snapshot_download with "
+                         "revision dcce052...); first or newest commit of the card unverified",
+    },
+}
 
 # --- gated bases: their own entries, so an adapter on them fails with their licence --------------------------
 register(ModelEntry(
@@ -29,7 +48,11 @@ register(ModelEntry(
     notes="Stability AI Community License: accept it on the Hub page; commercial use above the licence's revenue "
           "threshold needs an enterprise licence from Stability AI. Sampling defaults are diffusers' own.",
     license_source="Stability AI Community License as named on the Hub page (not re-read here: UNVERIFIED)",
-    revision_note=_NO_PIN,
+    # Hugging Face cache path models--stabilityai--stable-diffusion-3.5-medium/snapshots/b940f67... in 8 public files.
+    revision="b940f670f0eda2d07fbb75229e779da1ad11eb80",
+    revision_note=("pinned to the commit `main` resolved to when public projects downloaded it (cache path "
+                   "snapshots/b940f67... in 8 public files, Flow-GRPO checkouts among them); whether it is the card's "
+                   "first or newest commit is unverified (the Hub's history could not be read here)"),
 ))  # fmt: skip
 register(ModelEntry(
     name="flux-1-dev", aliases=("flux.1-dev", "flux-dev"), repo_id="black-forest-labs/FLUX.1-dev", spec=DiffusionSpec(),
@@ -38,7 +61,12 @@ register(ModelEntry(
     notes="FLUX.1 [dev] Non-Commercial License: accept it on the Hub page; outputs and weights are for "
           "non-commercial use unless Black Forest Labs grants otherwise. Sampling defaults are diffusers' own.",
     license_source="FLUX.1 [dev] Non-Commercial License as named on the Hub page (not re-read here: UNVERIFIED)",
-    revision_note=_NO_PIN,
+    # Cache path models--black-forest-labs--FLUX.1-dev/snapshots/3de623f... in many public files and as a
+    # pinned revision in others (versionLabel "3de623f", hf://black-forest-labs/FLUX.1-dev@3de623f...).
+    revision="3de623fc3c33e44ffbe2bad470d0f45bccf2eb21",
+    revision_note=("pinned to the commit `main` resolved to when public projects downloaded it (cache path "
+                   "snapshots/3de623f... in many public files, and pinned by name in several); whether it is the "
+                   "card's first or newest commit is unverified (the Hub's history could not be read here)"),
 ))  # fmt: skip
 
 # --- Flow-GRPO (yifan123/flow_grpo, MIT): PEFT LoRA r32/alpha64 on the SD3.5-M transformer ---------------------
@@ -55,7 +83,7 @@ for task, repo, reward in (("geneval", "jieliu/SD3.5M-FlowGRPO-GenEval", "GenEva
         domain="image", task=f"text-to-image, RL-tuned for {reward}", license="mit", paper="2505.05470",
         notes=f"Flow-GRPO LoRA; the base's Stability AI Community License applies to what it generates. {_LAYOUT}",
         license_source=f"the authors' repository yifan123/flow_grpo LICENSE (MIT); {_CARD_UNREAD}",
-        revision_note=_NO_PIN, rl_methods=("flow-grpo",),
+        **_PINNED.get(repo, _UNPINNED), rl_methods=("flow-grpo",),
     ))  # fmt: skip
 
 # --- Adv-GRPO (showlab/Adv-GRPO, MIT): two LoRAs in subfolders of one repository -----------------------------
@@ -71,9 +99,10 @@ _ADV_TRAINING = {
                  "processes (their scorer unwraps its DDP, adv_grpo/pickscore_scorer.py:19-20, so each rank trains a copy "
                  "of its own); one reference drawn per generated image (theirs sets a prompt's 8 listed files against its "
                  "8 generations, train_sd3_fast_pickscore.py:773-801); the run's evaluation scores with the co-trained "
-                 "discriminator (theirs with the frozen PickScore, config/grpo.py:370-372). No recipe reproduces the "
-                 "released LoRA: its reference images, Qwen-Image generations named in config.json_path "
-                 "(config/grpo.py:361-362), are not in this project.",
+                 "discriminator (theirs with the frozen PickScore, config/grpo.py:370-372). The recipe "
+                 "domains/image/recipes/adv-grpo-sd35m-pickscore.yaml is their pickscore_cotrain_sd3_fast config; its "
+                 "reference images, Qwen-Image generations (config.json_path, config/grpo.py:361-362; released as the "
+                 "Hub dataset benzweijia/QWen_Image_PickScore), are read by the qwen-image-references loader.",
 }
 for reward, folder in (("pickscore", "PickScore"), ("dino", "DINO")):
     register(ModelEntry(
@@ -163,7 +192,7 @@ for name, repo, base, layout, source in _JUDGES:
         license_source=("the Hub card huggingface.co/EditScore/EditScore-32B/blob/ef0cf29/README.md front matter: "
                         "license: apache-2.0" if name == "editscore-32b" else
                         f"the authors' repository VectorSpaceLab/EditScore (Apache-2.0); {_CARD_UNREAD}"),
-        revision_note=_NO_PIN,
+        **_PINNED.get(repo, _UNPINNED),
     ))  # fmt: skip
 
 

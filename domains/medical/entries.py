@@ -33,18 +33,19 @@ _PATHO_CLIP_SOURCE = (
     "themselves were not read by this project"
 )
 _NO_PIN = (
-    "not pinned: no commit of {repo} is recorded in this project's sources (its card was read without "
-    "a commit id, and this project builds without Hub access); pin one yourself with "
-    "zoo.load(name, revision=SHA)"
+    "not pinned: no full commit hash of {repo} was found (its history cannot be read from here, and the Hub "
+    "page mirrors and public code searched name none); pin one yourself with zoo.load(name, revision=SHA)"
 )
-# snapshot_download needs a full hash; the authors' card page gives a short one. The full hash below
-# (from a third-party file, matching the short one) is offered, not pinned, until it is resolved on the Hub.
-_PATHO_7B_PIN = (
-    "not pinned: no commit of WenchuanZhang/Patho-R1-7B could be checked in full by this project. Its card "
-    "page (huggingface.co/WenchuanZhang/Patho-R1-7B/blob/main/README.md) shows commit 7a69eb2; a "
-    "third-party registry pins 7a69eb299bde72a4c3b8ec26fe0b17515346ef73 for it. To pin: "
-    "zoo.load('patho-r1-7b', revision='7a69eb299bde72a4c3b8ec26fe0b17515346ef73')"
-)
+# The card page huggingface.co/WenchuanZhang/Patho-R1-7B/blob/main/README.md shows commit 7a69eb2; two public files
+# give its full hash: a model registry (LLMSpec revision=...) and a provenance record
+# (hf:WenchuanZhang/Patho-R1-7B@7a69eb2...).
+_PATHO_7B_PIN = {
+    "revision": "7a69eb299bde72a4c3b8ec26fe0b17515346ef73",
+    "revision_note": (
+        "pinned to the commit the card page shows (7a69eb2), its full hash as two public files pin it; whether it "
+        "is the card's first or newest commit is unverified (the Hub's history could not be read here)"
+    ),
+}
 _PATHO_LICENCE_NOTE = (
     "CC-BY-NC-ND-4.0, gated: request access on the model page with an institutional e-mail. "
     "Non-commercial; no derivatives (this includes training on the model or building datasets from its outputs). "
@@ -80,7 +81,7 @@ for size, repo in (("3b", "WenchuanZhang/Patho-R1-3B"), ("7b", "WenchuanZhang/Pa
             paper="2505.11404",
             notes=_PATHO_LICENCE_NOTE,
             license_source=_PATHO_SOURCE.format(repo=repo) + (_QWEN_3B_BASE if size == "3b" else ""),
-            revision_note=_PATHO_7B_PIN if size == "7b" else _NO_PIN.format(repo=repo),
+            **(_PATHO_7B_PIN if size == "7b" else {"revision_note": _NO_PIN.format(repo=repo)}),
             rl_methods=("grpo", "dapo"),
         )
     )

@@ -17,10 +17,11 @@ DOMAIN = Domain(
         "vision-r1-data": "domains.perception.data:load_vision_r1_data",
         "curr-reft-data": "domains.perception.data:load_curr_reft",
         "r1-reward-rl": "domains.perception.data:load_r1_reward_rl",
+        "scs-data": "domains.perception.scs_data:load_scs",
     },
     answer_formats={"rejection-sample": "domains.perception.rejection_sft:accepted_answer"},
     evaluate="domains.perception.evaluate:run",
-    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval"),
+    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval", "lisa-visual-rft", "vl-reward-bench"),
     # OVDEval is a benchmark only. RefCOCO/+/g, LISA and Curr-ReFT-data ship training splits beside their
     # evaluation ones, so a recipe on them is judged by the split its path names (domains/perception/data.py).
     eval_datasets=("ovdeval",),

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import torch
 
 from domains.perception import scs_rollout, shuffle_r1  # noqa: F401  (register the rollout plug-ins)
-from zoo.rl.advantages import ADVANTAGE_ESTIMATORS, GroupIds
-from zoo.rl.loss_types import LossType, register_loss_type
-from zoo.rl.losses import POLICY_LOSSES, Aggregation, aggregate
+from zoo.algorithms import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, LossType, register_loss_type
+from zoo.rl.advantages import GroupIds
+from zoo.rl.losses import Aggregation, aggregate
 
 #: R1-Reward's pre-clip bounds of the log importance ratio (``np.log(1e-3)``, ``np.log(1e3)``).
 PRE_CLIP = (math.log(1e-3), math.log(1e3))

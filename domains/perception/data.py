@@ -147,13 +147,17 @@ def load_ovdeval(path: str, image_root: str | None = None, limit: int | None = N
     return samples
 
 
-def load_lisa(path: str, image_root: str | None = None, limit: int | None = None) -> list[Sample]:
+def load_lisa(path: str, image_root: str | None = None, limit: int | None = None,
+              template: str | None = "train") -> list[Sample]:  # fmt: skip
     """LISA reasoning grounding in Visual-RFT's format; the 0-1000 box becomes original pixels.
 
     The question is the user turn without its ``<img>`` tag, as Visual-RFT cuts it
     (Liuziyu77/Visual-RFT@9486633:src/virft/src/open_r1/grpo_lisa.py:198-210) before its QUESTION_TEMPLATE
-    wraps it with no system prompt: the ``visual-rft-lisa-7b`` entry's template with ``model.variant: train``.
-    ``target["bbox_norm1000"]`` keeps the file's numbers (the frame the Visual-RFT model answers in).
+    wraps it with no system prompt: the ``visual-rft-lisa-7b`` entry's ``train`` template (``meta["template"]``,
+    ``template=None`` for an entry without one) with ``model.variant: train``. The question already carries the
+    authors' "Output the bounding box ..." prefix, which that entry's default template adds for direct use.
+    ``target["bbox_norm1000"]`` keeps the file's numbers (the frame the Visual-RFT model answers in) and
+    ``target["solution"]`` the reference as grpo_lisa.py:214 writes it (``visual-rft-lisa-giou`` reads it).
     """
     file = Path(path)
     root = Path(image_root) if image_root else file.parent
@@ -173,8 +177,9 @@ def load_lisa(path: str, image_root: str | None = None, limit: int | None = None
             id=str(rec.get("id", f"{file.stem}-{i}")), images=(image,),
             prompt=question,
             target={"bbox": [norm[0] * width / 1000, norm[1] * height / 1000, norm[2] * width / 1000,
-                             norm[3] * height / 1000], "bbox_norm1000": norm, "image_size": [width, height]},
-            meta={"source": file.name},
+                             norm[3] * height / 1000], "bbox_norm1000": norm, "image_size": [width, height],
+                    "solution": "<answer> " + answer + " </answer>"},
+            meta={"source": file.name, **({"template": template} if template else {})},
         ))  # fmt: skip
     return samples
 
@@ -341,9 +346,9 @@ def load_curr_reft(path: str, stage: str, image_root: str | None = None, limit: 
     return samples
 
 
-def _r1_reward_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of R1-Reward-RL: its parquet shards (a file, or a folder with ``data/*.parquet``) or the
-    README's JSON lines."""
+def read_message_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of an OpenRLHF-style prompt set (R1-Reward-RL, SCS): parquet shards (a file, or a folder with
+    ``data/*.parquet``), a JSON list or JSON lines."""
     if path.is_dir():
         files = sorted(path.glob("data/*.parquet")) or sorted(path.glob("*.parquet"))
         if not files:
@@ -357,10 +362,11 @@ def _r1_reward_rows(path: Path) -> list[dict[str, Any]]:
     return [row for file in files for row in pq.read_table(file).to_pylist()]
 
 
-def _r1_reward_image(row: Mapping[str, Any], chat: list[dict[str, Any]], root: Path | None, where: str) -> str | bytes:
-    """The image of an R1-Reward-RL row: the path in its ``message`` (README L60-69 has the user write it
-    there), found as written or by file name under ``root``; else the ``image`` column, a path or base64."""
-    named = [str(part["image"]) for turn in chat for part in turn.get("content") or []
+def message_image(row: Mapping[str, Any], chat: list[dict[str, Any]], root: Path | None, where: str) -> str | bytes:
+    """The image of a row whose ``message`` is a chat naming it (R1-Reward README L60-69, SCS README L37-54): the
+    path (a ``file://`` URI's path) found as written or by file name under ``root``; else the ``image`` column,
+    a path or base64."""
+    named = [str(part["image"]).removeprefix("file://") for turn in chat for part in turn.get("content") or []
              if isinstance(part, dict) and part.get("type") == "image" and part.get("image")]  # fmt: skip
     column = str(row.get("image") or "")
     for name in [*named, column] if column else named:
@@ -377,7 +383,14 @@ def _r1_reward_image(row: Mapping[str, Any], chat: list[dict[str, Any]], root: P
     if decoded:
         return decoded
     raise FileNotFoundError(f"{where}: image {named[0] if named else column[:60]!r} not found; save the images "
-                            "locally and pass image_root= their folder (R1-Reward README, step 2.2)")  # fmt: skip
+                            "locally and pass image_root= their folder")  # fmt: skip
+
+
+def user_texts(chat: list[dict[str, Any]]) -> list[str]:
+    """The text parts of a chat's user turns, in order (a turn's content a string or a list of parts)."""
+    return [str(part.get("text", "")) for turn in chat if turn.get("role") == "user"
+            for part in (turn.get("content") if isinstance(turn.get("content"), list) else
+                         [{"type": "text", "text": turn.get("content")}]) if part.get("type") == "text"]  # fmt: skip
 
 
 def load_r1_reward_rl(path: str, image_root: str | None = None, limit: int | None = None) -> list[Sample]:
@@ -398,17 +411,15 @@ def load_r1_reward_rl(path: str, image_root: str | None = None, limit: int | Non
     file = Path(path)
     root = Path(image_root) if image_root else None
     samples = []
-    for i, row in enumerate(_limit(_r1_reward_rows(file), limit)):
+    for i, row in enumerate(_limit(read_message_rows(file), limit)):
         where = f"{file.name} row {i}"
         message = record_field(row, "message", where)
         chat = json.loads(message) if isinstance(message, str) else message
-        texts = [str(part.get("text", "")) for turn in chat if turn.get("role") == "user"
-                 for part in (turn.get("content") if isinstance(turn.get("content"), list) else
-                              [{"type": "text", "text": turn.get("content")}]) if part.get("type") == "text"]  # fmt: skip
+        texts = user_texts(chat)
         answers = record_field(row, "answer", where)
         if not texts or not isinstance(answers, list) or not answers:
             raise ValueError(f"{where}: expected a user turn with the judge prompt and answer = ['<answer>1|2</answer>']")
-        samples.append(Sample(id=f"{file.stem}-{i}", images=(_r1_reward_image(row, chat, root, where),),
+        samples.append(Sample(id=f"{file.stem}-{i}", images=(message_image(row, chat, root, where),),
                               prompt="\n".join(texts), target={"answer": str(answers[0])},
                               meta={"question": row.get("question")}))  # fmt: skip
     return samples

@@ -15,6 +15,7 @@ from domains.perception.prompts import (
     SHUFFLE_R1_SYSTEM,
     SHUFFLE_R1_USER,
     VISION_R1_DETECT_ALL,
+    VISUAL_RFT_LISA_DIRECT_USER,
     VISUAL_RFT_LISA_USER,
     VLM_R1_DEFAULT_USER,
     VLM_R1_OVD_USER,
@@ -32,8 +33,27 @@ from zoo.registry import ModelEntry, register
 # VLM-R1 trains at the Qwen2.5-VL processor limits (grpo_jsonl.py: min_pixels 3136, max_pixels 12845056).
 _QWEN = {"min_pixels": 3136, "max_pixels": 12845056}
 
-_NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this project's sources (the Hub's commit "
-           "list could not be read here); pass zoo.load(name, revision=SHA)")
+_NO_PIN = ("not pinned: no full commit hash of this Hub repository was found (its history cannot be read from here, "
+           "and the Hub page mirrors and public code searched name none); pass zoo.load(name, revision=SHA)")
+_UNPINNED = {"revision_note": _NO_PIN}
+# Full commits found for VLM-R1 checkpoints (how: docs/guides/hub.md); the Math one is _UNPINNED. Neither is checked
+# to be its card's first or newest commit: the Hub's history could not be read here.
+_PINNED = {
+    # Cache path models--omlab--Qwen2.5VL-3B-VLM-R1-REC-500steps/snapshots/b9a4c5a... in two public copies of one
+    # script.
+    "omlab/Qwen2.5VL-3B-VLM-R1-REC-500steps": {
+        "revision": "b9a4c5aa915faddc7e129c3f61d630ceef73a911",
+        "revision_note": "pinned to the commit `main` resolved to when a public project downloaded it (cache path "
+                         "snapshots/b9a4c5a...); first or newest commit of the card unverified",
+    },
+    # Cache path models--omlab--VLM-R1-Qwen2.5VL-3B-OVD-0321/snapshots/f2e8476... in two public scripts of one
+    # project.
+    "omlab/VLM-R1-Qwen2.5VL-3B-OVD-0321": {
+        "revision": "f2e8476efe7996d6c25d82507774e903f9a8471a",
+        "revision_note": "pinned to the commit `main` resolved to when a public project downloaded it (cache path "
+                         "snapshots/f2e8476...); first or newest commit of the card unverified",
+    },
+}
 
 #: Added to the licence source of every entry whose base is Qwen2.5-VL-3B-Instruct.
 _QWEN_3B_LICENCE = ("The base Qwen/Qwen2.5-VL-3B-Instruct is published under the Qwen Research License (its Hub "
@@ -59,27 +79,39 @@ for name, repo, task, spec, card in (
         base_model="Qwen/Qwen2.5-VL-3B-Instruct", domain="perception", task=task, spec=spec, license=_QWEN_3B,
         code_license="apache-2.0", paper="2504.07615", notes="Prompts from qwen_module.py and the paper's OVD template. " + _QWEN_3B_LICENCE + ".",
         license_source=f"{card}; {_VLM_R1_CODE}. {_QWEN_3B_LICENCE}",
-        revision_note=_NO_PIN, rl_methods=("grpo",),
+        **_PINNED.get(repo, _UNPINNED), rl_methods=("grpo",),
     ))  # fmt: skip
 
 # Visual-RFT's released checkpoint: LISA reasoning grounding, Qwen2-VL-7B, boxes in Qwen2-VL's
-# 0-1000 frame (grpo_lisa.py divides them by 1000). R1 system prompt, as the authors' LISA inference
-# (Liuziyu77/Visual-RFT@9486633:lisa_evaluation/Qwen2_VL_lisa_infere.py:38-46). Their training asks without one:
-# the image branch builds the user turn alone (grpo_lisa.py:193-219; the R1 prompt of L157 only reaches the
-# text-only branch, L175), so a recipe trains with `model.variant: train` (no system prompt).
+# 0-1000 frame (grpo_lisa.py divides them by 1000). Direct use is the authors' LISA inference and demo
+# (Liuziyu77/Visual-RFT@9486633:lisa_evaluation/Qwen2_VL_lisa_infere.py:38-56, 115; demo/README.md:32-57): R1 system
+# prompt, the bare instruction in their prefix, qwen-vl-utils' default pixel limits (process_vision_info with none set:
+# 3136 to 12845056; the checkpoint's own preprocessor_config.json, which could cap lower, was not read here:
+# UNVERIFIED), 128 new tokens. Their training asks without the system prompt (the image branch builds the user turn
+# alone, grpo_lisa.py:193-219; the R1 prompt of L157 only reaches the text-only branch, L175) and wraps the data's
+# question, which carries the prefix already, in QUESTION_TEMPLATE: a recipe trains with `model.variant: train`, the
+# lisa-visual-rft loader names the `train` template, and the recipe sets the training's 401,408 pixels
+# (src/scripts/2B_lisa_grounding.sh:22).
 register(ModelEntry(
     name="visual-rft-lisa-7b", aliases=("visual-rft",), repo_id="Zery/Qwen2-VL-7B_visual_rft_lisa_IoU_reward",
     architecture="qwen2_vl", base_model="Qwen/Qwen2-VL-7B-Instruct", domain="perception",
     task="reasoning grounding (LISA): question -> box", paper="2503.01785", license="cc-by-nc-4.0",
     code_license="apache-2.0",
-    spec=VLMSpec(system=R1_SYSTEM, variants={"train": ""}, user=VISUAL_RFT_LISA_USER, max_pixels=401408,
-                 coord_frame="norm1000", max_new_tokens=1024, parser=parse_lisa),
+    spec=VLMSpec(system=R1_SYSTEM, variants={"train": ""}, user=VISUAL_RFT_LISA_DIRECT_USER,
+                 templates={"train": VISUAL_RFT_LISA_USER}, min_pixels=3136, max_pixels=12845056,
+                 coord_frame="norm1000", max_new_tokens=128, parser=parse_lisa),
     notes="Research use only: the authors license their data and code for research use only, the data under "
           "CC BY-NC 4.0 (Attribution-NonCommercial), and this checkpoint is trained on that data.",
     license_source="Liuziyu77/Visual-RFT@9486633:README.md:266-268 (code Apache-2.0; data CC BY-NC 4.0; \"The data "
     "and code are intended and licensed for research use only. License: Attribution-NonCommercial 4.0 "
     "International\"); the Hub card's licence field was not read by this project (UNVERIFIED)",
-    revision_note=_NO_PIN, rl_methods=("grpo",),
+    # Cache path models--Zery--Qwen2-VL-7B_visual_rft_lisa_IoU_reward/snapshots/cc595b1... in two public scripts of
+    # one project.
+    revision="cc595b1208351cf1b9ac53fd7245055dd935580e",
+    revision_note=("pinned to the commit `main` resolved to when a public project downloaded it (cache path "
+                   "snapshots/cc595b1...); first or newest commit of the card unverified (the Hub's history could not "
+                   "be read here)"),
+    rl_methods=("grpo",),
 ))  # fmt: skip
 
 # Vision-R1 (jefferyZhan/Griffon Vision-R1/README.md): processor min_pixels=28*28, max_pixels=12800*28*28,

@@ -51,6 +51,11 @@ VISUAL_RFT_LISA_USER = (
     "{question} Output the thinking process in <think> </think> and your grouding box. Following "
     '"<think> thinking process </think>\n<answer>(x1,y1),(x2,y2)</answer>)" format.'
 )
+# Its inference and demo ask the bare instruction inside the prefix its training data already carries, with a full
+# stop after it (Liuziyu77/Visual-RFT@9486633:lisa_evaluation/Qwen2_VL_lisa_infere.py:45, demo/README.md:39;
+# the training question is gen_sft.py:14's "Output the bounding box ... instruction: {instruct}", no full stop).
+VISUAL_RFT_LISA_DIRECT_USER = VISUAL_RFT_LISA_USER.replace(
+    "{question}", "Output the bounding box in the image corresponding to the instruction: {question}.")
 
 # Vision-R1 (jefferyZhan/Griffon Vision-R1/README.md, "official prompts"): plain Qwen2.5-VL
 # grounding requests, no think tags; this is the detect-everything one.

@@ -15,6 +15,9 @@ running the authors' functions (repository, commit and file named there):
                            ``sum(matched IoU) / max(#gt, #pred)``, at most 1
 ``visual-rft-confidence``  mean of ``c`` (matched) or ``1 - c`` (unmatched), in [0, 1]
 ``visual-rft-detection``   ``visual-rft-iou + visual-rft-confidence + vlm-r1-format``
+``visual-rft-lisa-giou``   Visual-RFT LISA: GIoU + 1 of the ``(x1,y1),(x2,y2)`` box, 2 for the exact text
+                           (``grpo_lisa.py`` ``accuracy_reward``; :mod:`~domains.perception.lisa`)
+``visual-rft-lisa``        ``visual-rft-lisa-giou + vlm-r1-format`` (grpo_lisa.py's ``accuracy format``)
 ``vision-r1-format``       Vision-R1 ``dual_format_reward`` (inverted for images with no object)
 ``vision-r1-precision``    mean thresholded GIoU of Hungarian-matched boxes
 ``vision-r1-recall``       thresholded share of ground-truth objects matched
@@ -53,6 +56,7 @@ from domains.perception.boxes import (
     target_size,
 )
 from domains.perception.curr_reft import CurrReftChoice, CurrReftFormat, CurrReftJudge, CurrReftOpen, CurrReftStage
+from domains.perception.lisa import VisualRftLisaGiou
 from domains.perception.ovd import AP, AP50, VlmR1OvdReward
 from domains.perception.scs import ScsReward
 from domains.perception.text import clean_text, fuzzy_accuracy, last_answer, math_verify_equal
@@ -345,6 +349,7 @@ VLM_R1_REC_FORMAT = PatternFormat(_REC_FORMAT.pattern, full=False, name="vlm-r1-
 VLM_R1_FORMAT = PatternFormat(_R1_FORMAT.pattern, full=True, name="vlm-r1-format")
 VISUAL_RFT_IOU = VisualRftReward("iou")
 VISUAL_RFT_CONFIDENCE = VisualRftReward("confidence")
+VISUAL_RFT_LISA_GIOU = VisualRftLisaGiou()
 VISION_R1_FORMAT, VISION_R1_PRECISION, VISION_R1_RECALL = VisionR1Format(), VisionR1Precision(), VisionR1Recall()
 VLM_R1_OVD_LENGTH = VlmR1OvdReward(AP, length_penalty=True, name="vlm-r1-ovd-length")
 
@@ -354,6 +359,7 @@ for _reward in (
     VISUAL_RFT_IOU, VISUAL_RFT_CONFIDENCE,
     WeightedSum([(VISUAL_RFT_IOU, 1.0), (VISUAL_RFT_CONFIDENCE, 1.0), (VLM_R1_FORMAT, 1.0)],
                 name="visual-rft-detection"),
+    VISUAL_RFT_LISA_GIOU, WeightedSum([(VISUAL_RFT_LISA_GIOU, 1.0), (VLM_R1_FORMAT, 1.0)], name="visual-rft-lisa"),
     VISION_R1_FORMAT, VISION_R1_PRECISION, VISION_R1_RECALL,
     WeightedSum([(VISION_R1_PRECISION, 1.0), (VISION_R1_FORMAT, 1.0), (VISION_R1_RECALL, 1.0)], name="vision-r1"),
     VlmR1OvdReward(AP, name="vlm-r1-ovd-ap"), VlmR1OvdReward(AP50, name="vlm-r1-ovd-ap50"), VLM_R1_OVD_LENGTH,

@@ -33,8 +33,8 @@ _MSRL_SPEC = VLMSpec(
     max_new_tokens=4096, parser=parse_python_block,
     generation={"do_sample": True, "temperature": 0.1, "top_p": 1.0},  # DocTron-hub/MSRL@203465d:README.md:268
 )
-_NO_PIN = ("not pinned: no commit of the Hub repository is recorded in this project's sources (the Hub's commit "
-           "list could not be read here); pass zoo.load(name, revision=SHA)")
+_NO_PIN = ("not pinned: no full commit hash of this Hub repository was found (its history cannot be read from here, "
+           "and the Hub page mirrors and public code searched name none); pass zoo.load(name, revision=SHA)")
 _MSRL_NOTE = ("Samples as the README's generate(max_new_tokens=4096, top_p=1, temperature=0.1) does (DocTron-hub/MSRL"
               "@203465d:README.md:268), so pass seed= for a reproducible answer (the README's call also inherits the "
               "checkpoint's generation_config.json, not read by this project). Render the code with "
@@ -86,11 +86,19 @@ register_card_kind(StarVectorSpec, CardKind(
 
 _STARVECTOR_NOTE = (
     "Runs the repository's own Python (StarVectorForCausalLM): zoo.load asks for trust_remote_code=True by name. "
-    "No revision is pinned: the zoo's research could not read the Hub's commit list (no Hub access), so pass "
+    "Read the code at the commit you load: the 1B entry is pinned (its revision); the 8B is not, so pass "
     "revision=<commit> after reading the code at that commit. The repository's pinned stack is torch 2.5.1 / "
     "transformers 4.49 (joanrod/star-vector pyproject.toml); newer stacks are untested. "
     "RLRF (arXiv 2505.20793) RL-tunes this model; its weights are not published."
 )
+# Cache path models--starvector--starvector-1b-im2svg/snapshots/380ab95... in one public script; no commit of
+# the 8B was found.
+_STARVECTOR_1B_PIN = {
+    "revision": "380ab95d25a8e9ab1dc825debe238b4953ae13b9",
+    "revision_note": "pinned to the commit `main` resolved to when a public project downloaded it (cache path "
+                     "snapshots/380ab95...); first or newest commit of the card unverified (the Hub's history could "
+                     "not be read here); its remote code is the code at this commit",
+}
 for size, base in (("1b", "StarCoder-based 1B code LLM + image encoder and adapter (joanrod/star-vector)"),
                    ("8b", "StarCoder2-based code LLM + image encoder and adapter (starvector/model/llm/starcoder2.py)")):
     register(ModelEntry(
@@ -101,7 +109,8 @@ for size, base in (("1b", "StarCoder-based 1B code LLM + image encoder and adapt
         license="apache-2.0", paper="2312.11556", trust_remote_code=True, notes=_STARVECTOR_NOTE,
         license_source="the authors' repository joanrod/star-vector (Apache-2.0); the Hub card's licence field was "
         "not read by this project (UNVERIFIED)",
-        revision_note=_NO_PIN + "; with remote code, read the code at the commit you pin",
+        **(_STARVECTOR_1B_PIN if size == "1b" else
+           {"revision_note": _NO_PIN + "; with remote code, read the code at the commit you pin"}),
     ))
 
 # --- systems without public weights: the zoo's recipes, rewards, data and evaluation ----------
@@ -153,7 +162,9 @@ register(ModelEntry(
     name="svg-scenes-tiny", repo_id=None, architecture="qwen2_5_vl",
     base_model="none (random init, Qwen2.5-VL architecture, ~1M parameters)", domain="visual_code",
     task="image to SVG code on 112-px synthetic scenes of one circle or rectangle",
-    spec=VLMSpec(user=SVG_PROMPT + "{question}", min_pixels=112 * 112, max_pixels=112 * 112, coord_frame="none",
+    # zoo: the picture is the whole task: the release trained on the prompt alone (its questions are blank,
+    # lab/visual_code/release.py), so the template carries no question and a blank one is what it is asked
+    spec=VLMSpec(user=SVG_PROMPT, min_pixels=112 * 112, max_pixels=112 * 112, coord_frame="none",
                  max_new_tokens=48, parser=parse_svg),
     license="apache-2.0", license_source="this repository's licence (pyproject.toml: Apache-2.0); trained here",
     revision_note="shipped in this repository (checkpoints/svg-scenes-tiny), not on the Hub",

@@ -111,7 +111,7 @@ def plan_scores(n: int) -> dict[str, dict[str, float]]:
     from domains.driving.evaluate import score_rows, summarise
     from domains.driving.prompts import parse_waypoints
     from zoo.data import answer_format
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     samples = held_out(n)
     write = answer_format(load_recipe(SFT_RECIPE).data.answer_format)

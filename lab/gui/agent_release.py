@@ -318,7 +318,7 @@ def stage_finalize(args: Args, seeds: list[int]) -> None:
     from domains.gui import agent_eval
     from lab.gui.agent_card import write_card
     from lab.records import publish
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     table, summary = report(args, seeds)
     logger.info("\n%s", table)

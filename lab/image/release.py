@@ -137,7 +137,7 @@ def package(run_dir: Path, pretrain_record: dict[str, Any], rl_cpu_minutes: floa
     from diffusers import StableDiffusion3Pipeline
     from safetensors.torch import load_file
 
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     recipe = load_recipe(RECIPE)
     steps, guidance = recipe.algorithm.num_steps, recipe.algorithm.guidance_scale

@@ -77,7 +77,7 @@ def evaluate(model_dir: Path, samples: list[Any], seed: int = 0, batch: int = 50
 
 def stage_sft(run_dir: Path, samples: list[Any]) -> dict[str, Any]:
     """Run the SFT recipe and score every checkpoint: the curve shows where the warm start was stopped."""
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
     from zoo.runs import checkpoint_step
 
     out = train(SFT_RECIPE, [], run_dir / "sft")
@@ -115,7 +115,7 @@ def ship(sft_final: Path, checkpoint: Path) -> None:
 
 def release(run_dir: Path, seeds: list[int], eval_n: int, checkpoint: Path, card: Path) -> dict[str, Any]:
     """Every stage, then the checkpoint, its ``training.json`` and card; returns the numbers recorded."""
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     samples = held_out(eval_n)
     sft = stage_sft(run_dir, samples)

@@ -62,7 +62,7 @@ def scene_scores(model_dir: Path, n: int) -> dict[str, list[float]]:
     from domains.visual_code.data import synthetic_svgs
     from rewards import get
     from rewards.rlrf import RlrfSvgReward
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     kwargs = {k: v for k, v in load_recipe(GRPO_RECIPE).data.kwargs.items() if k not in ("n", "seed")}
     samples = synthetic_svgs(n=n, seed=EVAL_SEED, **kwargs)
@@ -142,7 +142,7 @@ def adopt_shipped_sft(args: argparse.Namespace) -> None:
     the RL stages and the control can be re-run without paying for SFT again."""
     if (args.run_dir / "sft.json").is_file():
         return
-    shipped = read_record(CHECKPOINT / "training.json").measurements["sft"]
+    shipped = read_record(CHECKPOINT / "training.json").to_dict()["measurements"]["sft"]
     shutil.copytree(CHECKPOINT / "sft", args.run_dir / "sft" / "final", dirs_exist_ok=True)
     scores = scene_scores(args.run_dir / "sft" / "final", args.final_eval_n)
     record = {**shipped, "final": summarise(scores), "final_scores": scores["reward"],
@@ -153,8 +153,8 @@ def adopt_shipped_sft(args: argparse.Namespace) -> None:
 def finalize(args: argparse.Namespace, seeds: list[int]) -> None:
     """Copy the first seed's GRPO model (and its SFT start, in ``sft/``) to checkpoints/ with ``training.json``."""
     from lab.records import publish
+    from zoo.engines.reading import load_recipe
     from zoo.eval_results import write_results
-    from zoo.recipe import load_recipe
 
     def read(name: str) -> dict[str, Any]:
         return json.loads((args.run_dir / f"{name}.json").read_text())

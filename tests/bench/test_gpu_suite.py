@@ -77,6 +77,7 @@ def _check_sharded(report: dict) -> None:
         assert config["rollout_s"] > 0 and config["update_s"] > 0 and config["peak_rss_gib"] > 0
         assert config["steps"][0]["optimizer_steps"] == 2  # multi_turn.mini_batches: 2
         _check_dtypes(config["dtypes"])
+        _check_plan(config["plan"])
     diffusion = report["sharded_diffusion"]
     if report["steps"]["sharded_diffusion"]["status"] == "skipped":
         assert report["steps"]["sharded_diffusion"]["reason"] == diffusion["skipped"]
@@ -85,6 +86,14 @@ def _check_sharded(report: dict) -> None:
     assert diffusion["sharded"] and diffusion["world"] == 2 and not diffusion["lora"]
     assert diffusion["trainable_params_m"] == diffusion["denoiser_params_m"] and diffusion["seconds_per_round"] > 0
     _check_dtypes(diffusion["dtypes"])
+    _check_plan(diffusion["plan"])
+
+
+def _check_plan(plan: dict) -> None:
+    """Issue 53: beside each sharded run's peak, `zoo train --plan`'s row for that very run, its parts summing to its
+    total (the GPU run sets `total_gib` beside `peak_gib`)."""
+    assert plan["total_bytes"] > 0 and {"params", "grads", "optim"} <= set(plan["parts_gib"]), plan
+    assert abs(sum(plan["parts_gib"].values()) - plan["total_gib"]) < 0.01 * len(plan["parts_gib"]), plan
 
 
 def _check_dtypes(dtypes: dict) -> None:

@@ -1,4 +1,5 @@
-"""``ARCHITECTURE.md`` stays true: every file and symbol it names exists, every engine is in its table."""
+"""``ARCHITECTURE.md`` stays true: every file and symbol it names exists, every engine is in its table, every table it
+calls a registry is one."""
 
 from __future__ import annotations
 
@@ -30,3 +31,16 @@ def test_engine_table_lists_every_engine_and_its_recipe_class():
         module, _, cls = engine.recipe.partition(":")
         assert f"| `{name}` |" in TEXT, f"ARCHITECTURE.md's engine table misses {name}"
         assert f"{module}.{cls}" in TEXT or cls in TEXT, f"ARCHITECTURE.md does not name {name}'s recipe class {cls}"
+
+
+def test_every_table_it_calls_a_registry_is_one():
+    """The "Tables" section's list: each dotted name imports and is a ``zoo_common`` Registry."""
+    from zoo_common.registry import Registry
+
+    section = TEXT.split("## Tables", 1)[1].split("\n## ", 1)[0]
+    listed = section.split("first miss:", 1)[1].split("(each checked", 1)[0]
+    tables = re.findall(r"`((?:zoo|rewards)\.[\w.]+\.[A-Z_]+)`", listed)
+    assert len(tables) >= 15, tables
+    for dotted in tables:
+        module, _, name = dotted.rpartition(".")
+        assert isinstance(getattr(importlib.import_module(module), name), Registry), dotted

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from zoo import provenance
-from zoo.authors_run import AuthorsBatch, AuthorsRun, StepBatch, describe
+from zoo.authors_run import AuthorsBatch, AuthorsRun, BatchComparison, StepBatch, describe
 from zoo.engines import ENGINES
+from zoo.engines.batches import authors_run_rows, compare
+from zoo.engines.reading import load_recipe
 from zoo.launch import read, sized_processes
-from zoo.recipe import RecipeError, load_recipe, read_yaml
+from zoo.recipe import RecipeError, read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted(ROOT.glob("domains/*/recipes/*.yaml"))
@@ -43,23 +45,52 @@ def test_a_reproduction_trains_the_authors_batch_under_its_launch_line(path: Pat
     theirs = (run.batch.prompts, run.batch.completions, run.batch.optimizer_steps)
     assert (ours.prompts, ours.completions, ours.optimizer_steps) == theirs, (
         f"{path.name} on {processes} processes trains {ours.per_step()}; the authors' run: {run.batch.per_step()}")
-    assert any("cited    batch" in line for line in describe(run, ours, []))
+    batch = compare(recipe)
+    assert batch.same and batch.processes == processes and batch.theirs == run.batch
+    assert [(row.kind, row.label) for row in authors_run_rows(recipe)][0] == ("cited", "batch")
+
+
+def test_batches_compare_on_counts_not_wording() -> None:
+    """Two batches with the same counts are the same whatever the authors' source says; one count apart differs."""
+    theirs = AuthorsBatch(prompts=16, completions=128, optimizer_steps=2, source="x/y@abcdef0:a.py:1 16 x 8")
+    assert BatchComparison(processes=8, ours=StepBatch(prompts=16, completions=128, optimizer_steps=2), theirs=theirs).same
+    for ours in (StepBatch(prompts=16, completions=128), StepBatch(prompts=32, completions=128, optimizer_steps=2)):
+        assert not BatchComparison(processes=8, ours=ours, theirs=theirs).same
+    assert not BatchComparison(processes=8, ours=None, refusal="no rounds", theirs=theirs).same
+
+
+def test_the_plan_and_info_compare_the_same_way() -> None:
+    """``zoo train --plan``'s batch line and ``zoo info``'s batch row come from one :func:`compare`: on another process
+    count both say the batch differs from the authors'."""
+    from zoo.train import _batch_note
+
+    recipe = load_recipe(ROOT / "domains/gui/recipes/gui-g1-3b.yaml")
+    processes = 2 * sized_processes(recipe)
+    batch = compare(recipe, processes)
+    row = describe(recipe.authors_run, batch, [])[0]
+    assert not batch.same and (row.kind, row.label) == ("differs", "batch")
+    assert f"(the authors': {batch.theirs.per_step()})" in _batch_note(recipe, processes)
 
 
 def test_a_batch_that_differs_is_shown_as_a_difference() -> None:
     run = AuthorsRun(batch=None, differences=("zoo: their judge is a 72B model",))
-    theirs = AuthorsRun(batch=AuthorsBatch(prompts=16, completions=128, source="x/y@abcdef0:a.py:1"))
-    lines = describe(theirs, StepBatch(prompts=2, completions=16), [])
-    assert lines and lines[0].startswith("  differs  batch: 2 prompts × 8 a round") and "16 prompts × 8" in lines[0]
-    assert describe(run, None, []) == ["  differs  (no field): their judge is a 72B model"]
+    theirs = AuthorsBatch(prompts=16, completions=128, source="x/y@abcdef0:a.py:1")
+    batch = BatchComparison(processes=2, ours=StepBatch(prompts=2, completions=16), theirs=theirs)
+    row = describe(AuthorsRun(batch=theirs), batch, [])[0]
+    assert row.kind == "differs" and row.text.startswith("2 prompts × 8 a round") and "16 prompts × 8" in row.text
+    assert row.render() == f"  differs  batch: {row.text} (x/y@abcdef0:a.py:1)"
+    refused = BatchComparison(processes=2, ours=None, refusal="8 completions do not make whole groups", theirs=theirs)
+    assert describe(AuthorsRun(batch=theirs), refused, [])[0].text.startswith("8 completions do not make whole groups")
+    assert [row.render() for row in describe(run, None, [])] == ["  differs  (no field): their judge is a 72B model"]
 
 
 def test_a_release_names_the_snapshots_that_are_not_it() -> None:
     run = AuthorsRun(code="om-ai-lab/VLM-R1@ec920b2", released="om-ai-lab/VLM-R1@ec920b2:README.md:12 2025-02-21")
-    lines = describe(run, None, ["om-ai-lab/VLM-R1@90052f4:run.sh:9 x", "om-ai-lab/VLM-R1@ec920b2:grpo_rec.py:246 y",
-                                 "other/repo@1234567:a.py:1"])  # fmt: skip
-    snapshots = [line for line in lines if line.lstrip().startswith("snapshot")]
-    assert len(snapshots) == 1 and "om-ai-lab/VLM-R1@90052f4" in snapshots[0]
+    rows = describe(run, None, ["om-ai-lab/VLM-R1@90052f4:run.sh:9 x", "om-ai-lab/VLM-R1@ec920b2:grpo_rec.py:246 y",
+                                "other/repo@1234567:a.py:1"])  # fmt: skip
+    assert rows[0].render() == f"  release  {run.code} ({run.released})"
+    snapshots = [row for row in rows if row.kind == "snapshot"]
+    assert len(snapshots) == 1 and "om-ai-lab/VLM-R1@90052f4" in snapshots[0].text and snapshots[0].differs
 
 
 @pytest.mark.parametrize("bad", [{"code": "ec920b2", "released": "x"}, {"code": "a/b@ec920b2"},

@@ -22,7 +22,7 @@ import zoo
 from rewards.base import RewardSample
 from zoo.data import ANSWER_FORMATS, DATASETS
 from zoo.domains import discover
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAINS = discover()

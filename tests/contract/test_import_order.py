@@ -28,8 +28,8 @@ FIRST_IMPORTS = {
     "zoo.data.DATASETS": ("from zoo.data import DATASETS; print(DATASETS.get('screenspot'))",
                           "domains.gui.data:load_screenspot"),
     "zoo.data.ANSWER_FORMATS": ("from zoo.data import ANSWER_FORMATS; print('svg-code' in ANSWER_FORMATS)", "True"),
-    "loss types": ("from zoo.rl.loss_types import LOSS_TYPES; print(LOSS_TYPES.get('gui-g1').name)", "gui_g1"),
-    "advantage estimators": (("from zoo.rl.advantages import ADVANTAGE_ESTIMATORS; "
+    "loss types": ("from zoo.algorithms import LOSS_TYPES; print(LOSS_TYPES.get('gui-g1').name)", "gui_g1"),
+    "advantage estimators": (("from zoo.algorithms import ADVANTAGE_ESTIMATORS; "
                               "print('stable-reinforce' in ADVANTAGE_ESTIMATORS)"), "True"),
     "policy methods": (("from zoo.engines.policy.methods import POLICY_METHODS; "
                         "print(POLICY_METHODS.get('carl-ppo').name)"), "carl-ppo"),
@@ -39,6 +39,8 @@ FIRST_IMPORTS = {
                      "domains.robot.envs:make_fetch_push"),
     "rollout plug-ins": (("from zoo.engines.vlm.plugins import ROLLOUT_PLUGINS; "
                           "print(ROLLOUT_PLUGINS.get('shuffle-r1').name)"), "shuffle-r1"),
+    "card kinds": ("from zoo.card_kinds import CARD_KINDS; print('domains.image.specs:JudgeSpec' in CARD_KINDS)",
+                   "True"),
     "benchmarks": ("from zoo.benchmarks import BENCHMARKS; print(BENCHMARKS.get('u2bench-cla').domains[0].name)",
                    "medical"),
 }

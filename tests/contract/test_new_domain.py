@@ -55,7 +55,7 @@ PROBE = """
 import rewards, zoo
 from zoo.data import load_dataset
 from zoo.domains import get
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 d = get("{name}")
 print(zoo.info("{name}-model").domain, "{name}-reward" in (rewards.list() and rewards.REWARDS), len(list(load_dataset("{name}-data"))),
       [p.name for p in d.recipe_files()], load_recipe(d.recipe_files()[0]).rewards[0].name)

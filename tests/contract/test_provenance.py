@@ -19,7 +19,8 @@ import pytest
 from zoo import provenance
 from zoo.cli import main
 from zoo.domains import discover
-from zoo.recipe import RecipeError, load_recipe, read_yaml
+from zoo.engines.reading import load_recipe
+from zoo.recipe import RecipeError, read_yaml
 from zoo.registry import list_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,9 +108,13 @@ def _reproducing(**rows: object) -> dict:
 
 
 def load_recipe_from(data: dict) -> object:
+    """Read ``data`` as a ``vlm-trl`` recipe and check its provenance, as ``zoo train``'s check step does."""
+    from zoo.engines.checks import check_provenance
     from zoo.engines.vlm.recipe import VLMRecipe
 
-    return VLMRecipe.from_dict(data)
+    recipe = VLMRecipe.from_dict(data)
+    check_provenance(recipe)
+    return recipe
 
 
 def test_uncited_stale_and_malformed_rows_are_named() -> None:
@@ -248,6 +253,7 @@ def test_a_runs_own_recipe_yaml_reads_back(path: Path, tmp_path: Path) -> None:
     recipe.to_yaml(tmp_path / "recipe.yaml")
     again = load_recipe(tmp_path / "recipe.yaml")
     assert again.to_dict() == recipe.to_dict() and again.provenance["training.lr"] == "user: --set training.lr=3e-5"
+    assert provenance.check(again.to_dict()) == []
 
 
 def test_set_cannot_claim_or_cite_and_a_value_becomes_one_line(tmp_path: Path) -> None:

@@ -1,12 +1,15 @@
-"""The benchmarks page's paragraph on each tiny checkpoint (``docs/benchmarks.md``) quotes its training record.
+"""Hand-written pages quote what the project holds: training records and the registry's pinned revisions.
 
 A re-release rewrites ``checkpoints/<entry>/training.json`` and the card, but the page's summary
 is written by hand; these checks fail when the two disagree, so a release cannot leave the README
 quoting the numbers of the one before (it happened: two releases of driving and of the GUI agent).
+Likewise the README and docs once promised that every Hub model loads at a pinned revision when one
+entry in 59 was pinned: the pinning checks hold each such sentence to the registry.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def record(entry: str) -> dict:
-    return read_record(ROOT / "checkpoints" / entry / "training.json").measurements
+    return read_record(ROOT / "checkpoints" / entry / "training.json").to_dict()["measurements"]
 
 
 def quotes(entry: str) -> list[str]:
@@ -50,14 +53,47 @@ def test_the_benchmarks_page_quotes_the_released_record(entry):
     assert not missing, f"docs/benchmarks.md does not quote checkpoints/{entry}/training.json: {missing}"
 
 
-def test_the_readme_says_how_many_hub_entries_pin_a_revision():
-    """README promises a pinned revision only where the registry holds one, with the count the registry gives."""
-    import re
+#: Pages that say how a Hub model is downloaded, and whether each must quote the count of pinned Hub entries.
+PINNING_PAGES = {"README.md": True, "docs/getting-started.md": True, "docs/guides/hub.md": True,
+                 "docs/concepts.md": False}  # fmt: skip
+#: A promise of a pinned download ...
+PROMISE = re.compile(r"pinned revision|revision (?:its|the) entry pins|(?:is|are) pinned to")
+#: ... and the qualifier that must follow it closely: only where the registry holds a pin.
+QUALIFIER = re.compile(r"where (?:it|the entry) pins one|when it has one|or why it is not")
 
+
+def pinned_and_hub_entries() -> tuple[int, int]:
+    """How many Hub entries of the registry pin a revision, and how many Hub entries there are."""
     from zoo.registry import info, list_models
 
     hub = [info(name) for name in list_models() if info(name).repo_id]
-    text = " ".join((ROOT / "README.md").read_text().split())
-    said = re.search(r"(\d+) of (\d+) Hub entries today", text)
-    assert said, "README states how many Hub entries pin a revision"
-    assert (int(said[1]), int(said[2])) == (sum(1 for e in hub if e.revision), len(hub))
+    return sum(1 for e in hub if e.revision), len(hub)
+
+
+def page_text(page: str) -> str:
+    """The page with its line breaks folded, so a phrase wrapped over two lines is one phrase."""
+    return " ".join((ROOT / page).read_text(encoding="utf-8").split())
+
+
+@pytest.mark.parametrize("page", sorted(PINNING_PAGES))
+def test_pages_promise_a_pinned_revision_only_where_the_registry_holds_one(page):
+    """Every promise of a pinned download is qualified ("where it pins one"), and every count of pinned Hub entries
+    a page quotes is the registry's, so no page promises more pins than the registry holds."""
+    text = page_text(page)
+    for promise in PROMISE.finditer(text):
+        window = text[promise.start(): promise.end() + 80]
+        assert QUALIFIER.search(window), f"{page}: unqualified pinning claim: {window!r}"
+    counts = [(int(a), int(b)) for a, b in re.findall(r"(\d+) of (\d+) Hub entries", text)]
+    assert counts or not PINNING_PAGES[page], f"{page} states how many Hub entries pin a revision"
+    assert all(count == pinned_and_hub_entries() for count in counts), f"{page} quotes {counts}"
+
+
+def test_the_hub_guide_names_as_pinned_only_pinned_entries():
+    """The Hub guide's section on pins names entries as examples of where commits came from: each is pinned."""
+    from zoo.registry import info, list_models
+
+    text = (ROOT / "docs/guides/hub.md").read_text(encoding="utf-8")
+    section = text.split("## Pinned revisions", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z0-9.-]+)`", section)) & set(list_models())
+    assert named, "the section names the entries it gives as examples"
+    assert all(info(name).revision for name in named), sorted(n for n in named if not info(n).revision)

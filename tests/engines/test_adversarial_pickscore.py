@@ -22,6 +22,7 @@ from PIL import Image
 
 from tests.engines.run_dirs import assert_same_tensors, interrupted_copy, metric_rows
 from tests.engines.test_diffusion_engine import ADV, recipe
+from zoo.engines import ENGINES
 from zoo.engines.diffusion.adversarial import References
 from zoo.engines.diffusion.adversarial_pickscore import (
     PickScoreReward,
@@ -31,7 +32,8 @@ from zoo.engines.diffusion.adversarial_pickscore import (
 )
 from zoo.engines.diffusion.checkpoint import STATE
 from zoo.engines.diffusion.trainer import train
-from zoo.recipe import RecipeError, load_recipe
+from zoo.engines.reading import load_recipe
+from zoo.recipe import RecipeError
 from zoo.runs import read_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -221,11 +223,12 @@ def test_tiny_clip_is_seeded_and_tune_layer_picks_the_trained_layers():
 def test_recipe_names_a_known_discriminator_and_its_own_tiny_model():
     refs = "algorithm.reference_images.name=synthetic-shapes"
     with pytest.raises(RecipeError, match=r"Adv-GRPO's are \['dinov2', 'pickscore'\]"):
-        recipe(*ADV, refs, "algorithm.discriminator=siglip")
+        ENGINES.get("diffusion").check_recipe(recipe(*ADV, refs, "algorithm.discriminator=siglip"))
     with pytest.raises(RecipeError, match="'tiny:dinov2' is the dinov2 discriminator's tiny model.*'tiny:clip'"):
-        recipe(*ADV, refs, "algorithm.discriminator=pickscore", "algorithm.discriminator_backbone=tiny:dinov2")
+        ENGINES.get("diffusion").check_recipe(
+            recipe(*ADV, refs, "algorithm.discriminator=pickscore", "algorithm.discriminator_backbone=tiny:dinov2"))
     with pytest.raises(RecipeError, match="'tiny:clip' is the pickscore"):
-        recipe(*ADV, refs, "algorithm.discriminator_backbone=tiny:clip")
+        ENGINES.get("diffusion").check_recipe(recipe(*ADV, refs, "algorithm.discriminator_backbone=tiny:clip"))
 
 
 # --- the engine ---------------------------------------------------------------------------------------------

@@ -15,12 +15,13 @@ from trl.data_utils import prepare_multimodal_messages
 
 import zoo
 from tests.engines.token_ids import pipeline_ids, trainer_ids
+from zoo.engines.reading import load_checked, load_recipe
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, pixel_limits
 from zoo.engines.vlm.sft_engine import ExampleStream
 from zoo.engines.vlm.trl_data import to_trl_dataset
 from zoo.images import load_image
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]
 GRPO = ROOT / "domains/gui/recipes/gui-g1-tiny-cpu.yaml"
@@ -60,13 +61,13 @@ def test_the_sft_loop_prompts_as_the_pipeline_does(pipe) -> None:
 
 def test_the_contract_is_decided_once() -> None:
     with pytest.raises(RecipeError, match="model.max_pixels=401408: model.entry='gui-grounding-tiny' decides it"):
-        load_recipe(GRPO, ["model.max_pixels=401408"])
+        load_checked(GRPO, ["model.max_pixels=401408"])
     with pytest.raises(RecipeError, match="data.system_prompt and model.entry='gui-grounding-tiny' both set"):
-        load_recipe(GRPO, ["data.system_prompt=You are a helpful assistant."])
+        load_checked(GRPO, ["data.system_prompt=You are a helpful assistant."])
     with pytest.raises(RecipeError, match="model.entry: unknown model 'gui-grounding-tine'"):
-        load_recipe(GRPO, ["model.entry=gui-grounding-tine"])
+        load_checked(GRPO, ["model.entry=gui-grounding-tine"])
     with pytest.raises(RecipeError, match="is not a vision-language entry"):
-        load_recipe(GRPO, ["model.entry=flow-grpo-tiny-colour"])
+        load_checked(GRPO, ["model.entry=flow-grpo-tiny-colour"])
 
 
 def _shipped_recipes(keep) -> list[Path]:
@@ -152,9 +153,9 @@ def test_a_variant_trains_with_the_entrys_named_system_prompt() -> None:
     sample = with_contract(recipe.data.load()[0], recipe.model.contract())
     assert sample.prompt[0] == {"role": "system", "content": info("patho-r1-7b").spec.variants["cod"]}
     with pytest.raises(RecipeError, match="model.variant='cot-long': patho-r1-7b publishes cod, cot"):
-        load_recipe(GRPO, ["model.entry=patho-r1-7b", "model.variant=cot-long"])
+        load_checked(GRPO, ["model.entry=patho-r1-7b", "model.variant=cot-long"])
     with pytest.raises(RecipeError, match="model.variant='cod' names a prompt of model.entry, which is not set"):
-        load_recipe(GRPO, ["model.entry=null", "model.variant=cod"])
+        load_checked(GRPO, ["model.entry=null", "model.variant=cod"])
 
 
 def test_other_pixel_limits_than_the_entrys_need_a_citation(tmp_path: Path) -> None:
@@ -167,7 +168,7 @@ def test_other_pixel_limits_than_the_entrys_need_a_citation(tmp_path: Path) -> N
     cited.write_text(yaml.safe_dump(raw), encoding="utf-8")
     assert pixel_limits(load_recipe(cited))[1] == 401408
     with pytest.raises(RecipeError, match="cite under provenance: why the authors train at another resolution"):
-        load_recipe(GRPO, ["model.max_pixels=401408"])
+        load_checked(GRPO, ["model.max_pixels=401408"])
 
 
 # --- the multi-turn loops (UI-S1's semi-online RL, the multi-turn SFT): the entry's contract per turn ---
@@ -214,8 +215,8 @@ def test_a_multi_turn_recipe_asks_its_first_turn_as_the_pipeline_asks_the_goal(p
 def test_the_image_first_refusal_is_the_single_turn_loops_only() -> None:
     gui_agent = ["model.entry=gui-agent-tiny", "model.min_pixels=null", "model.max_pixels=null"]
     with pytest.raises(RecipeError, match="puts the image after the text; engine vlm-trl places images first"):
-        load_recipe(GRPO, gui_agent)
+        load_checked(GRPO, gui_agent)
     with pytest.raises(RecipeError, match="puts the image after the text; the single-turn SFT loop places"):
-        load_recipe(SFT, gui_agent)
+        load_checked(SFT, gui_agent)
     assert load_recipe(ROOT / "domains/gui/recipes/ui-s1-smoke.yaml").model.entry == "ui-s1-7b"
     assert load_recipe(ROOT / "domains/gui/recipes/ui-s1-tiny-sft.yaml").model.entry == "gui-agent-tiny"

@@ -23,7 +23,7 @@ from zoo.engines.diffusion.models import build_tiny, guidance_embedding
 from zoo.engines.diffusion.sampling import Sampler
 from zoo.engines.diffusion.setup import build_run
 from zoo.engines.diffusion.trainer import flat_round
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 
 SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
 

@@ -15,7 +15,8 @@ from zoo.engines import ENGINES
 from zoo.engines.diffusion.recipe import DiffusionRecipe
 from zoo.engines.diffusion.setup import build_run
 from zoo.engines.diffusion.trainer import train, train_round
-from zoo.recipe import RecipeError, load_recipe
+from zoo.engines.reading import load_checked, load_recipe
+from zoo.recipe import RecipeError
 
 SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
 ADV = ("algorithm.method=adv_grpo", "rewards=[]")  # the discriminator is Adv-GRPO's only reward
@@ -24,6 +25,11 @@ TINY = ["algorithm.group_size=4", "algorithm.num_steps=3", "training.prompts_per
 
 def recipe(*overrides: str) -> DiffusionRecipe:
     return load_recipe(SMOKE, [*TINY, *overrides])
+
+
+def checked(*overrides: str) -> DiffusionRecipe:
+    """:func:`recipe`, then the engine's check, as ``zoo train`` runs both before anything loads."""
+    return load_checked(SMOKE, [*TINY, *overrides])[0]
 
 
 @pytest.fixture(autouse=True)
@@ -119,7 +125,7 @@ def test_unscored_images_get_zero_advantage(tmp_path: Path) -> None:
 )
 def test_bad_recipes_are_named_errors(overrides: tuple[str, ...], message: str) -> None:
     with pytest.raises(RecipeError, match=message):
-        recipe(*overrides)
+        checked(*overrides)
 
 
 def test_recipe_round_trips_through_yaml(tmp_path: Path) -> None:
@@ -174,13 +180,13 @@ def test_adv_grpo_scores_with_a_discriminator_that_learns(tmp_path: Path) -> Non
     assert last["disc/real"] - last["disc/fake"] > first["disc/real"] - first["disc/fake"]
     assert run.reward is run.extra["discriminator"] and head.training
     with pytest.raises(RecipeError, match="reference_images"):
-        recipe(*ADV)
+        checked(*ADV)
     with pytest.raises(RecipeError, match="d_times"):
-        recipe(*ADV, "algorithm.reference_images.name=fixture-reference-squares", "algorithm.d_times=0")
+        checked(*ADV, "algorithm.reference_images.name=fixture-reference-squares", "algorithm.d_times=0")
     with pytest.raises(RecipeError, match="rewarded by its discriminator alone"):  # a reward it would not use
-        recipe("algorithm.method=adv_grpo", "algorithm.reference_images.name=fixture-reference-squares")
+        checked("algorithm.method=adv_grpo", "algorithm.reference_images.name=fixture-reference-squares")
     with pytest.raises(RecipeError, match="rewards is empty"):
-        recipe("rewards=[]")
+        checked("rewards=[]")
     unpaired = recipe(*ADV, "algorithm.reference_images.name=fixture-reference-squares",
                       "algorithm.reference_images.kwargs={prompts: [a red square]}", f"algorithm.discriminator_backbone={backbone}")  # fmt: skip
     with pytest.raises(ValueError, match=r"1 training prompt\(s\) have no reference image.*a blue circle"):
@@ -286,7 +292,7 @@ def test_guidance_doubles_the_batch_and_one_turns_it_off(tmp_path: Path) -> None
 )
 def test_bad_guidance_and_window_are_named(overrides: tuple[str, ...], message: str) -> None:
     with pytest.raises(RecipeError, match=message):
-        recipe(*overrides)
+        checked(*overrides)
 
 
 @pytest.mark.parametrize("model", ["tiny:sd3", "tiny:unet"])

@@ -14,7 +14,7 @@ from zoo.engines.diffusion.models import load_model
 from zoo.engines.diffusion.sampling import Sampler, dance_schedule
 from zoo.engines.diffusion.setup import build_run
 from zoo.engines.diffusion.trainer import train_round
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 
 SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
 GOLDEN = Path(__file__).parents[1] / "rl" / "golden" / "diffusion.json"

@@ -10,7 +10,8 @@ import pytest
 
 from zoo.engines.diffusion.methods import METHODS
 from zoo.engines.diffusion.recipe import DiffusionAlgorithmConfig, DiffusionRecipe, FlowGRPOConfig, RLCMConfig
-from zoo.recipe import RecipeError, load_recipe
+from zoo.engines.reading import load_recipe
+from zoo.recipe import RecipeError
 
 SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
 

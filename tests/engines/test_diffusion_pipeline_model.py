@@ -12,7 +12,7 @@ from tests.tiny_pipelines import tiny_clip_tokenizer
 from zoo.engines.diffusion.models import PipelinePromptEncoder, build_tiny, load_model
 from zoo.engines.diffusion.setup import build_run
 from zoo.engines.diffusion.trainer import train_round
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 
 SMOKE = Path(__file__).with_name("diffusion_smoke.yaml")
 

@@ -12,7 +12,8 @@ pytest.importorskip("stable_baselines3", reason="the policy methods need the `ro
 
 from zoo.engines.policy.methods import POLICY_METHODS, register_method
 from zoo.engines.policy.recipe import PolicyAlgorithmConfig, PolicyRecipe
-from zoo.recipe import RecipeError, load_recipe
+from zoo.engines.reading import load_recipe
+from zoo.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = {"resip-ppo": ROOT / "domains/robot/recipes/fetch-push-resip-smoke.yaml",

@@ -28,7 +28,8 @@ from tests.engines.run_dirs import assert_same_final, interrupted_copy, metric_r
 from zoo.engines.policy.envs import EnvFactory, EnvWorkers, single_env, training_envs
 from zoo.engines.policy.methods import POLICY_METHODS
 from zoo.engines.policy.state import require_restorable
-from zoo.recipe import RecipeError, load_recipe
+from zoo.engines.reading import load_recipe
+from zoo.recipe import RecipeError
 from zoo.train import run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ import pytest
 import torch
 from transformers import GenerationConfig
 
+from zoo.engines.reading import load_recipe
 from zoo.engines.vlm.multiturn_policy import VLMPolicy
-from zoo.recipe import load_recipe
 from zoo.tiny import build_tiny_vlm
 
 ROOT = Path(__file__).resolve().parents[2]

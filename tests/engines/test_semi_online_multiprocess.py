@@ -16,8 +16,9 @@ import pytest
 from tests.engines.launch import killed_after, needs_torchrun, torchrun
 from tests.engines.run_dirs import assert_same_tensors, metric_rows
 from zoo.distributed import weights_digest
+from zoo.engines.reading import load_recipe
 from zoo.engines.vlm import semi_online_engine
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 from zoo.runs import read_state
 
 pytestmark = needs_torchrun

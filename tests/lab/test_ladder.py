@@ -244,8 +244,8 @@ def test_control_budget_is_grpo_minutes_or_a_decayed_step_count_the_control_reci
     """The control either stops at GRPO's CPU minutes at a constant rate, or (``control_steps_per_minute``)
     runs a calibrated step count whose rate decays to zero over all of it; the SFT engine refuses a decay
     together with a time limit, so the second form must clear ``max_minutes``."""
+    from zoo.engines.reading import load_recipe
     from zoo.engines.vlm.sft import lr_factor
-    from zoo.recipe import load_recipe
 
     recipe = Path("domains/driving/recipes/driving-vla-tiny-sft-control.yaml")
     args = ReleaseArgs(run_dir=tmp_path, checkpoint=tmp_path, card=tmp_path, eval_n=4, final_eval_n=4)

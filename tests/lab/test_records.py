@@ -23,6 +23,7 @@ def test_stages_and_comparisons_are_read_off_the_measurements(name: str) -> None
     record = read_record(CHECKPOINTS_DIR / name / "training.json")
     stages, comparisons = SHAPES[name](record.measurements)
     assert tuple(stages) == record.stages and tuple(comparisons) == record.comparisons
+    assert build_record({"entry": name, **record.to_dict()["measurements"]}, "", "").measurements == record.measurements
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -30,7 +31,7 @@ def test_publishing_the_rendered_card_again_gives_the_same_record(name: str) -> 
     """card -> record -> card is a fixed point, so a re-release that changes no number changes no file."""
     record = read_record(CHECKPOINTS_DIR / name / "training.json")
     card = str(render_card(zoo.info(name), record))
-    again = build_record({"entry": name, **record.measurements}, card, record.reproduce)
+    again = build_record({"entry": name, **record.to_dict()["measurements"]}, card, record.reproduce)
     assert again.summary == record.summary and again.evaluation == record.evaluation and again.tags == record.tags
     added_use = not any("```python" in section.markdown for section in record.sections)  # the library's Use section
     assert [s for s in again.sections if not (added_use and s.title == "Use")] == list(record.sections)

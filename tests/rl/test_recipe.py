@@ -10,9 +10,10 @@ import yaml
 from safetensors.torch import save_file
 
 from zoo.engines import ENGINES
+from zoo.engines.reading import load_recipe
 from zoo.engines.vlm.recipe import SemiOnlineRecipe, VerlRecipe, VLMRLRecipe
 from zoo.engines.vlm.recipe import VLMRecipe as Recipe
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(ROOT.glob("domains/*/recipes/*.yaml"))  # parsing each is tests/contract's job
@@ -78,8 +79,10 @@ def test_yaml_round_trip(tmp_path):
     ],
 )
 def test_bad_overrides_name_the_problem(override, message):
+    """Read, then checked as ``zoo train`` does (an unknown loss type is the check's: it resolves the name)."""
     with pytest.raises(RecipeError, match=message.replace(".", r"\.").replace("(", r"\(")):
-        Recipe.from_dict({**MINIMAL, "data": {"name": "synthetic-colour", "kwargs": {"n": 3}}}, [override])
+        recipe = Recipe.from_dict({**MINIMAL, "data": {"name": "synthetic-colour", "kwargs": {"n": 3}}}, [override])
+        ENGINES.get(recipe.engine).check_recipe(recipe)
 
 
 @pytest.mark.parametrize("override", ["training.lr.x=1", "rewards.0.weight=nan"])
@@ -185,10 +188,10 @@ def test_each_vlm_loop_has_its_recipe_class_and_refuses_what_it_does_not_run(tmp
     for cls, engine in ((Recipe, "vlm-trl"), (VerlRecipe, "vlm-verl")):
         with pytest.raises(RecipeError, match=f"needs a multi-turn rollout, which engine {engine} does not run; "
                                               "use engine: vlm-semi-online"):  # fmt: skip
-            cls.from_dict({**multi, "engine": engine})
+            ENGINES.get(engine).check_recipe(cls.from_dict({**multi, "engine": engine}))
     assert SemiOnlineRecipe.from_dict({**multi, "engine": "vlm-semi-online"}).is_multi_turn
     with pytest.raises(RecipeError, match="'grpo' is single-turn; engine vlm-semi-online runs the multi-turn estimators"):
-        SemiOnlineRecipe.from_dict({**MINIMAL, "engine": "vlm-semi-online"})
+        ENGINES.get("vlm-semi-online").check_recipe(SemiOnlineRecipe.from_dict({**MINIMAL, "engine": "vlm-semi-online"}))
     def written(data: dict) -> Path:
         (tmp_path / "r.yaml").write_text(yaml.safe_dump(data))
         return tmp_path / "r.yaml"

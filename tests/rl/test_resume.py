@@ -65,7 +65,8 @@ class Interrupt(TrainerCallback):
 
 def interrupted(monkeypatch, at: int) -> None:
     build = trl_engine.build_trainer
-    monkeypatch.setattr(trl_engine, "build_trainer", lambda r, o, callbacks=None: build(r, o, [Interrupt(at)]))
+    monkeypatch.setattr(trl_engine, "build_trainer",
+                        lambda r, o, callbacks=None, checked=None: build(r, o, [Interrupt(at)], checked=checked))
 
 
 def logged(out) -> dict[int, dict[str, str]]:

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from tests.rl.test_trainer import first_batch, grads_of, recipe_for
+from zoo.engines import ENGINES
 from zoo.engines.vlm.rollout import resolve_backend
 from zoo.engines.vlm.trl_engine import build_trainer
 from zoo.recipe import RecipeError
@@ -81,7 +82,7 @@ def test_static_backend_trains_with_a_static_cache(tmp_path) -> None:
                     reason="vLLM runs here; the missing-backend error is for machines without it")
 def test_vllm_without_vllm_or_gpu_fails_at_recipe_load(tmp_path) -> None:
     with pytest.raises(RecipeError, match=r"rollout.backend=vllm needs (vLLM|a CUDA GPU)") as err:
-        recipe_for(tmp_path, "rollout.backend=vllm")
+        ENGINES.get("vlm-trl").check_recipe(recipe_for(tmp_path, "rollout.backend=vllm"))
     assert "\n" not in str(err.value)
 
 
@@ -91,9 +92,10 @@ def test_backend_choice_is_validated(tmp_path) -> None:
     with pytest.raises(RecipeError, match="not one of"):
         recipe_for(tmp_path, "rollout.backend=fast")
     with pytest.raises(RecipeError, match="sequence-level"):
-        recipe_for(tmp_path, "algorithm.loss_type=gspo", "rollout.importance_sampling=true")
+        ENGINES.get("vlm-trl").check_recipe(recipe_for(tmp_path, "algorithm.loss_type=gspo", "rollout.importance_sampling=true"))
     with pytest.raises(RecipeError, match="engine 'vlm-verl' runs VerlRecipe recipes, not VLMRecipe"):
-        recipe_for(tmp_path, "rollout.backend=static", "engine=vlm-verl")
+        recipe = recipe_for(tmp_path, "rollout.backend=static", "engine=vlm-verl")
+        ENGINES.get(recipe.engine).check_recipe(recipe)
 
 
 @pytest.mark.gpu

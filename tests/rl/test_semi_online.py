@@ -14,7 +14,7 @@ import torch
 from torch.testing import assert_close
 
 from tests.rl._golden import load, t
-from zoo.rl import ADVANTAGE_ESTIMATORS
+from zoo.algorithms import ADVANTAGE_ESTIMATORS
 from zoo.rl import semi_online as S
 from zoo.rl.batching import GroupTopUp, TopUpExhausted
 

@@ -11,10 +11,11 @@ import torch
 
 from rewards.base import RewardResult
 from tests.engines.run_dirs import assert_same_tensors, metric_rows
+from zoo.engines.reading import load_recipe
 from zoo.engines.vlm.multiturn_policy import VLMPolicy, model_frame_size, turn_logps
 from zoo.engines.vlm.semi_online_engine import SemiOnlineLearner
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 RECIPE = "domains/gui/recipes/ui-s1-smoke.yaml"
 

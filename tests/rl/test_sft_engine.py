@@ -11,8 +11,9 @@ import torch
 from safetensors.torch import load_file
 
 from tests.engines.run_dirs import Payload, assert_same_tensors, interrupted_copy, metric_rows, rewrite_state
+from zoo.engines.reading import load_recipe
 from zoo.engines.vlm import sft_engine
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 from zoo.runs import UnsafeStateError, latest_checkpoint, read_state
 
 RECIPE = "domains/gui/recipes/gui-g1-tiny-sft.yaml"
@@ -121,8 +122,9 @@ def test_unknown_answer_format_names_close_matches(tmp_path):
 def test_multi_turn_sft_streams_steps_in_their_expert_dialogue():
     import random
 
+    from zoo.engines.reading import load_recipe
     from zoo.engines.vlm.sft_engine import ExampleStream
-    from zoo.recipe import RecipeError, load_recipe
+    from zoo.recipe import RecipeError
 
     recipe = load_recipe("domains/gui/recipes/ui-s1-tiny-sft.yaml")
     batch = ExampleStream(recipe)(random.Random(0), 6)

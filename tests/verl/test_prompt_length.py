@@ -14,10 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from zoo.engines.reading import load_recipe
 from zoo.engines.vlm.recipe import VerlRecipe
 from zoo.engines.vlm.verl_engine import parquet_rows
 from zoo.engines.vlm.verl_prompts import ImageSettings, image_settings, image_tokens, prompt_tokens
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 from zoo.train import run
 
 ROOT = Path(__file__).resolve().parents[2]

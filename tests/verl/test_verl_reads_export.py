@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 from zoo.train import run
 
 ROOT = Path(__file__).resolve().parents[2]

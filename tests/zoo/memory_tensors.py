@@ -45,7 +45,7 @@ SHARDED = {"vlm-semi-online": "fsdp-qwen2.5-vl", "vlm-sft": "fsdp-qwen2.5-vl", "
 def recipe(engine: str, models: Path, launch: str, out: Path, overrides: tuple[str, ...] = ()) -> Any:
     """``engine``'s recipe (:data:`RECIPES`) training its tiny model under ``models`` (:func:`save_models`) under
     ``launch``, writing what its loop writes to ``out``."""
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     path, settings = RECIPES[engine]
     return load_recipe(path, [f"model.name={model_dirs(models)[engine]}", f"launch={launch}",

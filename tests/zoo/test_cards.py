@@ -7,7 +7,16 @@ import pytest
 from huggingface_hub import ModelCard
 
 import zoo
-from zoo.card_kinds import CARD_KINDS, UNRELEASED, CardKindError, card_kind
+from zoo.card_kinds import (
+    CARD_KINDS,
+    UNRELEASED,
+    CardKind,
+    CardKindError,
+    card_kind,
+    kind_of,
+    register_card_kind,
+    spec_key,
+)
 from zoo.cards import CARDS_DIR, CardError, check_usage, render_card, validate_card, write_card
 from zoo.kinds import SPECS, ClipSpec, DiffusionSpec, PolicySpec, VLMSpec
 from zoo.records import Comparison, CurvePoint, EvaluationRow, Section, Stage, TrainingRecord
@@ -84,16 +93,32 @@ def test_every_registered_card_renders_and_validates(name, tmp_path):
 
 
 def test_every_kind_has_its_own_card_template():
-    assert set(SPECS.values()) <= set(CARD_KINDS)  # domains may add rows for their own spec classes
-    built_in = [CARD_KINDS[spec] for spec in SPECS.values()]
+    assert all(spec_key(spec) in CARD_KINDS for spec in SPECS.values())  # and domains add their own classes
+    built_in = [kind_of(spec) for spec in SPECS.values()]
     assert len({k.library_name for k in built_in}) == len(built_in)
 
 
-def test_an_unknown_kind_fails_loudly_instead_of_reusing_a_template(monkeypatch):
-    monkeypatch.delitem(CARD_KINDS, DiffusionSpec)
-    entry = ModelEntry("sd-x", "o/sd", DiffusionSpec(), "sd3", "x", "image_edit", "t2i")
-    with pytest.raises(CardKindError, match="no model-card template"):
+def test_every_registered_entry_has_a_card_kind_whatever_was_imported_first():
+    """The domains' own spec classes (image adapters, judges, StarVector) are rows found by the registry itself."""
+    assert {type(zoo.info(name).spec) for name in zoo.list_models()} - {spec for spec in SPECS.values()}
+    for name in zoo.list_models():
+        assert isinstance(card_kind(zoo.info(name)), CardKind)
+
+
+def test_an_unknown_kind_fails_loudly_instead_of_reusing_a_template():
+    @dataclasses.dataclass(frozen=True)
+    class OwnDiffusionSpec(DiffusionSpec):  # a new kind: its parent's card would describe the wrong pipeline
+        pass
+
+    entry = ModelEntry("sd-x", "o/sd", OwnDiffusionSpec(), "sd3", "x", "image_edit", "t2i")
+    with pytest.raises(CardKindError, match="no model-card template for 'sd-x' .*OwnDiffusionSpec"):
         render_card(entry, {})
+
+
+def test_a_spec_class_keeps_its_first_card_kind():
+    with pytest.raises(ValueError, match="VLMSpec already has a different card kind"):
+        register_card_kind(VLMSpec, dataclasses.replace(kind_of(VLMSpec), label="another"))
+    assert register_card_kind(VLMSpec, kind_of(VLMSpec)) is kind_of(VLMSpec)  # the same row again: a no-op
 
 
 @pytest.mark.parametrize(
@@ -139,12 +164,12 @@ def test_ui_s1_card_shows_weights_and_code_licences_and_its_pin():
 
 @pytest.mark.parametrize(
     "code, kind, message",
-    [("import zoo\npipe = zoo.load('x')\npipe.generate_code()", CARD_KINDS[VLMSpec], "pipe.generate_code"),
-     ("import zoo\npipe = zoo.load('x')\npred = pipe('a.png', 'q')\npred.trajectory_xyz", CARD_KINDS[VLMSpec],
+    [("import zoo\npipe = zoo.load('x')\npipe.generate_code()", kind_of(VLMSpec), "pipe.generate_code"),
+     ("import zoo\npipe = zoo.load('x')\npred = pipe('a.png', 'q')\npred.trajectory_xyz", kind_of(VLMSpec),
       "pred.trajectory_xyz"),
-     ("import zoo\npipe = zoo.load('x')\npipe.embed_images(['a.png'])", CARD_KINDS[VLMSpec], "embed_images"),
+     ("import zoo\npipe = zoo.load('x')\npipe.embed_images(['a.png'])", kind_of(VLMSpec), "embed_images"),
      ("import zoo\npipe = zoo.load('dolphin-r1')", UNRELEASED, "no weights"),
-     ("import zoo\nzoo.fine_tune('x')", CARD_KINDS[ClipSpec], "zoo.fine_tune"),
+     ("import zoo\nzoo.fine_tune('x')", kind_of(ClipSpec), "zoo.fine_tune"),
      ("pipe('a prompt')", UNRELEASED, "pipe(...)")],
     ids=["vlm-method", "output-field", "clip-method-on-vlm", "load-unreleased", "zoo-function", "pipe-unreleased"],
 )
@@ -155,7 +180,7 @@ def test_usage_check_names_what_does_not_exist(code, kind, message):
 
 def test_card_kind_is_chosen_by_spec_class_and_release():
     entry = zoo.info("patho-clip-b")
-    assert card_kind(entry) is CARD_KINDS[ClipSpec]
+    assert card_kind(entry) is kind_of(ClipSpec)
     assert card_kind(dataclasses.replace(entry, released=False)) is UNRELEASED
 
 
@@ -170,3 +195,19 @@ def test_every_committed_card_is_what_zoo_card_renders_now(name: str) -> None:
     """A card quotes its entry and recipes (settings cited, licence, revision): a change to either must come with
     `zoo card --all`, or the published card would describe another model than the one loaded."""
     assert str(render_card(zoo.info(name))) == (CARDS_DIR / name / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_reproduction_lists_the_authors_run_differences_from_its_typed_rows() -> None:
+    """The card lists the recipe's ``authors_run`` rows that differ (what is no field, another snapshot) as written,
+    and not the rows that agree with the authors' (the batch) or only name the release."""
+    from zoo.cards import _reproduction_text
+    from zoo.engines.batches import authors_run_rows
+    from zoo.engines.reading import load_recipe
+    from zoo.provenance import reproducing_recipes
+
+    [path] = reproducing_recipes("vlm-r1-rec-3b")
+    rows = authors_run_rows(load_recipe(path))
+    text = _reproduction_text(zoo.info("vlm-r1-rec-3b"))
+    assert any(row.kind == "differs" for row in rows) and any(not row.differs for row in rows)
+    for row in rows:
+        assert (f"- {row.sentence()}" in text) == row.differs, row

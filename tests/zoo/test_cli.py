@@ -75,9 +75,9 @@ def test_info_shows_weights_and_code_licence_the_pin_and_why_not(capsys):
     out = capsys.readouterr().out
     assert "weights apache-2.0; code mit" in out and "8f38d44a4cfde16061067bb7b0caf767e6ebb578" in out
     assert "Hub card front matter of mPLUG/UI-S1-7B" in out  # where the licence was read
-    assert main(["info", "patho-r1-7b"]) == 0
+    assert main(["info", "patho-r1-3b"]) == 0
     out = capsys.readouterr().out
-    assert "revision      -  (not pinned: no commit of WenchuanZhang/Patho-R1-7B" in out
+    assert "revision      -  (not pinned: no full commit hash of WenchuanZhang/Patho-R1-3B" in out
     assert "licence       cc-by-nc-nd-4.0\n" in out  # one licence when weights and code do not differ
 
 

@@ -22,7 +22,8 @@ def test_an_unknown_model_gets_close_names_or_where_to_find_them(capsys) -> None
 
 
 def test_recipe_keys_and_model_names_share_one_close_match_helper() -> None:
-    from zoo.recipe import RecipeError, load_recipe
+    from zoo.engines.reading import load_recipe
+    from zoo.recipe import RecipeError
     from zoo_common.registry import close_matches
 
     assert close_matches("lrr", ["lr", "lora", "seed"]) == ["lr", "lora"]

@@ -28,6 +28,18 @@ def test_public_weights_are_pinned_or_say_why_not(name):
         assert entry.revision_note, f"{name}: no pinned revision and no reason given"
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if zoo.info(n).repo_id])
+def test_a_hub_entry_says_where_its_pin_was_read_or_that_it_is_not_pinned_and_why(name):
+    """The note of a Hub entry says where its commit was read when pinned; otherwise it opens with "not pinned"
+    and gives the reason, so a card or `zoo info` never leaves an unpinned download unexplained."""
+    entry = zoo.info(name)
+    note = entry.revision_note
+    if entry.revision is not None:
+        assert note.startswith("pinned") and entry.revision[:7] in note, f"{name}: say which commit and where read"
+    else:
+        assert re.match(r"not pinned: \w.{20,}", note), f"{name}: open the note with 'not pinned: <why>'"
+
+
 def test_licences_as_the_authors_pages_state_them():
     """Weights licences as read on the Hub cards (sources in each entry's license_source)."""
     expected = {"ui-s1-7b": ("apache-2.0", "mit"), "patho-r1-3b": ("cc-by-nc-nd-4.0", None),

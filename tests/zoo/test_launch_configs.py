@@ -15,8 +15,10 @@ from accelerate.commands.config.config_args import ClusterConfig, load_config_fr
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 from accelerate.utils.launch import prepare_multi_gpu_env
 
+from tests.recipe_headers import says_unplanned
+from zoo.engines.reading import load_checked, load_recipe
 from zoo.launch import LaunchConfigError, config_path, list_configs, read
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 #: What each config must set: (distributed_type, {fsdp_config or deepspeed_config keys}).
 EXPECTED = {
@@ -119,7 +121,7 @@ def test_unknown_config_name_is_refused_with_a_close_match():
     with pytest.raises(LaunchConfigError, match="no launch config"):
         config_path("../launch/zero3")
     with pytest.raises(RecipeError, match="launch: no launch config 'fsdp'.*fsdp-flux"):
-        load_recipe("domains/gui/recipes/gui-g1-3b.yaml", ["launch=fsdp"])
+        load_checked("domains/gui/recipes/gui-g1-3b.yaml", ["launch=fsdp"])
 
 
 def _recipes():
@@ -143,7 +145,8 @@ def test_every_gpu_recipe_names_a_config_that_applies():
         try:
             params = workload(recipe).params
         except PlanError:
-            assert "tiny" in path or "smoke" in path or recipe.model.name.startswith("tiny:"), path
+            # a tiny CPU recipe, or a GPU recipe whose header says why the plan cannot size it
+            assert "tiny" in path or "smoke" in path or recipe.model.name.startswith("tiny:") or says_unplanned(path), path
             continue
         if params >= 1e9:
             gpu.append(recipe.name)

@@ -18,6 +18,7 @@ from zoo.tiny import build_tiny_vlm
 PATHO_QUESTION = "What feature is shown? /n A. necrosis /n B. fibrosis /n C. mitosis"
 PATHO_ANSWER = "<think>dense pink stroma</think><answer>B. fibrosis</answer>"
 COMMIT = "a1b2c3d4" * 5
+PATHO_PIN = zoo.info("patho-r1-7b").revision  # a pinned entry resolves its pinned commit, not `main`
 
 
 def taught_model_dir(tmp: Path, entry_name: str, arch: str, image: Image.Image, question: str, answer: str) -> Path:
@@ -48,10 +49,10 @@ def patho_dir(tmp_path_factory, screen) -> Path:
 
 
 def test_patho_r1_loads_from_hf_cache_and_parses_think_answer_letter(hf_cache, install, patho_dir, screen):
-    install(patho_dir, "WenchuanZhang/Patho-R1-7B", hf_cache, COMMIT)
+    install(patho_dir, "WenchuanZhang/Patho-R1-7B", hf_cache, PATHO_PIN)
     pipe = zoo.load("patho-r1")
     assert pipe.entry.name == "patho-r1-7b"
-    assert (pipe.source, pipe.revision) == ("cache", COMMIT)
+    assert (pipe.source, pipe.revision) == ("cache", PATHO_PIN)
     messages = pipe.messages(screen, PATHO_QUESTION)
     assert messages[0] == {"role": "system", "content": zoo.info("patho-r1").spec.system}
     assert messages[1]["content"][0]["type"] == "image"
@@ -61,7 +62,7 @@ def test_patho_r1_loads_from_hf_cache_and_parses_think_answer_letter(hf_cache, i
 
 
 def test_batched_call_and_seeded_sampling_are_reproducible(hf_cache, install, patho_dir, screen):
-    install(patho_dir, "WenchuanZhang/Patho-R1-7B", hf_cache, COMMIT)
+    install(patho_dir, "WenchuanZhang/Patho-R1-7B", hf_cache, PATHO_PIN)
     pipe = zoo.load("PATHO_R1_7B")  # case and separator insensitive
     batch = pipe([screen, screen], PATHO_QUESTION, max_new_tokens=40)
     assert [p.letter for p in batch] == ["B", "B"]
@@ -70,7 +71,7 @@ def test_batched_call_and_seeded_sampling_are_reproducible(hf_cache, install, pa
 
 
 def test_chain_of_draft_variant_is_selectable(hf_cache, install, patho_dir, screen):
-    install(patho_dir, "WenchuanZhang/Patho-R1-7B", hf_cache, COMMIT)
+    install(patho_dir, "WenchuanZhang/Patho-R1-7B", hf_cache, PATHO_PIN)
     pipe = zoo.load("patho-r1")
     system = pipe.messages(screen, "q", system="cod")[0]["content"]
     assert system.startswith("You are a pathology expert, your task is to think step by step, but only keep a minimum draft")

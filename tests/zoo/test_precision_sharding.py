@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from zoo.engines import ENGINES
+from zoo.engines.reading import load_recipe
 from zoo.precision import Precision, PrecisionError, resolve, warn_low_precision_weights
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 from zoo.sharding import ShardingError, check_launched, load_optimizer_state, optimizer_state, units
 
 

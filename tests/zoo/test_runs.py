@@ -14,7 +14,7 @@ import pytest
 
 from tests.engines.run_dirs import interrupted_copy, metric_rows
 from zoo.engines import ENGINES
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 from zoo.run_logging import MetricsLog
 from zoo.runs import RESOLVED_RECIPE, RunExistsError, mark_complete, prepare_run_dir, start_run
 

@@ -71,6 +71,9 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
     # domains.synthetic.data.make_image("red", numpy.random.default_rng(0)), "blue" with seed 1; questions: data.QUESTION
     "synthetic-colour-sft-tiny": (Example("colour-square-red.png"),
                                   Example("colour-square-blue.png")),  # fmt: skip
+    # held-out scenes 0 and 3 of lab/visual_code/release.py (synthetic_svgs, seed EVAL_SEED); no question: the
+    # picture is the task
+    "svg-scenes-tiny": (Example("svg-scene-circle.png", ""), Example("svg-scene-rect.png", "")),
 }
 
 

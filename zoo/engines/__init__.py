@@ -1,8 +1,9 @@
 """Engines as peers: each trains one kind of model, behind one registry.
 
-An engine owns its recipe class (the algorithm config dataclass and its validation) and a
-``train(recipe, out_dir, *, resume, dry_run) -> Path`` function; ``zoo train`` only looks the
-engine up and calls it. What every engine shares (YAML, overrides, the run directory, resume,
+An engine owns its recipe class (the algorithm config dataclass and the checks of its own fields), a
+``check(recipe)`` that resolves every name the recipe gives, once, in the order its loop uses them, and a
+``train(recipe, out_dir, *, resume, dry_run, checked) -> Path`` function that takes what the check resolved;
+``zoo train`` reads the recipe (:mod:`zoo.engines.reading`), calls the check, and calls the engine. What every engine shares (YAML, overrides, the run directory, resume,
 metrics CSV / TensorBoard / reward curve) lives outside them, in :mod:`zoo.recipe`,
 :mod:`zoo.runs` and :mod:`zoo.run_logging`; the maths they share is :mod:`zoo.rl`, on (B, T)
 tensors whose T is tokens for a VLM, denoising steps for a diffusion model, env steps for a policy.
@@ -17,10 +18,10 @@ Built in:
 * ``policy`` — RL of a control policy with gymnasium + stable-baselines3 (residual RL on a frozen
   base); the methods are registered by domains (:mod:`zoo.engines.policy.methods`).
 
-A third-party package adds an engine by registering an :class:`Engine` with the same two parts.
+A third-party package adds an engine by registering an :class:`Engine` with the same parts.
 Modules are named by import strings so that listing engines imports no trainer. This registry sits
-below :mod:`zoo.recipe`, whose ``load_recipe`` looks the engine up here: an engine entry never reads
-a recipe, it only checks one against the class its own import string names and hands it on.
+above :mod:`zoo.recipe`, which imports no engine: :func:`zoo.engines.reading.load_recipe` looks the
+engine up here to pick the class a file is read into.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.import_strings import resolve
+from zoo.recipe_file import RecipeError
 from zoo_common.registry import Registry
 
 if TYPE_CHECKING:
@@ -51,7 +53,12 @@ class Engine:
         name: what a recipe's ``engine:`` says (``vlm-trl``).
         summary: one line for ``zoo engines``.
         recipe: ``"module:Class"`` of the engine's recipe dataclass (a :class:`~zoo.recipe.Recipe`).
-        train: ``"module:function"`` called as ``fn(recipe, out_dir, resume=..., dry_run=...) -> Path``.
+        train: ``"module:function"`` called as ``fn(recipe, out_dir, resume=..., dry_run=..., checked=...) -> Path``,
+            ``checked`` being what ``check`` returned.
+        check: ``"module:function"`` called as ``fn(recipe)``: resolves every name the recipe gives (its dataset and
+            the eval-data refusal, the entry's contract, loss row, estimator, plug-ins, rollout backend, rewards,
+            environment, provenance), in the order the loop uses them, and returns them as the engine's frozen
+            dataclass, or raises :class:`~zoo.recipe.RecipeError` naming the fix; it loads no weight.
         aliases: other accepted names.
         distributes: how a multi-process run of the engine holds its model (:data:`zoo.sharding.DISTRIBUTES`):
             ``accelerate`` applies the recipe's ``launch:`` config (TRL), ``zoo`` runs DDP and shards FSDP configs
@@ -71,6 +78,7 @@ class Engine:
     summary: str
     recipe: str
     train: str
+    check: str
     aliases: tuple[str, ...] = ()
     distributes: str = "none"
     launch_check: str | None = None
@@ -81,13 +89,24 @@ class Engine:
         """The engine's recipe dataclass, a :class:`~zoo.recipe.Recipe` subclass (imported on first use)."""
         return resolve(self.recipe, what=f"engine {self.name!r}")
 
-    def run(self, recipe: Any, out_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-        """Train ``recipe`` into ``out_dir``; returns the run directory."""
-        if not isinstance(recipe, self.recipe_class()):
-            raise TypeError(f"engine {self.name!r} runs {self.recipe_class().__name__} recipes, "
-                            f"got {type(recipe).__name__}")  # fmt: skip
+    def check_recipe(self, recipe: Any) -> Any:
+        """Every name ``recipe`` gives, resolved once by the engine's ``check`` (a :class:`~zoo.recipe.RecipeError`
+        naming the fix for the first that does not resolve, or for a recipe object of another engine's class)."""
+        runs = self.recipe_class()
+        if not isinstance(recipe, runs):  # e.g. a vlm-trl recipe object given engine=vlm-verl after it was read
+            raise RecipeError(f"engine {self.name!r} runs {runs.__name__} recipes, not {type(recipe).__name__}: read "
+                              "the file with zoo.engines.reading.load_recipe (or zoo train --engine), which picks "
+                              "the class")  # fmt: skip
+        return resolve(self.check, what=f"engine {self.name!r}")(recipe)
+
+    def run(self, recipe: Any, out_dir: Path, *, resume: bool = False, dry_run: bool = False,
+            checked: Any = None) -> Path:  # fmt: skip
+        """Train ``recipe`` into ``out_dir``; returns the run directory. ``checked`` is :meth:`check_recipe`'s result
+        when the caller has it (``zoo train`` checks before it writes anything), else the check runs here."""
+        checked = self.check_recipe(recipe) if checked is None else checked
         self.sharding(recipe.launch, recipe)  # a launch config the engine does not run is refused before anything starts
-        return resolve(self.train, what=f"engine {self.name!r}")(recipe, out_dir, resume=resume, dry_run=dry_run)
+        train = resolve(self.train, what=f"engine {self.name!r}")
+        return train(recipe, out_dir, resume=resume, dry_run=dry_run, checked=checked)
 
 
     def step_batch(self, recipe: Any, processes: int) -> StepBatch:
@@ -131,7 +150,8 @@ def register_engine(engine: Engine) -> Engine:
 
 register_engine(Engine(
     "vlm-trl", "GRPO-family RL of a VLM on this machine (TRL GRPOTrainer + zoo.rl maths)",
-    recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.trl_engine:train", aliases=("trl",),
+    recipe="zoo.engines.vlm.recipe:VLMRecipe", train="zoo.engines.vlm.trl_engine:train",
+    check="zoo.engines.vlm.checks:check_trl", aliases=("trl",),
     distributes="accelerate",
     # TRL's GRPOTrainer: its reference built in the policy's dtype (create_model_from_path(dtype=self.model.dtype)),
     # none beside a peft model; DDP through accelerate; under ZeRO-3 unwrap_model_for_generation gathers the policy
@@ -140,12 +160,14 @@ register_engine(Engine(
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-verl", "the same VLM recipe exported to verl (parquet, reward module, config) and launched on Ray",
-    recipe="zoo.engines.vlm.recipe:VerlRecipe", train="zoo.engines.vlm.verl_engine:train", aliases=("verl",),
+    recipe="zoo.engines.vlm.recipe:VerlRecipe", train="zoo.engines.vlm.verl_engine:train",
+    check="zoo.engines.vlm.checks:check_verl", aliases=("verl",),
     distributes="ray",
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-semi-online", "UI-S1's semi-online multi-turn RL of a VLM agent (expert-patched rollouts, step advantages)",
     recipe="zoo.engines.vlm.recipe:SemiOnlineRecipe", train="zoo.engines.vlm.semi_online_engine:train",
+    check="zoo.engines.vlm.checks:check_semi_online",
     aliases=("semi-online",), distributes="zoo", launch_check="zoo.engines.vlm.recipe:check_sharding",
     # SemiOnlineLearner: _frozen_copy in the frozen dtype before LoRA is added; rollouts and log-probabilities under
     # sampling (the gathered model); DataParallel.sum_gradients
@@ -154,12 +176,14 @@ register_engine(Engine(
 ))  # fmt: skip
 register_engine(Engine(
     "vlm-sft", "supervised fine-tuning of a VLM on a dataset's reference answers (warm start, control arm)",
-    recipe="zoo.engines.vlm.sft_engine:SFTRecipe", train="zoo.engines.vlm.sft_engine:train", aliases=("sft",),
+    recipe="zoo.engines.vlm.sft_recipe:SFTRecipe", train="zoo.engines.vlm.sft_engine:train",
+    check="zoo.engines.vlm.checks:check_sft", aliases=("sft",),
     distributes="zoo",
 ))  # fmt: skip
 register_engine(Engine(
     "diffusion", "RL of text-to-image diffusion/flow models: flow_grpo, dance_grpo, ddpo, rlcm, tree_grpo, adv_grpo",
     recipe="zoo.engines.diffusion.recipe:DiffusionRecipe", train="zoo.engines.diffusion.trainer:train",
+    check="zoo.engines.diffusion.checks:check_diffusion",
     distributes="zoo", launch_check="zoo.engines.diffusion.placement:check_sharding",
     # setup.build_run: a deepcopy of the float32 denoiser as a full fine-tune's reference, sharded like it;
     # Run.sampling gathers the denoiser; DDP through accelerator.prepare
@@ -168,4 +192,5 @@ register_engine(Engine(
 register_engine(Engine(
     "policy", "RL of a control policy (gymnasium + stable-baselines3): residual PPO/TD3 on a frozen base",
     recipe="zoo.engines.policy.recipe:PolicyRecipe", train="zoo.engines.policy.engine:train",
+    check="zoo.engines.policy.checks:check_policy",
 ))  # fmt: skip

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from zoo.authors_run import StepBatch, describe
+from zoo.authors_run import AuthorsRunRow, BatchComparison, StepBatch, describe
 
 
 def trl_batch(recipe: Any, processes: int) -> StepBatch:
@@ -63,17 +63,25 @@ def diffusion_batch(recipe: Any, processes: int) -> StepBatch:
                      optimizer_steps=steps_per_epoch * alg.num_inner_epochs)  # fmt: skip
 
 
-def authors_run_lines(recipe: Any) -> list[str]:
-    """:func:`zoo.authors_run.describe` of a loaded recipe, its batch counted by its engine over the processes
-    ``zoo train --plan`` launches it on: what ``zoo info``, the model card and the docs print beside the provenance
-    rows."""
+def compare(recipe: Any, processes: int | None = None) -> BatchComparison:
+    """The recipe's round counted by its engine over ``processes`` (default: the processes ``zoo train --plan``
+    launches it on), beside the authors' batch of its ``authors_run``: what ``zoo train --plan``, ``zoo info``, the
+    card and the docs all compare, on counts."""
     from zoo.engines import ENGINES
     from zoo.launch import sized_processes
 
+    processes = processes or sized_processes(recipe)
+    theirs = recipe.authors_run.batch if recipe.authors_run is not None else None
+    try:
+        ours = ENGINES.get(recipe.engine).step_batch(recipe, processes)
+    except ValueError as err:  # an engine or method without fixed rounds, groups that do not divide
+        return BatchComparison(processes=processes, ours=None, refusal=str(err), theirs=theirs)
+    return BatchComparison(processes=processes, ours=ours, theirs=theirs)
+
+
+def authors_run_rows(recipe: Any) -> list[AuthorsRunRow]:
+    """:func:`zoo.authors_run.describe` of a loaded recipe, its batch :func:`compare`-d: what ``zoo info``, the model
+    card and the docs print beside the provenance rows."""
     if recipe.authors_run is None:
         return []
-    try:
-        ours: StepBatch | str = ENGINES.get(recipe.engine).step_batch(recipe, sized_processes(recipe))
-    except ValueError as err:
-        ours = str(err)
-    return describe(recipe.authors_run, ours, [str(v) for v in recipe.provenance.values()])
+    return describe(recipe.authors_run, compare(recipe), [str(v) for v in recipe.provenance.values()])

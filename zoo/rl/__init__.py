@@ -2,12 +2,11 @@
 diffusion policy steps and their loss.
 
 Pure tensor functions, each checked number for number against verl 0.9.1, TRL 1.x or the
-authors' code (``tests/rl/``). Estimators and losses are also registered by name in
-:data:`ADVANTAGE_ESTIMATORS` and :data:`POLICY_LOSSES`.
+authors' code (``tests/rl/``). Nothing here looks a name up: :mod:`zoo.algorithms` gives estimators
+and losses the names a recipe uses.
 """
 
 from zoo.rl.advantages import (
-    ADVANTAGE_ESTIMATORS,
     grpo,
     masked_whiten,
     outcome_to_token_rewards,
@@ -37,7 +36,6 @@ from zoo.rl.diffusion_steps import (
 )
 from zoo.rl.losses import (
     AGG_MODES,
-    POLICY_LOSSES,
     TRL_LOSS_TYPES,
     aggregate,
     clipped_surrogate,
@@ -46,7 +44,7 @@ from zoo.rl.losses import (
     sequence_log_ratio,
     trl_aggregate,
 )
-from zoo.rl.semi_online import (  # importing it registers the "ui-s1" estimator
+from zoo.rl.semi_online import (
     PatchPlan,
     episode_advantage,
     future_reward_filter,
@@ -57,9 +55,7 @@ from zoo.rl.semi_online import (  # importing it registers the "ui-s1" estimator
 )
 
 __all__ = [
-    "ADVANTAGE_ESTIMATORS",
     "AGG_MODES",
-    "POLICY_LOSSES",
     "TRL_LOSS_TYPES",
     "GroupFilter",
     "GroupTopUp",

@@ -12,7 +12,8 @@ single scored sample (no baseline; TRL gives them 0 too, DAPO would drop the gro
 A group that *is* a single sample keeps verl's convention. Without NaNs the output
 equals verl's.
 
-Registered estimators share one call shape, so a trainer can pick one by name::
+The estimators share one call shape, so a trainer can pick one by name
+(:data:`zoo.algorithms.ADVANTAGE_ESTIMATORS` names them)::
 
     fn = ADVANTAGE_ESTIMATORS.get("grpo")
     adv = fn(rewards, group_ids, mask=mask, **options)   # (B, T); without mask: (B,)
@@ -27,13 +28,7 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
-from zoo.domains import load_algorithms
-from zoo_common.registry import Registry
-
 GroupIds = torch.Tensor | Sequence[Hashable]
-
-ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator", discover=load_algorithms)
-"""Name -> estimator ``fn(rewards, group_ids, *, mask=None, **options)``."""
 
 _WHITEN_EPS = 1e-8  # verl.utils.torch_functional.masked_mean / masked_whiten constant
 
@@ -109,7 +104,6 @@ def _as_mask(mask: torch.Tensor, batch_size: int) -> torch.Tensor:
     return mask.to(torch.float32)
 
 
-@ADVANTAGE_ESTIMATORS.decorator("grpo")
 def grpo(
     rewards: torch.Tensor | Sequence[float],
     group_ids: GroupIds,
@@ -144,7 +138,6 @@ def grpo(
     return _finish(adv, scores, count, mask)
 
 
-@ADVANTAGE_ESTIMATORS.decorator("rloo")
 def rloo(
     rewards: torch.Tensor | Sequence[float], group_ids: GroupIds, *, mask: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -198,7 +191,6 @@ def _require_mask(mask: torch.Tensor | None, name: str, batch_size: int) -> torc
     return _as_mask(mask, batch_size)
 
 
-@ADVANTAGE_ESTIMATORS.decorator("reinforce-plus-plus-baseline", aliases=("reinforce++-baseline",))
 def reinforce_plus_plus_baseline(
     rewards: torch.Tensor | Sequence[float], group_ids: GroupIds, *, mask: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -225,7 +217,6 @@ def reinforce_plus_plus_baseline(
     return masked_whiten(tiled, token_mask) * token_mask
 
 
-@ADVANTAGE_ESTIMATORS.decorator("reinforce-plus-plus", aliases=("reinforce++",))
 def reinforce_plus_plus(
     rewards: torch.Tensor | Sequence[float],
     group_ids: GroupIds | None = None,

@@ -26,9 +26,6 @@ from collections.abc import Callable
 
 import torch
 
-from zoo.domains import load_algorithms
-from zoo_common.registry import Registry
-
 AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 """verl's ``loss_agg_mode`` values accepted by :func:`aggregate`."""
 
@@ -38,9 +35,6 @@ TRL_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 Aggregation = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """A :func:`aggregate` mode name, or any ``fn(loss_mat, mask) -> scalar``
 (e.g. ``functools.partial(trl_aggregate, loss_type="dr_grpo", max_completion_length=256)``)."""
-
-POLICY_LOSSES: Registry = Registry("policy loss", discover=load_algorithms)
-"""Name -> ``fn(logp, old_logp, advantages, mask, **options) -> (loss, stats)``."""
 
 _KL_NAMES = {"k1": "k1", "kl": "k1", "k2": "k2", "mse": "k2", "k3": "k3", "low_var_kl": "k3", "abs": "abs"}
 _LOG_RATIO_CLAMP = 20.0  # verl clamps log-ratios to [-20, 20] before exp (vanilla loss, k3)
@@ -188,7 +182,6 @@ def _weighted(pg_losses: torch.Tensor, weights: torch.Tensor | None) -> torch.Te
     return pg_losses * (weights.unsqueeze(-1) if weights.dim() == 1 else weights)
 
 
-@POLICY_LOSSES.decorator("vanilla", aliases=("clip", "ppo"))
 def clipped_surrogate(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -261,7 +254,6 @@ def sequence_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.T
     return ((logp - old_logp) * mask).sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)
 
 
-@POLICY_LOSSES.decorator("gspo")
 def gspo_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,

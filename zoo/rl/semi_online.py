@@ -12,7 +12,7 @@ number for number against the authors' code (``tests/rl/golden/ui_s1.json``, wri
 - :func:`step_discounted_returns` — ``core_uis1.compute_step_discounted_returns``.
 - :func:`episode_advantage`, :func:`step_advantage`, :func:`ui_s1` — ``core_uis1.py``'s
   ``episode_norm_reward``, ``step_norm_reward`` and ``compute_uis1_outcome_advantage``;
-  ``ui_s1`` is registered as the ``ui-s1`` advantage estimator.
+  :mod:`zoo.algorithms` names ``ui_s1`` the ``ui-s1`` advantage estimator.
 - :func:`future_reward_filter` — the dynamic filter inlined in ``dapo_ray_trainer.py::fit``
   (``filter_groups.metric=seq_future_reward``); the same ``fit``'s refill of the batch to
   ``train_batch_size`` prompts with further rollouts is :class:`zoo.rl.batching.GroupTopUp`.
@@ -37,7 +37,7 @@ from typing import Literal
 
 import torch
 
-from zoo.rl.advantages import ADVANTAGE_ESTIMATORS, GroupIds, group_index, to_token_level
+from zoo.rl.advantages import GroupIds, group_index, to_token_level
 from zoo.rl.batching import GroupFilter
 
 logger = logging.getLogger(__name__)
@@ -282,7 +282,6 @@ def step_advantage(
     return _normalise(values, keys, mode, eps, singleton_self=True)
 
 
-@ADVANTAGE_ESTIMATORS.decorator("ui-s1")
 def ui_s1(
     rewards: torch.Tensor | Sequence[float],
     group_ids: GroupIds,

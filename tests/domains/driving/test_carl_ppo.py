@@ -48,7 +48,7 @@ def test_training_changes_the_actor_from_its_seeded_start_and_logs(carl_run):
     from domains.driving.carl import CARL_PPO
     from domains.driving.carl_env import make_highway_carl
     from domains.driving.carl_policy import BetaPolicy
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     recipe = load_recipe(str(RECIPES / "carl-highway-smoke.yaml"))
     trained = CARL_PPO.load(carl_run / "checkpoint-2", DummyVecEnv([lambda: make_highway_carl(vehicles=3)] * 2), recipe)
@@ -65,7 +65,7 @@ def test_exported_policy_acts_with_the_trained_mean_action(carl_run):
 
     from domains.driving.carl import CARL_PPO
     from domains.driving.carl_env import make_highway_carl
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     pipe = zoo.load(str(carl_run / "final"))
     assert pipe.config.architecture == "beta-mlp"
@@ -106,7 +106,7 @@ def test_each_carl_recipe_builds_the_ppo_of_its_simulator(recipe, expected):
 
     from domains.driving.carl import CARL_PPO
     from domains.driving.carl_env import make_highway_carl
-    from zoo.recipe import load_recipe
+    from zoo.engines.reading import load_recipe
 
     loaded = load_recipe(str(RECIPES / recipe))
     kwargs = loaded.env.kwargs
@@ -116,4 +116,6 @@ def test_each_carl_recipe_builds_the_ppo_of_its_simulator(recipe, expected):
              "batch_size": model.batch_size, "decays": not isinstance(model.learning_rate, float),
              "accumulation": env.envs[0].config.accumulation}  # fmt: skip
     assert built == expected
-    assert (model.clip_range(1.0), model.vf_coef, model.gamma, model.gae_lambda) == (0.1, 0.25, 0.99, 0.95)
+    # both runs clip the value loss and weigh CaRL's 0.5 * max(...) by its vf_coef 0.5 (dd_ppo.py:1185-1208)
+    assert (model.clip_range(1.0), model.vf_coef, model.gamma, model.gae_lambda) == (0.1, 0.5, 0.99, 0.95)
+    assert model.clip_vloss

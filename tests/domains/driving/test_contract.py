@@ -11,12 +11,13 @@ from trl.data_utils import prepare_multimodal_messages
 
 import zoo
 from domains.driving.data import synthetic_driving
+from zoo.engines.reading import load_checked, load_recipe
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, pixel_limits
 from zoo.engines.vlm.sft_engine import ExampleStream
 from zoo.engines.vlm.trl_data import to_trl_dataset
 from zoo.images import load_image
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parents[3]
 RECIPES = ROOT / "domains" / "driving" / "recipes"
@@ -52,7 +53,7 @@ def test_the_base_model_recipe_keeps_its_224_px_scenes_only_with_a_cited_reason(
     del raw["provenance"]
     (tmp_path / "uncited.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     with pytest.raises(RecipeError, match="model.max_pixels=50176: model.entry='driving-vla-tiny' decides it"):
-        load_recipe(tmp_path / "uncited.yaml")
+        load_checked(tmp_path / "uncited.yaml")
 
 
 @pytest.fixture(scope="module")

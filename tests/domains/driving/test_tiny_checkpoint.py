@@ -17,7 +17,7 @@ def test_checkpoint_is_small_safetensors_with_its_training_record():
     files = {p.name for p in CHECKPOINT.iterdir()}
     assert "model.safetensors" in files and not any(n.endswith((".bin", ".pt", ".pth")) for n in files)
     assert (CHECKPOINT / "model.safetensors").stat().st_size < 8e6
-    record = read_record(CHECKPOINT / "training.json").measurements
+    record = read_record(CHECKPOINT / "training.json").to_dict()["measurements"]
     assert read_record(CHECKPOINT / "training.json").entry == "driving-vla-tiny"
     assert record["recipe_grpo"]["rewards"][0]["name"] == "driving-pdms"
     assert record["sft"]["curve"] and all(g["curve"] for g in record["grpo"])
@@ -47,7 +47,7 @@ def test_checkpoint_loads_by_name_and_plans_the_example_scene():
     pred = pipe(str(ROOT / "examples" / "driving-scene.png"), example["question"])
     assert pred.text  # the answer parses or says why not, never raises
     assert writes_tokens(pred.text), "the shipped model writes the action tokens its card and recipes describe"
-    assert "driving-action-tokens" in json.dumps(read_record(CHECKPOINT / "training.json").measurements["recipe_sft"])
+    assert "driving-action-tokens" in json.dumps(read_record(CHECKPOINT / "training.json").to_dict()["measurements"]["recipe_sft"])
     assert (pred.trajectory is None) == (pred.parse_error is not None)
     if pred.trajectory is not None:
         assert len(pred.trajectory) == 8 and all(len(p) == 3 for p in pred.trajectory)

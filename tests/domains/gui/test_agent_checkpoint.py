@@ -15,7 +15,7 @@ CHECKPOINT = ROOT / "checkpoints" / "gui-agent-tiny"
 
 
 def record() -> dict:
-    return read_record(CHECKPOINT / "training.json").measurements
+    return read_record(CHECKPOINT / "training.json").to_dict()["measurements"]
 
 
 def test_checkpoint_is_small_safetensors_with_its_training_record():

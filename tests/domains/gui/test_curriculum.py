@@ -76,8 +76,9 @@ def test_pipeline_judge_reads_yes_no_from_a_vlm_pipeline():
 
 
 def test_engine_resolves_the_curriculum_sampler():
+    from zoo.engines.reading import load_recipe
     from zoo.engines.vlm.semi_online_engine import _sampler
-    from zoo.recipe import RecipeError, load_recipe
+    from zoo.recipe import RecipeError
 
     recipe = load_recipe("domains/gui/recipes/ui-s1-smoke.yaml",
                          ["multi_turn.sampler=domains.gui.curriculum:CurriculumSampler"])  # fmt: skip

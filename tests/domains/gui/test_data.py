@@ -236,11 +236,13 @@ def test_benchmark_files_are_refused_as_training_data():
     """ScreenSpot's three releases are test data only (the domain's eval_datasets); the trajectory loader is not
     listed, since it reads UI-S1's training file too, and the shipped recipes train on neither benchmark."""
     from domains.gui import DOMAIN
-    from zoo.recipe import RecipeError, load_recipe, read_yaml
+    from zoo.engines.checks import check_training_data
+    from zoo.engines.reading import load_recipe
+    from zoo.recipe import RecipeError, read_yaml
 
     assert set(DOMAIN.eval_datasets) == {"screenspot", "screenspot-v2", "screenspot-pro"}
     recipes = sorted((Path(data.__file__).parent / "recipes").glob("*.yaml"))
     assert recipes and not [p.name for p in recipes if read_yaml(p)["data"]["name"] in DOMAIN.eval_datasets]
     for name in DOMAIN.eval_datasets:
         with pytest.raises(RecipeError, match=f"dataset '{name}' is evaluation data"):
-            load_recipe("domains/gui/recipes/gui-g1-tiny-cpu.yaml", [f"data.name={name}"])
+            check_training_data(load_recipe("domains/gui/recipes/gui-g1-tiny-cpu.yaml", [f"data.name={name}"]).data)

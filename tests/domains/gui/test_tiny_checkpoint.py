@@ -15,7 +15,7 @@ def test_checkpoint_is_small_safetensors_with_its_training_record():
     files = {p.name for p in CHECKPOINT.iterdir()}
     assert "model.safetensors" in files and not any(n.endswith((".bin", ".pt", ".pth")) for n in files)
     assert (CHECKPOINT / "model.safetensors").stat().st_size < 8e6
-    record = read_record(CHECKPOINT / "training.json").measurements
+    record = read_record(CHECKPOINT / "training.json").to_dict()["measurements"]
     assert read_record(CHECKPOINT / "training.json").entry == "gui-grounding-tiny"
     assert record["recipe_grpo"]["algorithm"]["loss_type"] == "gui_g1"
     assert record["sft"]["curve"] and all(g["curve"] for g in record["grpo"])

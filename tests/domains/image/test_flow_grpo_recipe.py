@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from zoo.engines.diffusion.models import build_tiny, load_model
-from zoo.recipe import load_recipe
+from zoo.engines.reading import load_recipe
 
 RECIPES = Path(__file__).resolve().parents[3] / "domains" / "image" / "recipes"
 #: yifan123/flow_grpo@ac4c86e:scripts/train_sd3.py:419-428

@@ -48,7 +48,7 @@ def test_released_checkpoint_draws_offline_with_zoo_run(tmp_path: Path) -> None:
 
 
 def test_released_record_carries_before_and_after_per_seed() -> None:
-    record = read_record(ROOT / "checkpoints" / "flow-grpo-tiny-colour" / "training.json").measurements
+    record = read_record(ROOT / "checkpoints" / "flow-grpo-tiny-colour" / "training.json").to_dict()["measurements"]
     held = record["held_out"]
     assert set(held["before"]) == set(held["after"]) == {str(s) for s in held["seeds"]}
     card = (ROOT / "checkpoints" / "flow-grpo-tiny-colour" / "README.md").read_text()

@@ -24,13 +24,14 @@ from domains.medical.evaluate import evaluate
 from domains.medical.prompts import parse_us_answer
 from rewards.base import REWARDS
 from tests.domains.medical import u2_cases
+from zoo.engines.reading import load_checked, load_recipe
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import pixel_limits, set_pixel_limits
 from zoo.engines.vlm.trl_data import to_trl_dataset
 from zoo.kinds import VLMSpec
 from zoo.outputs import Prediction
 from zoo.pipelines.vlm import VLMPipeline
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 from zoo.registry import ModelEntry
 
 RECIPES = Path(__file__).parents[3] / "domains" / "medical" / "recipes"
@@ -156,13 +157,13 @@ def test_the_contract_is_the_entrys_only() -> None:
     cod = load_recipe(path, ["model.variant=cod"])
     assert cod.model.contract().system == PATHO_COD
     with pytest.raises(RecipeError, match="model.variant='cot-long': patho-r1-7b publishes cod, cot"):
-        load_recipe(path, ["model.variant=cot-long"])
+        load_checked(path, ["model.variant=cot-long"])
     with pytest.raises(RecipeError, match="model.variant='cod': dolphin-r1 publishes no prompt variants"):
-        load_recipe(RECIPES / "dolphin-r1-ultrasound-smoke.yaml", ["model.variant=cod"])
+        load_checked(RECIPES / "dolphin-r1-ultrasound-smoke.yaml", ["model.variant=cod"])
     with pytest.raises(RecipeError, match="data.system_prompt and model.entry='dolphin-r1' both set"):
-        load_recipe(RECIPES / "dolphin-r1-ultrasound-smoke.yaml", [f"data.system_prompt={US_REASONING}"])
+        load_checked(RECIPES / "dolphin-r1-ultrasound-smoke.yaml", [f"data.system_prompt={US_REASONING}"])
     with pytest.raises(RecipeError, match="model.max_pixels=12544: model.entry='patho-r1-7b' decides it"):
-        load_recipe(path, ["model.max_pixels=12544"])
+        load_checked(path, ["model.max_pixels=12544"])
 
 
 def _messages(entry: ModelEntry, question: str) -> list[dict]:

@@ -62,6 +62,7 @@ def test_patho_recipes_say_why_they_train_on_pathmmu_files(stem: str) -> None:
     """PathMMU's files are benchmark data (the domain's eval_datasets): its validation split is trained on only
     with a reason, and the test split evaluation uses is another one."""
     from domains.medical import DOMAIN
+    from zoo.engines.checks import check_training_data
     from zoo.recipe import RecipeError
 
     path = next(p for p in RECIPES if p.stem == stem)
@@ -71,17 +72,18 @@ def test_patho_recipes_say_why_they_train_on_pathmmu_files(stem: str) -> None:
     assert set(DOMAIN.eval_datasets) == {"pathmmu", "u2bench"} and recipe.data.name in DOMAIN.eval_datasets
     assert recipe.data.allow_eval_data and "disjoint PubMed_test" in recipe.data.eval_data_reason
     with pytest.raises(RecipeError, match="dataset 'pathmmu'.* is evaluation data"):
-        Recipe.from_yaml(path, ["data.allow_eval_data=false"])
+        check_training_data(Recipe.from_yaml(path, ["data.allow_eval_data=false"]).data)
 
 
 def test_training_on_a_test_split_is_refused_unless_the_recipe_says_why() -> None:
+    from zoo.engines.checks import check_training_data
     from zoo.recipe import DataConfig, RecipeError
 
     with pytest.raises(RecipeError, match="category='PubMed_test'.* is evaluation data"):
-        DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"})
+        check_training_data(DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"}))
     with pytest.raises(RecipeError, match="split='test'"):
-        Recipe.from_yaml(next(p for p in RECIPES if p.stem == "patho-r1-grpo"),
-                         ["data.kwargs={split: test}", "data.allow_eval_data=false"])  # fmt: skip
+        check_training_data(Recipe.from_yaml(next(p for p in RECIPES if p.stem == "patho-r1-grpo"),
+                                             ["data.kwargs={split: test}", "data.allow_eval_data=false"]).data)  # fmt: skip
     with pytest.raises(RecipeError, match="eval_data_reason"):
         DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"}, allow_eval_data=True)
     allowed = DataConfig(name="pathmmu", kwargs={"category": "PubMed_test"}, allow_eval_data=True,

@@ -16,9 +16,7 @@ from domains.perception.algorithms import (
     stable_reinforce_advantages,
     stable_reinforce_loss,
 )
-from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
-from zoo.rl.loss_types import LOSS_TYPES
-from zoo.rl.losses import POLICY_LOSSES
+from zoo.algorithms import ADVANTAGE_ESTIMATORS, LOSS_TYPES, POLICY_LOSSES
 
 CASES = json.loads((Path(__file__).parent / "golden" / "perception.json").read_text())["stable_reinforce"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from domains.perception.data import load_curriculum
+from zoo.engines.reading import load_recipe
 from zoo.engines.vlm.trl_engine import build_trainer, grpo_config
-from zoo.recipe import load_recipe
 
 RECIPE = Path(__file__).parents[3] / "domains" / "perception" / "recipes" / "curr-reft-smoke.yaml"
 STAGES = [

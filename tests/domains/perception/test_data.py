@@ -102,12 +102,17 @@ def test_lisa_visual_rft_format_maps_1000_frame_to_pixels(images):
     assert sample.target["bbox"] == [64.0, 120.0, 320.0, 480.0]
     assert sample.target["bbox_norm1000"] == [100.0, 250.0, 500.0, 1000.0]
     assert sample.prompt == "What keeps the rain off?"  # the user turn without its <img> tag
-    # Visual-RFT trains without a system prompt (grpo_lisa.py:193-219): model.variant train ...
+    assert sample.target["solution"] == "<answer> (100,250),(500,1000) </answer>"  # grpo_lisa.py:214
+    # Visual-RFT trains without a system prompt, in QUESTION_TEMPLATE (grpo_lisa.py:193-219): the loader names the
+    # entry's train template, the recipe model.variant train ...
+    assert sample.meta["template"] == "train"
     assert _asked(sample, "visual-rft-lisa-7b", "train") == [
         {"role": "user", "content": VISUAL_RFT_LISA.format("What keeps the rain off?")}]
-    # ... and infers with the R1 one (lisa_evaluation/Qwen2_VL_lisa_infere.py:38-46), the entry's default
+    # ... and its system prompt is the R1 one of its inference (lisa_evaluation/Qwen2_VL_lisa_infere.py:38-46)
     assert _asked(sample, "visual-rft-lisa-7b") == [
         {"role": "system", "content": R1_SYSTEM}, {"role": "user", "content": VISUAL_RFT_LISA.format("What keeps the rain off?")}]
+    [plain] = load_lisa(str(images / "lisa.json"), template=None)  # for an entry without a train template
+    assert "template" not in plain.meta
 
 
 def test_visual_rft_lisa_train_variant_is_no_system_prompt_and_unknown_variants_fail():
@@ -116,9 +121,9 @@ def test_visual_rft_lisa_train_variant_is_no_system_prompt_and_unknown_variants_
     assert spec.system_prompt("train") == ""  # the pipeline sends no system turn for it (zoo run --system train)
     assert ModelConfig(entry="visual-rft-lisa-7b", variant="train").contract().system is None
     with pytest.raises(RecipeError, match="model.variant='inference': visual-rft-lisa-7b publishes train"):
-        ModelConfig(entry="visual-rft-lisa-7b", variant="inference")
+        ModelConfig(entry="visual-rft-lisa-7b", variant="inference").contract()
     with pytest.raises(RecipeError, match="vlm-r1-rec-3b publishes no prompt variants"):
-        ModelConfig(entry="vlm-r1-rec-3b", variant="train")  # VLM-R1 trains and infers alike, without one
+        ModelConfig(entry="vlm-r1-rec-3b", variant="train").contract()  # VLM-R1 trains and infers alike, without one
 
 
 def test_synthetic_questions_are_raw_and_their_entries_ask_them_as_the_generator_used_to():

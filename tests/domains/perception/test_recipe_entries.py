@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from zoo.engines.reading import load_checked, load_recipe
 from zoo.engines.vlm.policy_model import pixel_limits
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 RECIPES = Path(__file__).parents[3] / "domains" / "perception" / "recipes"
 ENTRIES = {
@@ -62,4 +63,4 @@ def test_reproducing_recipes_cite_the_authors_prompt():
 
 def test_a_smoke_recipe_at_other_pixel_limits_than_its_entry_needs_a_reason():
     with pytest.raises(RecipeError, match="model.min_pixels=262144: model.entry='curr-reft-7b' decides it"):
-        load_recipe(RECIPES / "shuffle-r1-smoke.yaml", ["model.min_pixels=262144"])
+        load_checked(RECIPES / "shuffle-r1-smoke.yaml", ["model.min_pixels=262144"])

@@ -30,6 +30,7 @@ from domains.perception.data import (
 )
 from domains.perception.prompts import format_r1_reward_question
 from rewards.base import get
+from zoo.engines.checks import check_training_data
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.recipe import ModelConfig
 from zoo.recipe import DataConfig, RecipeError
@@ -182,9 +183,10 @@ def test_curr_reft_test_files_are_refused_as_training_data_and_val_files_are_not
     # The card's in-domain test file, and a _val file it says the authors trained on (paths only: not read).
     train = "data/Curr-ReFT-data/grpo_data/train/"
     with pytest.raises(RecipeError, match="evaluation data"):
-        DataConfig(name="curr-reft-data", kwargs={"path": train + "open/coco_3k_2task/detection_coco_test.jsonl",
-                                                  "stage": "open"})  # fmt: skip
-    DataConfig(name="curr-reft-data", kwargs={"path": train + "judge/judge_v2_coco_val.jsonl", "stage": "judge"})
+        check_training_data(DataConfig(name="curr-reft-data", kwargs={
+            "path": train + "open/coco_3k_2task/detection_coco_test.jsonl", "stage": "open"}))  # fmt: skip
+    check_training_data(DataConfig(name="curr-reft-data", kwargs={"path": train + "judge/judge_v2_coco_val.jsonl",
+                                                                  "stage": "judge"}))  # fmt: skip
 
 
 def test_curr_reft_bad_stage_is_one_line(curr_reft_files):

@@ -17,7 +17,9 @@ from domains.perception import DOMAIN
 from domains.perception.evaluate import score_rows, vlm_r1_eval_box
 from domains.perception.prompts import SHUFFLE_R1_USER, last_boxed, parse_think_boxed
 from zoo.data import Sample
-from zoo.engines.vlm.recipe import ModelConfig, VLMRecipe, check_image_first
+from zoo.engines.checks import check_training_data
+from zoo.engines.vlm.checks import check_image_first
+from zoo.engines.vlm.recipe import ModelConfig, VLMRecipe
 from zoo.hub import ModelNotAvailableError, ResolvedModel
 from zoo.outputs import Prediction
 from zoo.pipelines.vlm import VLMPipeline
@@ -134,7 +136,7 @@ def test_shuffle_r1_training_prompt_folds_to_the_evaluation_text():
 
 def test_an_entry_with_the_image_between_texts_is_refused_by_a_single_turn_loop():
     with pytest.raises(RecipeError, match="between two texts"):
-        check_image_first(ModelConfig(name="x", entry="shuffle-r1-7b"), "the GRPO loop")
+        check_image_first("shuffle-r1-7b", ModelConfig(name="x", entry="shuffle-r1-7b").contract(), "the GRPO loop")
 
 
 @pytest.mark.parametrize(("text", "boxed"), [(r"so \boxed{12}.", "12"), (r"\boxed{1} then \boxed{\frac{1}{2}}", r"\frac{1}{2}"),
@@ -158,9 +160,9 @@ def test_ixc_reward_entry_says_why_the_zoo_cannot_load_it():
 def test_ovdeval_is_evaluation_data_of_the_domain():
     assert DOMAIN.eval_datasets == ("ovdeval",)
     with pytest.raises(RecipeError, match="evaluation data"):
-        DataConfig(name="ovdeval", kwargs={"path": "data/OVDEval/annotations/color.json"})
+        check_training_data(DataConfig(name="ovdeval", kwargs={"path": "data/OVDEval/annotations/color.json"}))
     with pytest.raises(RecipeError, match="evaluation data"):
-        DataConfig(name="refcoco", kwargs={"path": "data/vlm-r1/rec_jsons_processed/refcoco_testA.json"})
+        check_training_data(DataConfig(name="refcoco", kwargs={"path": "data/vlm-r1/rec_jsons_processed/refcoco_testA.json"}))
 
 
 @pytest.mark.parametrize("path", sorted(RECIPES.glob("*.yaml")), ids=lambda p: p.name)

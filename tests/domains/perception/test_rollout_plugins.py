@@ -20,9 +20,10 @@ from PIL import Image
 
 from domains.perception.scs_rollout import ScsResampling, add_image_noise
 from rewards.base import REWARDS, RewardResult, register
+from zoo.engines.reading import load_checked, load_recipe
 from zoo.engines.vlm.plugins import Rollout
 from zoo.engines.vlm.trl_engine import build_trainer
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 RECIPES = Path(__file__).parents[3] / "domains" / "perception" / "recipes"
 
@@ -143,13 +144,13 @@ def test_engine_trains_the_chosen_pairs_in_the_chosen_order(tmp_path):
 def test_recipe_refuses_what_shuffle_r1_cannot_run():
     recipe = RECIPES / "shuffle-r1-smoke.yaml"
     with pytest.raises(RecipeError, match="must be even"):
-        load_recipe(recipe, ["algorithm.num_generations=3", "training.batch_size=9"])
+        load_checked(recipe, ["algorithm.num_generations=3", "training.batch_size=9"])
     with pytest.raises(RecipeError, match="adv_estimator: grpo"):
-        load_recipe(recipe, ["algorithm.adv_estimator=rloo"])
+        load_checked(recipe, ["algorithm.adv_estimator=rloo"])
     with pytest.raises(RecipeError, match="vlm-trl"):
-        load_recipe(recipe, engine="vlm-verl")
+        load_checked(recipe, engine="vlm-verl")
     with pytest.raises(RecipeError, match="rollout plug-in"):
-        load_recipe(recipe, ["algorithm.plugins=[{name: shuffle-r2}]"])
+        load_checked(recipe, ["algorithm.plugins=[{name: shuffle-r2}]"])
 
 
 def test_one_shuffle_r1_step_changes_the_parameters(tmp_path):

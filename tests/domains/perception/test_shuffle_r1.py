@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from domains.perception.shuffle_r1 import ShuffleR1, pair_trajectories, sampling_probabilities, shuffle_pairs
+from zoo.algorithms import ADVANTAGE_ESTIMATORS
 from zoo.engines.vlm.plugins import ScoredBatch
-from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
 
 GRPO = ADVANTAGE_ESTIMATORS.get("grpo")
 

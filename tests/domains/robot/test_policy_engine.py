@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import zoo
-from zoo.recipe import RecipeError, load_recipe
+from zoo.engines.reading import load_recipe
+from zoo.recipe import RecipeError
 from zoo.train import run
 
 RECIPES = Path(__file__).resolve().parents[3] / "domains" / "robot" / "recipes"

@@ -15,12 +15,13 @@ from PIL import Image
 import zoo
 from domains.visual_code import data
 from tests.engines.token_ids import pipeline_ids, trainer_ids
+from zoo.engines.reading import load_checked, load_recipe
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, pixel_limits
 from zoo.engines.vlm.sft_engine import ExampleStream
 from zoo.engines.vlm.trl_data import to_trl_dataset
 from zoo.images import load_image
-from zoo.recipe import RecipeError, load_recipe
+from zoo.recipe import RecipeError
 
 RECIPES = Path(data.__file__).parent / "recipes"
 
@@ -117,7 +118,7 @@ def test_a_smoke_recipe_keeps_its_tiny_images_only_with_a_cited_reason(tmp_path)
     del raw["provenance"]
     (tmp_path / "uncited.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     with pytest.raises(RecipeError, match="model.min_pixels=3136: model.entry='msrl-sft' decides it"):
-        load_recipe(tmp_path / "uncited.yaml")
+        load_checked(tmp_path / "uncited.yaml")
 
 
 def test_text_to_cad_trains_on_the_description_in_cad_rls_prompt_without_an_image():

@@ -205,10 +205,12 @@ def test_vincicoder_rl_jsonl_with_image_paths_and_its_format_errors(tmp_path):
 
 
 def test_benchmark_files_are_refused_as_training_data_and_the_msrl_recipe_trains_on_vincicoder_s():
-    from zoo.recipe import DataConfig, RecipeError, load_recipe
+    from zoo.engines.checks import check_training_data
+    from zoo.engines.reading import load_recipe
+    from zoo.recipe import DataConfig, RecipeError
 
     for name in ("chartmimic", "plot2code"):
         with pytest.raises(RecipeError, match="evaluation data"):
-            DataConfig(name=name, kwargs={"path": "x"})
+            check_training_data(DataConfig(name=name, kwargs={"path": "x"}))
     recipe = load_recipe(Path(data.__file__).parent / "recipes" / "msrl-chart-grpo.yaml")
     assert recipe.data.name == "vincicoder-rl" and not recipe.data.allow_eval_data

@@ -15,7 +15,7 @@ def test_card_quotes_grpo_training_reward_trend_only_when_recorded():
     silent (rather than inventing one) when it has not."""
     from lab.driving.card import render
 
-    record = read_record(CHECKPOINT / "training.json").measurements
+    record = read_record(CHECKPOINT / "training.json").to_dict()["measurements"]
     record["summary"].pop("grpo_train_reward", None)
     assert "sampled training reward" not in render(record, 3.6)
     record["summary"]["grpo_train_reward"] = {"seed0": {"first": 0.551, "last": 0.603, "k": 10, "logged_steps": 48},
@@ -29,7 +29,7 @@ def test_card_reads_grpo_against_control_with_the_run_as_the_unit():
     where recorded, the seed-averaged difference's error over the scenes both to clear two errors."""
     from lab.driving.card import render
 
-    record = read_record(CHECKPOINT / "training.json").measurements
+    record = read_record(CHECKPOINT / "training.json").to_dict()["measurements"]
     record["across_seeds"] = {"grpo_minus_control": {"diff": 0.020, "se": 0.016, "seeds": 3}}
     record["seed_mean_over_scenes"] = {"grpo_minus_control": {"diff": 0.020, "se": 0.012, "seeds": 3}}
     text = render(record, 3.6)
@@ -45,7 +45,7 @@ def test_card_breaks_the_arms_down_by_scene_kind_when_recorded():
     """Where each arm gains and loses (an overall mean can hide a gain on one kind paid on another)."""
     from lab.driving.card import render
 
-    record = read_record(CHECKPOINT / "training.json").measurements
+    record = read_record(CHECKPOINT / "training.json").to_dict()["measurements"]
     record["by_kind"] = {"sft": {"cruise": 0.857, "follow": 0.86}, "grpo": {"cruise": 0.894, "follow": 0.642},
                          "control": {"cruise": 0.86, "follow": 0.87}}  # fmt: skip
     text = render(record, 3.6)
@@ -60,7 +60,7 @@ def test_card_names_the_advantage_the_recipe_used():
     card reads which from the recorded recipe."""
     from lab.driving.card import render
 
-    record = read_record(CHECKPOINT / "training.json").measurements
+    record = read_record(CHECKPOINT / "training.json").to_dict()["measurements"]
     record["recipe_grpo"]["algorithm"]["normalize_std"] = True
     assert "group-normalised\n  advantages" in render(record, 3.6)
     record["recipe_grpo"]["algorithm"]["normalize_std"] = False

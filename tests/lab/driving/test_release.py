@@ -34,7 +34,7 @@ def test_release_stages_run_end_to_end_small(tmp_path):
     checkpoint, card = tmp_path / "checkpoint", tmp_path / "card" / "README.md"
     subprocess.run([*release, "finalize", "--checkpoint", str(checkpoint), "--card", str(card), *common],
                    check=True, cwd=ROOT)  # fmt: skip
-    record = read_record(checkpoint / "training.json").measurements
+    record = read_record(checkpoint / "training.json").to_dict()["measurements"]
     assert record["standard_error"]["n"] == 2 and set(record["paired"]["grpo_minus_control"]) == {"seed0"}
     plans = record["plans_at_answer_precision"]
     # the planner is EP's reference (1 up to the answer's 0.1 m rounding); the logged drive holds its speed

@@ -39,8 +39,8 @@ def test_the_three_recipes_write_the_answer_in_one_format():
     """RL patches a wrong turn with the expert's and the control teaches the expert's turns: both must write
     them as the SFT start learnt to, location tokens and all, or the start reads a history it never saw."""
     from domains.gui import location_tokens
+    from zoo.engines.reading import load_recipe
     from zoo.engines.vlm.policy_model import added_tokens
-    from zoo.recipe import load_recipe
 
     sft, rl, control = (load_recipe(path) for path in (SFT_RECIPE, RL_RECIPE, CONTROL_RECIPE))
     assert sft.data.answer_format == control.data.answer_format == rl.multi_turn.expert_format
@@ -87,7 +87,7 @@ def test_release_stages_run_end_to_end_small(tmp_path):
     card = tmp_path / "card" / "README.md"
     subprocess.run([*release, "finalize", "--checkpoint", str(tmp_path / "ckpt"), "--card", str(card), *control_set,
                     *common], check=True, cwd=ROOT)  # fmt: skip
-    record = read_record(tmp_path / "ckpt" / "training.json").measurements
+    record = read_record(tmp_path / "ckpt" / "training.json").to_dict()["measurements"]
     assert record["summary"]["sft_start"]["step_success"] == record["sft"]["final"]["step_success"]
     assert record["recipe_control"]["training"]["lr"] == 0.0015  # --control-set reached the record
     assert record["confirmation"] == confirm

@@ -19,9 +19,12 @@ def test_summarise_reports_means_and_the_standard_error_of_the_reward():
 
 
 def _stage(seed, scores, minutes):
-    point = {"step": 10, "reward": float(np.mean(scores)), "minutes": minutes}
-    return {"seed": seed, "total_minutes": minutes, "steps": 10, "curve": [point],
-            "final": {"reward": float(np.mean(scores)), "reward_se": 0.0}, "final_scores": list(scores)}
+    """A stage's file as ``release.stage`` writes it (the SFT start has no seed), with these held-out scores."""
+    final = {"reward": float(np.mean(scores)), "rlrf": 0.0, "rlrf_image": 0.0, "renders": 1.0, "reward_se": 0.0}
+    seeded = {} if seed is None else {"seed": seed}
+    return {**seeded, "overrides": [], "process_minutes": minutes, "render_minutes": 0.0, "total_minutes": minutes,
+            "steps": 10, "curve": [{"step": 10, **final, "minutes": minutes}], "final": final,
+            "final_scores": list(scores)}
 
 
 def test_finalize_writes_the_record_per_scene_scores_and_the_curve(tmp_path, monkeypatch):
@@ -50,7 +53,7 @@ def test_finalize_writes_the_record_per_scene_scores_and_the_curve(tmp_path, mon
     release.finalize(argparse.Namespace(run_dir=run, final_eval_n=30, eval_n=10), [0, 1])
 
     typed = read_record(tmp_path / "checkpoint" / "training.json")
-    record = typed.measurements
+    record = typed.to_dict()["measurements"]
     assert record["paired"]["grpo_minus_control"]["seed0"]["diff"] == pytest.approx(0.15)
     assert "final_scores" not in record["grpo"][0]
     diagnostics = record["grpo"][0]["diagnostics"]  # the summary row (no reward) is skipped

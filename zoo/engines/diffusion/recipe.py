@@ -25,10 +25,6 @@ from zoo_common.registry import Registry
 if TYPE_CHECKING:
     from zoo.engines.diffusion.methods import Method, StepSettings
 
-#: The sampler family of each tiny model: a method is refused a tiny model of another family.
-FAMILY_OF_TINY = {"tiny:sd3": "flow", "tiny:unet": "ddim", "tiny:lcm": "lcm"}
-
-
 @dataclass(frozen=True)
 class DiffusionModelConfig:
     """The denoiser, its VAE, scheduler and prompt encoder."""
@@ -165,21 +161,11 @@ class FlatRolloutConfig(DiffusionAlgorithmConfig):
     ``[0, num_steps // 2)``, the authors' fast presets."""
 
     def __post_init__(self) -> None:
-        """The SDE window must fit the policy steps of the rollout."""
+        """A window size of zero or more; whether it fits the method's stochastic steps asks the method table
+        (:func:`zoo.engines.diffusion.checks.check_diffusion`)."""
         super().__post_init__()
-        size = self.sde_window_size
-        if size == 0:
-            return
-        if size < 0:
-            raise RecipeError(f"algorithm.sde_window_size={size}: needs >= 0 (0: no window)")
-        from zoo.engines.diffusion.methods import METHODS
-        from zoo.engines.diffusion.sampling import policy_steps
-
-        lo, hi = sde_window_range(self)
-        stochastic = policy_steps(METHODS.get(self.method).step, self.num_steps)
-        if not 0 <= lo or not lo + size <= hi <= stochastic:
-            raise RecipeError(f"algorithm.sde_window_range=[{lo}, {hi}) with sde_window_size={size} must satisfy "
-                              f"0 <= lo, lo + size <= hi <= {stochastic} (the stochastic steps)")  # fmt: skip
+        if self.sde_window_size < 0:
+            raise RecipeError(f"algorithm.sde_window_size={self.sde_window_size}: needs >= 0 (0: no window)")
 
 
 @DiffusionAlgorithmConfig.register("flow_grpo")
@@ -274,19 +260,9 @@ class AdvGRPOConfig(FlatRolloutConfig, NoisyStepConfig):
     (every training prompt needs at least one; the authors pair references with prompts)."""
 
     def __post_init__(self) -> None:
-        """A known discriminator, a tiny backbone of its own kind, references, and a period that trains the generator."""
+        """References and a period that trains the generator; the discriminator and its backbone are the
+        discriminator table's (:func:`zoo.engines.diffusion.checks.check_diffusion`)."""
         super().__post_init__()
-        from zoo.engines.diffusion.adversarial import DISCRIMINATORS
-
-        if self.discriminator not in DISCRIMINATORS:
-            raise RecipeError(
-                f"algorithm.discriminator={self.discriminator!r}: Adv-GRPO's are {sorted(DISCRIMINATORS)}"
-            )
-        tiny = {kind.tiny: name for name, kind in DISCRIMINATORS.items()}
-        if tiny.get(self.discriminator_backbone, self.discriminator) != self.discriminator:
-            raise RecipeError(f"algorithm.discriminator_backbone={self.discriminator_backbone!r} is the "
-                              f"{tiny[self.discriminator_backbone]} discriminator's tiny model; the {self.discriminator} "
-                              f"one's is {DISCRIMINATORS[self.discriminator].tiny!r}")  # fmt: skip
         if not self.reference_images.name:
             raise RecipeError("adv_grpo needs algorithm.reference_images.name: a registered dataset whose images are "
                               "the discriminator's positives")  # fmt: skip
@@ -366,17 +342,9 @@ class DiffusionRecipe(Recipe):
     """Rounds, optimiser, checkpoints."""
 
     def validate(self) -> None:
-        """What the method asks of the rest of the recipe (its own fields checked themselves): the rewards it
-        trains on, prompts, a model of its sampler family, and usable training settings."""
-        from zoo.engines.diffusion.methods import METHODS
-
-        alg, tr = self.algorithm, self.training
-        method = METHODS.get(alg.method)
-        if method.adversarial and self.rewards:
-            raise RecipeError(f"rewards: {alg.method} is rewarded by its discriminator alone; remove the rewards list "
-                              f"(got {[r.name for r in self.rewards]})")  # fmt: skip
-        if not method.adversarial and not self.rewards:
-            raise RecipeError("rewards is empty; list at least one image reward, e.g. {name: brightness}")
+        """Prompts and usable training settings; what the method row asks of the rest (its rewards, a model of its
+        sampler family) is the engine's check (:func:`zoo.engines.diffusion.checks.check_diffusion`)."""
+        tr = self.training
         if not self.prompts.train and not self.prompts.data.name:
             raise RecipeError("prompts.train is empty and prompts.data.name is unset; give training prompts")
         if tr.train_batch_size < 1 or tr.prompts_per_step < 1 or (tr.grad_accum is not None and tr.grad_accum < 1):
@@ -386,11 +354,6 @@ class DiffusionRecipe(Recipe):
         if tr.ema_device not in (None, "", "cpu"):
             raise RecipeError(f"training.ema_device={tr.ema_device!r}: null keeps the EMA beside the trained weights, "
                               "cpu in CPU memory")  # fmt: skip
-        family = FAMILY_OF_TINY.get(self.model.name)
-        if family is not None and family != method.family:
-            fit = [k for k, v in FAMILY_OF_TINY.items() if v == method.family]
-            raise RecipeError(f"algorithm.method={method.name!r} needs a {method.family} model (e.g. model.name={fit[0]!r}), "
-                              f"got model.name={self.model.name!r}")  # fmt: skip
 
 
 def sde_window_range(alg: FlatRolloutConfig) -> tuple[int, int]:

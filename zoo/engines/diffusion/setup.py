@@ -37,9 +37,10 @@ from zoo.engines.diffusion.adversarial import (
     load_backbone,
 )
 from zoo.engines.diffusion.adversarial_pickscore import PickScoreReward, load_pickscore
+from zoo.engines.diffusion.checks import DiffusionChecked, check_diffusion
 from zoo.engines.diffusion.distributed import gather_all
 from zoo.engines.diffusion.ema import ShardEMA
-from zoo.engines.diffusion.methods import METHODS, Method, StepSettings
+from zoo.engines.diffusion.methods import Method, StepSettings
 from zoo.engines.diffusion.models import DiffusionModel, load_model
 from zoo.engines.diffusion.placement import adapt, run_precision
 from zoo.engines.diffusion.recipe import DiffusionRecipe, sde_window_range
@@ -284,13 +285,15 @@ def save_grid(images: torch.Tensor, per_row: int, path: Path) -> Path:
     return path
 
 
-def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
+def build_run(recipe: DiffusionRecipe, output_dir: Path, checked: DiffusionChecked | None = None) -> Run:
     """Model, adapters or full weights (sharded when the launch config says so), optimiser, EMA, tracker, generator,
-    prompts and rewards for ``recipe``."""
+    prompts and rewards for ``recipe``, from the method row and rewards the engine's check resolved (``checked``; it
+    runs here when not given)."""
     from accelerate import Accelerator
 
+    checked = check_diffusion(recipe) if checked is None else checked
     tr, alg = recipe.training, recipe.algorithm
-    method = METHODS.get(alg.method)
+    method = checked.method
     sharding = ENGINES.get(recipe.engine).launched(recipe.launch, recipe)
     accelerator = Accelerator(cpu=bool(tr.use_cpu))
     # a group of one shards too (`accelerate launch` starts an FSDP config on one GPU as one; `torchrun
@@ -339,7 +342,7 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path) -> Run:
         eval_model = replace(model, scheduler=copy.deepcopy(model.scheduler))
         eval_sampler = Sampler(eval_model, method.step, alg.eval_num_steps, **guidance)
     run = Run(recipe=recipe, model=model, sampler=sampler, accelerator=accelerator,
-              optimizer=optimizer, trainable=trainable, reward=_reward(recipe), prompts=prompts,
+              optimizer=optimizer, trainable=trainable, reward=_reward(recipe, checked.rewards), prompts=prompts,
               eval_prompts=eval_prompts, targets=targets, settings=settings, generator=generator,
               output_dir=Path(output_dir), tracker=method.tracker() if method.tracker else None, ema=ema,
               reference_model=reference_model, eval_sampler=eval_sampler, sharded=sharded)  # fmt: skip
@@ -376,11 +379,13 @@ def _check_family(method: Method, model: DiffusionModel) -> None:
                          f"samples with {type(model.scheduler).__name__}")  # fmt: skip
 
 
-def _reward(recipe: DiffusionRecipe) -> WeightedSum | None:
-    """The recipe's weighted reward terms (``None`` for an adversarial method: its discriminator is attached next)."""
+def _reward(recipe: DiffusionRecipe, rewards: tuple[Any, ...]) -> WeightedSum | None:
+    """The recipe's weighted reward terms, built from what the check looked up (``rewards``); ``None`` for an
+    adversarial method: its discriminator is attached next."""
     if not recipe.rewards:
         return None
-    return WeightedSum([(spec.build(), spec.weight) for spec in recipe.rewards], name="reward")
+    return WeightedSum([(spec.configure(reward), spec.weight) for spec, reward in zip(recipe.rewards, rewards)],
+                       name="reward")  # fmt: skip
 
 
 def load_references(run: Run) -> References:

@@ -32,6 +32,7 @@ import torch
 
 from zoo.engines import ENGINES
 from zoo.engines.diffusion.checkpoint import RunState, load_checkpoint, save_checkpoint
+from zoo.engines.diffusion.checks import DiffusionChecked
 from zoo.engines.diffusion.distributed import gather_all
 from zoo.engines.diffusion.methods import METHODS, Method, StepSettings
 from zoo.engines.diffusion.recipe import DiffusionRecipe
@@ -44,12 +45,14 @@ from zoo.runs import start_run
 logger = logging.getLogger(__name__)
 
 
-def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Train ``recipe`` into ``output_dir`` (``checkpoint-N/``, ``metrics.csv``, curves, sample grids)."""
+def train(recipe: DiffusionRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False,
+          checked: DiffusionChecked | None = None) -> Path:  # fmt: skip
+    """Train ``recipe`` into ``output_dir`` (``checkpoint-N/``, ``metrics.csv``, curves, sample grids); ``checked``:
+    what the engine's check resolved (:func:`~zoo.engines.diffusion.checks.check_diffusion`; it runs when not given)."""
     ENGINES.get(recipe.engine).sharding(recipe.launch, recipe)  # a launch config it does not run: refused, dry run too
     if dry_run:
         return output_dir
-    run = build_run(recipe, output_dir)
+    run = build_run(recipe, output_dir, checked)
     start = start_run(output_dir, resume=resume)
     state = RunState()
     if start.checkpoint is not None:

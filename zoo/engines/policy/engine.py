@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from zoo.engines.policy.checks import PolicyChecked, check_policy
 from zoo.engines.policy.envs import EnvFactory, make_environment, training_envs
 from zoo.engines.policy.recipe import PolicyRecipe
 from zoo.engines.policy.state import env_states, refuse_pickled, require_restorable, restore_env_states
@@ -49,12 +50,6 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "policy_state.json"
 TRAINING_STATE = "training_state.pt"
 EVAL_FILE = "eval.json"
-
-
-def _method(recipe: PolicyRecipe) -> PolicyMethod:
-    from zoo.engines.policy.methods import POLICY_METHODS
-
-    return POLICY_METHODS.get(recipe.algorithm.method)
 
 
 def _base(recipe: PolicyRecipe) -> PolicyPipeline | None:
@@ -79,13 +74,16 @@ class EpisodeOutcomes(BaseCallback):
         return True
 
 
-def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Run ``recipe`` into ``output_dir`` (``final/`` holds the exported policy); returns ``output_dir``."""
+def train(recipe: PolicyRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False,
+          checked: PolicyChecked | None = None) -> Path:  # fmt: skip
+    """Run ``recipe`` into ``output_dir`` (``final/`` holds the exported policy); returns ``output_dir``. ``checked``:
+    what the engine's check resolved (:func:`~zoo.engines.policy.checks.check_policy`; it runs here when not given)."""
     if dry_run:
         return output_dir
     import torch
 
-    method, base = _method(recipe), _base(recipe)
+    checked = check_policy(recipe) if checked is None else checked
+    method, base = checked.method, _base(recipe)
     tr = recipe.training
     torch.manual_seed(tr.seed)
     factory = EnvFactory(method, recipe, base)

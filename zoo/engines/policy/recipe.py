@@ -12,7 +12,9 @@ YAML layout::
 One ``training.steps`` step is one iteration: ``n_envs * rollout_steps`` environment steps, then
 the method's updates (PPO's epochs; for off-policy methods, its gradient steps per env step).
 ``algorithm.method`` picks the method's own settings class (a :class:`PolicyAlgorithmConfig`
-registered next to the method), so the block takes that method's keys and no other's.
+registered next to the method), so the block takes that method's keys and no other's. The domain descriptor that
+offers a method names its module (:attr:`zoo.domains.Domain.methods`), so reading a recipe imports that module
+alone; the environment, the method's training code and the base policy are the engine's check and loop.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from zoo.domains import load_algorithms
 from zoo.recipe import ChoiceConfig, Recipe, RecipeError, TrainingBase
 from zoo_common.registry import Registry
 
@@ -43,12 +44,20 @@ class BaseConfig:
     """A zoo name or a policy directory, loaded with :func:`zoo.load`."""
 
 
+def _every_domains_methods() -> None:
+    """The discovery of a name no descriptor's ``methods`` locates (a plug-in registering on import), and of a
+    listing: every domain's ``algorithms`` module."""
+    from zoo.domains import load_algorithms
+
+    load_algorithms()
+
+
 @dataclass(frozen=True)
 class PolicyAlgorithmConfig(ChoiceConfig):
     """What every method reads: ``method`` picks the method's own config class (registered next to the method),
     so a key only another method takes is an unknown key, and no method reads a field it does not own."""
 
-    choices = Registry("policy method config", discover=load_algorithms)
+    choices = Registry("policy method config", discover=_every_domains_methods)
     method: str = "resip-ppo"
     """Registered method (:data:`zoo.engines.policy.methods.POLICY_METHODS`): ``resip-ppo``, ``resfit-td3``, ``dppo``,
     ``carl-ppo``; it picks the config class, and so the other keys this block takes."""
@@ -64,6 +73,13 @@ class PolicyAlgorithmConfig(ChoiceConfig):
     hidden: tuple[int, ...] = (256, 256)
     """Hidden sizes of the learned actor (a residual, a diffusion noise network, a Beta-policy trunk) and of the
     critic."""
+
+    @classmethod
+    def locate(cls, name: str) -> None:
+        """Import the module the domain descriptors name for method ``name`` (:func:`zoo.domains.load_method`)."""
+        from zoo.domains import load_method
+
+        load_method(name)
 
     def __post_init__(self) -> None:
         """The class must be the one ``method`` registered (a config built by hand, or ``replace``-d to another

@@ -1,24 +1,23 @@
 """The recipes of the VLM RL loops: a GRPO-family run on a VLM that writes text, one class per loop.
 
 :class:`VLMRLRecipe` holds what every loop reads (prompts, rewards, policy, algorithm, budget) and
-checks it; :class:`VLMRecipe` (``vlm-trl``, single-turn GRPO on TRL), :class:`SemiOnlineRecipe`
+checks its own fields; :class:`VLMRecipe` (``vlm-trl``, single-turn GRPO on TRL), :class:`SemiOnlineRecipe`
 (``vlm-semi-online``, UI-S1's multi-turn loop) and :class:`VerlRecipe` (``vlm-verl``, the export to a
 cluster) each add the block only their loop reads and refuse what it cannot run, so a recipe never
 carries settings its engine ignores. The shared machinery (YAML, overrides, run directory) is
-:mod:`zoo.recipe`'s; the loss settings come from the loss table (:mod:`zoo.rl.loss_types`).
+:mod:`zoo.recipe`'s. What the names resolve to (the entry, the loss row of :mod:`zoo.algorithms`, the estimator,
+the plug-ins, the rollout backend, the rewards) is the engines' check step (:mod:`zoo.engines.vlm.checks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from zoo.kinds import VLMSpec
 from zoo.recipe import DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
-from zoo.rl.loss_types import LOSS_TYPES, LossType
 
 if TYPE_CHECKING:
+    from zoo.kinds import VLMSpec
     from zoo.sharding import Sharding
 
 
@@ -71,14 +70,14 @@ class ModelConfig:
             raise RecipeError(f"model.min_pixels={self.min_pixels} is above model.max_pixels={self.max_pixels}")
         if self.variant is not None and self.entry is None:
             raise RecipeError(f"model.variant={self.variant!r} names a prompt of model.entry, which is not set")
-        self.contract()
 
     def contract(self) -> VLMSpec | None:
         """The :class:`~zoo.kinds.VLMSpec` of ``entry`` (``None`` without one), its system prompt the named
         ``variant`` when set; a missing or non-VLM entry, or an unknown variant, is a :class:`RecipeError`.
-        Whether the loop lays the image out where the entry does is the loop's check (:func:`check_image_first`)."""
+        The engines' check step looks it up first and the loops take its result (:mod:`zoo.engines.vlm.checks`)."""
         if self.entry is None:
             return None
+        from zoo.kinds import VLMSpec
         from zoo.registry import info
         from zoo_common.registry import UnknownNameError
 
@@ -94,25 +93,6 @@ class ModelConfig:
             raise RecipeError(f"model.variant={self.variant!r}: {self.entry} publishes "
                               f"{', '.join(sorted(spec.variants)) or 'no prompt variants'}")  # fmt: skip
         return replace(spec, system=spec.variants[self.variant] or None)
-
-
-def check_contract(model: ModelConfig, system_prompt: str | None, provenance: Mapping[str, str]) -> None:
-    """What ``model.entry`` decides is decided there once: ``data.system_prompt`` beside it is a
-    :class:`RecipeError`, and so are pixel limits other than the entry's unless ``provenance`` cites them (the
-    authors train at another resolution than they infer at: Vision-R1 trains at 401408 pixels)."""
-    spec = model.contract()
-    if spec is None:
-        return
-    if system_prompt:
-        raise RecipeError(f"data.system_prompt and model.entry={model.entry!r} both set the system prompt; the "
-                          "entry's is what zoo.load sends: drop data.system_prompt (or name one of its "
-                          "prompts with model.variant)")  # fmt: skip
-    for key in ("min_pixels", "max_pixels"):
-        value = getattr(model, key)
-        if value is not None and value != getattr(spec, key) and f"model.{key}" not in provenance:
-            raise RecipeError(f"model.{key}={value}: model.entry={model.entry!r} decides it ({getattr(spec, key)}, "
-                              "what zoo.load resizes to); remove one of them, or cite under provenance: why the "
-                              f"authors train at another resolution than they infer at (model.{key})")  # fmt: skip
 
 
 def check_own_loop_dtype(model: ModelConfig, loop: str) -> None:
@@ -132,18 +112,6 @@ def check_sharding(recipe: VLMRLRecipe, sharding: Sharding) -> None:
                             "hold whole on every GPU; launch with ddp, or train the full model")  # fmt: skip
 
 
-def check_image_first(model: ModelConfig, loop: str) -> None:
-    """The single-turn loops (``vlm-trl``, ``vlm-verl``, single-turn ``vlm-sft``) place each image before its
-    text: an entry whose image follows its text (``image_first: false``, UI-S1's layout) is a
-    :class:`RecipeError` there, since the run would not train what ``zoo.load`` asks. The multi-turn loops lay
-    the screenshot out where the entry does and do not call this."""
-    spec = model.contract()
-    if spec is not None and (not spec.image_first or spec.image_inside):
-        where = "between two texts" if spec.image_inside else "after the text"
-        raise RecipeError(f"model.entry={model.entry!r} puts the image {where}; {loop} places images first, "
-                          "so the run would not train what zoo.load asks")  # fmt: skip
-
-
 @dataclass(frozen=True)
 class PluginSpec:
     """One rollout plug-in (:data:`zoo.engines.vlm.plugins.ROLLOUT_PLUGINS`) and its arguments."""
@@ -159,7 +127,7 @@ class AlgorithmConfig:
     """The GRPO-family algorithm: advantage estimator, surrogate loss and sampling."""
 
     loss_type: str = "grpo"
-    """A row of the loss table (:data:`zoo.rl.loss_types.LOSS_TYPES`): ``grpo`` (per-sequence token
+    """A row of the loss table (:data:`zoo.algorithms.LOSS_TYPES`): ``grpo`` (per-sequence token
     mean), ``dr_grpo`` (sum / (B·L_max)), ``dapo`` (token mean over the batch), ``bnpo`` (token mean
     over the local batch), ``gspo`` (sequence-level ratio), or a domain's own (``gui_g1``)."""
     adv_estimator: str = "grpo"
@@ -204,15 +172,6 @@ class AlgorithmConfig:
     thread while the next one generates, so a render reward's sandbox work overlaps generation
     (:mod:`zoo.engines.vlm.overlap`); 1 scores after generation, as TRL does. One process only."""
 
-    @property
-    def loss(self) -> LossType:
-        """The loss table's row for ``loss_type``."""
-        return LOSS_TYPES.get(self.loss_type)
-
-    def clips(self) -> tuple[float, float]:
-        """``(clip_low, clip_high)``: the recipe's values, or the loss's paper default when unset."""
-        low, high = self.loss.default_clip
-        return (low if self.clip_low is None else self.clip_low, high if self.clip_high is None else self.clip_high)
 
 
 @dataclass(frozen=True)
@@ -373,21 +332,15 @@ class VLMRLRecipe(Recipe):
     @property
     def is_multi_turn(self) -> bool:
         """Whether the estimator needs a multi-turn rollout (run by :mod:`zoo.engines.vlm.semi_online_engine`)."""
-        from zoo.rl import ADVANTAGE_ESTIMATORS
+        from zoo.algorithms import ADVANTAGE_ESTIMATORS
 
         return bool(getattr(ADVANTAGE_ESTIMATORS.get(self.algorithm.adv_estimator), "rollout_fields", ()))
 
     def validate(self) -> None:
-        from zoo.engines import ENGINES
-
+        """The recipe's own fields; the names they give are the engine's check (:mod:`zoo.engines.vlm.checks`)."""
         alg, tr = self.algorithm, self.training
-        runs = ENGINES.get(self.engine).recipe_class()
-        if not isinstance(self, runs):  # e.g. a vlm-trl recipe object given engine=vlm-verl after it was read
-            raise RecipeError(f"engine {self.engine!r} runs {runs.__name__} recipes, not {type(self).__name__}: read "
-                              "the file with zoo.recipe.load_recipe (or zoo train --engine), which picks the class")  # fmt: skip
         if not self.data.name:
             raise RecipeError("data.name is empty; name a registered dataset (zoo.data.DATASETS.list())")
-        check_contract(self.model, self.data.system_prompt, self.provenance)
         if not self.rewards:
             raise RecipeError("rewards is empty; list at least one {name: <registered reward>, weight: 1.0}")
         for i, spec in enumerate(self.rewards):
@@ -413,29 +366,10 @@ class VLMRLRecipe(Recipe):
         if tr.warmup_steps > 0 and tr.lr_scheduler == "constant":  # transformers' constant schedule has no warm-up
             raise RecipeError(f"training.warmup_steps={tr.warmup_steps} does nothing with lr_scheduler: constant; "
                               "use lr_scheduler: constant_with_warmup (or linear, cosine)")  # fmt: skip
-        self._validate_tables()
         self.validate_loop()
 
     def validate_loop(self) -> None:
-        """The checks of one loop: what it reads, what it cannot run."""
-
-    def _validate_tables(self) -> None:
-        from zoo.rl import ADVANTAGE_ESTIMATORS
-        from zoo_common.registry import UnknownNameError
-
-        alg = self.algorithm
-        try:
-            loss = alg.loss
-            ADVANTAGE_ESTIMATORS.get(alg.adv_estimator)
-        except UnknownNameError as err:
-            raise RecipeError(f"algorithm: {err}") from None
-        if loss.sequence_level and alg.dual_clip is not None:
-            raise RecipeError(f"algorithm.dual_clip applies to token-level losses; loss_type={alg.loss_type!r} has none")
-
-    def _single_turn_only(self) -> None:
-        if self.is_multi_turn:
-            raise RecipeError(f"algorithm.adv_estimator={self.algorithm.adv_estimator!r} needs a multi-turn rollout, "
-                              f"which {self.loop} does not run; use engine: vlm-semi-online")  # fmt: skip
+        """The checks of one loop's own fields: what it reads, what it cannot run."""
 
     def _no_plugins_or_chunks(self) -> None:
         """Rollout plug-ins and chunked scoring live in the vlm-trl engine's single-turn GRPO loop."""
@@ -458,37 +392,12 @@ class VLMRecipe(VLMRLRecipe):
     loop: ClassVar[str] = "engine vlm-trl"
 
     def validate_loop(self) -> None:
-        self._single_turn_only()
-        check_image_first(self.model, self.loop)
         alg, ro = self.algorithm, self.rollout
         if alg.reward_chunks > 1 and alg.plugins:
             raise RecipeError("algorithm.reward_chunks > 1 scores chunks before the batch is complete; rollout plug-ins "
                               f"({', '.join(p.name for p in alg.plugins)}) need the whole batch: use reward_chunks: 1")
         if not ro.is_cap > 0:
             raise RecipeError(f"rollout.is_cap={ro.is_cap}: the importance-sampling cap must be > 0")
-        if ro.importance_sampling and alg.loss.sequence_level:
-            raise RecipeError(
-                f"rollout.importance_sampling weights tokens; loss_type={alg.loss_type!r} is sequence-level"
-            )
-        from zoo.engines.vlm.rollout import check_backend
-
-        check_backend(ro.backend)
-        self._validate_plugins()
-
-    def _validate_plugins(self) -> None:
-        from zoo.engines.vlm.plugins import build_plugin
-        from zoo_common.registry import UnknownNameError
-
-        selecting = []
-        for i, spec in enumerate(self.algorithm.plugins):
-            try:
-                plugin = build_plugin(spec.name, spec.kwargs)
-                plugin.check_recipe(self)
-            except (UnknownNameError, TypeError, ValueError) as err:
-                raise RecipeError(f"algorithm.plugins[{i}] ({spec.name}): {err}") from None
-            selecting += [spec.name] if plugin.selects_rows else []
-        if len(selecting) > 1:
-            raise RecipeError(f"algorithm.plugins: {selecting} each choose the rows to train; keep one of them")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -506,14 +415,8 @@ class SemiOnlineRecipe(VLMRLRecipe):
     loop: ClassVar[str] = "the semi-online loop"
 
     def validate_loop(self) -> None:
-        from zoo.rl import ADVANTAGE_ESTIMATORS
-
         mt, alg = self.multi_turn, self.algorithm
         check_own_loop_dtype(self.model, "engine vlm-semi-online")
-        if not self.is_multi_turn:
-            multi = [n for n in ADVANTAGE_ESTIMATORS.list() if getattr(ADVANTAGE_ESTIMATORS.get(n), "rollout_fields", ())]
-            raise RecipeError(f"algorithm.adv_estimator={alg.adv_estimator!r} is single-turn; engine vlm-semi-online "
-                              f"runs the multi-turn estimators ({', '.join(multi)}): use engine: vlm-trl")  # fmt: skip
         self._no_plugins_or_chunks()
         if alg.num_iterations != 1:
             raise RecipeError(f"algorithm.num_iterations={alg.num_iterations}: the semi-online loop takes one pass")
@@ -541,6 +444,4 @@ class VerlRecipe(VLMRLRecipe):
     loop: ClassVar[str] = "engine vlm-verl"
 
     def validate_loop(self) -> None:
-        self._single_turn_only()
         self._no_plugins_or_chunks()
-        check_image_first(self.model, self.loop)

@@ -41,6 +41,7 @@ from torch.nn.utils.rnn import pad_sequence
 from tqdm.auto import tqdm
 
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
+from zoo.engines.vlm.checks import AlgorithmParts, VLMChecked, check_algorithm, check_semi_online
 from zoo.engines.vlm.multiturn_policy import VLMPolicy, turn_logps
 from zoo.engines.vlm.semi_online_rollout import StepRecord, group_episodes, semi_online_rollout
 from zoo.rl.batching import GroupTopUp
@@ -50,6 +51,7 @@ from zoo.runs import check_finite, read_state, restoring, start_run
 if TYPE_CHECKING:
     from zoo.distributed import DataParallel
     from zoo.engines.vlm.recipe import SemiOnlineRecipe
+    from zoo.kinds import VLMSpec
     from zoo.precision import Precision
     from zoo.sharding import Sharding
 
@@ -58,8 +60,10 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "semi_online_state.pt"
 
 
-def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Run the semi-online recipe into ``output_dir`` (``final/`` holds the model); returns it.
+def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False,
+          checked: VLMChecked | None = None) -> Path:  # fmt: skip
+    """Run the semi-online recipe into ``output_dir`` (``final/`` holds the model); returns it. ``checked``: what the
+    engine's check resolved (:func:`~zoo.engines.vlm.checks.check_semi_online`; it runs here when not given).
 
     Under ``torchrun --nproc_per_node N`` every rank is a learner of its own on ``episodes_per_step / N`` episodes
     (its own episode sampler and sampling RNG, seeded apart: :func:`zoo.distributed.rank_seed`), so an episode's
@@ -74,12 +78,13 @@ def train(recipe: SemiOnlineRecipe, output_dir: Path, *, resume: bool = False, d
 
     parallel = DataParallel(cuda=not tr.use_cpu and torch.cuda.is_available())
     try:
-        return _train(recipe, output_dir, resume, parallel)
+        return _train(recipe, output_dir, resume, parallel, checked)
     finally:
         parallel.close()
 
 
-def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: DataParallel) -> Path:
+def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: DataParallel,
+           checked: VLMChecked | None) -> Path:  # fmt: skip
     from zoo.engines.vlm.checkpoint import gather_weights
     from zoo.recipe import RecipeError
 
@@ -91,7 +96,7 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
         raise RecipeError("--resume of a LoRA semi-online run is not supported (checkpoints hold adapters only); "
                           "start again, or train without training.lora")  # fmt: skip
     start = start_run(output_dir, resume=resume)
-    learner, sampler, roll, processor = build(recipe, parallel, start.checkpoint)
+    learner, sampler, roll, processor = build(recipe, parallel, start.checkpoint, checked)
     model = learner.model
     log = MetricsLog.for_run(start)
     quiet = None if parallel.is_main else True  # one progress bar per job
@@ -124,20 +129,22 @@ def _train(recipe: SemiOnlineRecipe, output_dir: Path, resume: bool, parallel: D
 
 
 def build(
-    recipe: SemiOnlineRecipe, parallel: DataParallel, checkpoint: Path | None = None
+    recipe: SemiOnlineRecipe, parallel: DataParallel, checkpoint: Path | None = None, checked: VLMChecked | None = None
 ) -> tuple[SemiOnlineLearner, Any, Callable[[Sequence[Sequence[Any]]], list[StepRecord]], Any]:
     """``(learner, episode sampler, roll, processor)`` of a run, fresh or from ``checkpoint``: the policy in the run's
     precision, placed or sharded as its launch says, the rank's sampler and RNG, and ``roll(episodes)``, the rollout
-    on the gathered policy. The loop (:func:`train`) and ``bench/sharded_step.py`` both build from here."""
+    on the gathered policy, from what the engine's check resolved (``checked``; it runs here when not given). The loop
+    (:func:`train`) and ``bench/sharded_step.py`` both build from here."""
     from zoo.data import answer_format
     from zoo.distributed import rank_seed
     from zoo.engines import ENGINES
     from zoo.engines.vlm.policy_model import load_policy, policy_precision, resumed_policy
 
+    checked = check_semi_online(recipe) if checked is None else checked
     tr, alg, mt = recipe.training, recipe.algorithm, recipe.multi_turn
     sharding = ENGINES.get(recipe.engine).launched(recipe.launch, recipe)
     precision = policy_precision(recipe, cuda=parallel.device.type == "cuda")
-    samples = training_samples(recipe)
+    samples = training_samples(recipe, checked.contract)
     expert = answer_format(mt.expert_format)
     corpus = [f"{s.question} {expert(s)}" for s in samples[:512]] if recipe.model.name.startswith("tiny:") else None
     initial = None
@@ -148,7 +155,7 @@ def build(
     else:
         model, processor = load_policy(recipe, samples, corpus=corpus, precision=precision)
     learner = SemiOnlineLearner(recipe, model, processor, parallel, precision=precision, sharding=sharding,
-                                initial=initial)  # fmt: skip
+                                initial=initial, parts=checked.algorithm)  # fmt: skip
     if parallel.rank:  # rank 0 keeps a one-process run's stream
         torch.manual_seed(rank_seed(tr.seed, parallel.rank))
     sampler = _sampler(recipe, group_episodes(samples), random.Random(rank_seed(tr.seed, parallel.rank)))
@@ -157,10 +164,10 @@ def build(
         with restoring(checkpoint / STATE_FILE):  # a hand-edited state is one sentence naming the file
             learner.load_state_dict(state)
             sampler.load_state_dict(state["sampler"])
-    score, match_key = _score(recipe)
+    score, match_key = _score(recipe, checked.rewards)
     policy = VLMPolicy(learner.model, processor, temperature=alg.temperature, top_p=alg.top_p, top_k=alg.top_k,
                        max_new_tokens=alg.max_completion_length, device=parallel.device)  # fmt: skip
-    image_first = image_first_of(recipe)
+    image_first = bool(checked.contract is not None and checked.contract.image_first)  # no entry: after, as UI-S1
 
     def roll(batch: Sequence[Sequence[Any]]) -> list[StepRecord]:
         learner.model.eval()
@@ -186,19 +193,12 @@ def rank_state(state: dict[str, Any], rank: int, world: int, checkpoint: Path) -
     return {**state, **state["ranks"][rank]} if "ranks" in state else state
 
 
-def training_samples(recipe: SemiOnlineRecipe) -> list[Any]:
-    """The recipe's step samples, each prompt the turn ``model.entry`` asks at that step
+def training_samples(recipe: SemiOnlineRecipe, contract: VLMSpec | None) -> list[Any]:
+    """The recipe's step samples, each prompt the turn ``contract`` (``model.entry``'s) asks at that step
     (:func:`~zoo.engines.vlm.contract.with_turn_contract`; the dataset yields raw goals)."""
     from zoo.engines.vlm.contract import with_turn_contract
 
-    spec = recipe.model.contract()
-    return [with_turn_contract(s, spec) for s in recipe.data.load()]
-
-
-def image_first_of(recipe: SemiOnlineRecipe) -> bool:
-    """Whether ``model.entry`` puts the screenshot before a turn's text (without an entry: after, as UI-S1)."""
-    spec = recipe.model.contract()
-    return bool(spec is not None and spec.image_first)
+    return [with_turn_contract(s, contract) for s in recipe.data.load()]
 
 
 def collect(
@@ -269,11 +269,12 @@ def _sampler(recipe: SemiOnlineRecipe, episodes: list[list[Any]], rng: random.Ra
                           f"{recipe.multi_turn.sampler_kwargs}: {err}") from None
 
 
-def _score(recipe: SemiOnlineRecipe) -> tuple[Any, str]:
-    """The recipe's rewards as one weighted sum, and the component holding the step match."""
+def _score(recipe: SemiOnlineRecipe, rewards: tuple[Any, ...]) -> tuple[Any, str]:
+    """The recipe's rewards (``rewards``: what the check looked up) as one weighted sum, and the component holding
+    the step match."""
     from rewards.base import WeightedSum
 
-    parts = [(spec.build(), spec.weight) for spec in recipe.rewards]
+    parts = [(spec.configure(reward), spec.weight) for spec, reward in zip(recipe.rewards, rewards)]
     total = WeightedSum(parts, name="reward")
     first = total.parts[0][0]
     return total, f"{first}/{recipe.multi_turn.match_component}"
@@ -292,6 +293,7 @@ class SemiOnlineLearner:
     def __init__(
         self, recipe: SemiOnlineRecipe, model: torch.nn.Module, processor: Any, parallel: DataParallel | None = None,
         *, precision: Precision | None = None, sharding: Sharding | None = None, initial: torch.nn.Module | None = None,
+        parts: AlgorithmParts | None = None,
     ) -> None:  # fmt: skip
         from zoo.distributed import DataParallel
         from zoo.engines.vlm.policy_model import peft_config
@@ -325,6 +327,8 @@ class SemiOnlineLearner:
                 frozen = self.precision.frozen
                 shard(self.reference, sharding, Precision(frozen, frozen, frozen), self.parallel.device)
         self.recipe, self.model, self.processor = recipe, model, processor
+        # the loss row, clips and policy loss as the engine's check resolved them (resolved here when not given)
+        self.parts = check_algorithm(recipe.algorithm) if parts is None else parts
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=tr.lr, weight_decay=tr.weight_decay)
         self.step = 0
@@ -378,9 +382,7 @@ class SemiOnlineLearner:
         mini-batch the old log-probabilities are the current ones detached (the ratio is 1 either way; the
         extra forward pass is skipped). The clip fraction and the ratio's mean and max are logged.
         """
-        from zoo.rl.losses import POLICY_LOSSES
-
-        alg, mt = self.recipe.algorithm, self.recipe.multi_turn
+        alg, mt, loss = self.recipe.algorithm, self.recipe.multi_turn, self.parts.loss
         generated = records if generated is None else generated
         metrics = _rollout_metrics(self._everyone(generated))
         adv = self.advantages(records)
@@ -393,11 +395,11 @@ class SemiOnlineLearner:
         old = self._logps(self.model, records, self._chunks(rows)) if mt.mini_batches > 1 else None
         ref = self._logps(self.reference, records, [c for cs in chunks for c in cs])
         self.model.train()
-        clip_low, clip_high = alg.clips()
-        loss_fn = POLICY_LOSSES.get(alg.loss.loss)
+        clip_low, clip_high = self.parts.clips
+        loss_fn = self.parts.policy_loss
         options = {"dual_clip": alg.dual_clip} if "dual_clip" in inspect.signature(loss_fn).parameters else {}
-        options.update(clip_low=clip_low, clip_high=clip_high, agg=alg.loss.aggregation,
-                       loss_scale_factor=alg.loss.scale(alg.max_completion_length))  # fmt: skip
+        options.update(clip_low=clip_low, clip_high=clip_high, agg=loss.aggregation,
+                       loss_scale_factor=loss.scale(alg.max_completion_length))  # fmt: skip
         stats = _PolicyStats()
         losses = []
         filler = _filler(records, rows, generated)
@@ -482,7 +484,7 @@ class SemiOnlineLearner:
                 stats.add(logps.detach(), before, mask, loss_stats)
             if ref and chunk:
                 kl = losses.kl_penalty(logps, pad_sequence([ref[i] for i in chunk], batch_first=True), alg.kl_estimator)
-                loss = loss + alg.beta * losses.aggregate(kl, mask, alg.loss.aggregation)
+                loss = loss + alg.beta * losses.aggregate(kl, mask, self.parts.loss.aggregation)
             # chunks are weighted by their share of turns: exact for the seq-mean aggregations,
             # a per-chunk token mean (not one over the whole mini-batch) for token-mean losses
             weighted = loss * len(chunk) / size

@@ -18,15 +18,15 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
 from zoo.engines.vlm.checkpoint import save_checkpoint, save_model
-from zoo.engines.vlm.recipe import ModelConfig, check_contract, check_image_first, check_own_loop_dtype
-from zoo.recipe import DataConfig, Recipe, RecipeError, TrainingBase
+from zoo.engines.vlm.checks import SFTChecked, check_sft
+from zoo.engines.vlm.sft_recipe import SFTRecipe
+from zoo.recipe import RecipeError
 from zoo.run_logging import CPU_MINUTES, MetricsLog
 from zoo.runs import read_state, restoring, start_run
 
@@ -40,83 +40,10 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "sft_state.pt"
 
 
-@dataclass(frozen=True)
-class SFTDataConfig(DataConfig):
-    """The prompts (a registered dataset) and the answers to teach (a registered answer format)."""
-
-    answer_format: str = ""
-    """Registered answer format (``zoo.data.ANSWER_FORMATS``): writes a sample's reference answer as text."""
-    stream: bool = False
-    """Draw every batch fresh: ``loader(n=batch_size, seed=stream_seed + rng.randrange(10**9), **kwargs)``
-    (synthetic tasks); ``False`` cycles through the loaded samples in a seeded random order."""
-    stream_seed: int = 1_000_000
-    """Offset of streamed batch seeds, keeping them clear of the held-out evaluation seeds."""
-    corpus_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Loader arguments for the samples whose prompt + answer train a ``tiny:`` model's tokenizer
-    (default: ``kwargs``)."""
-    multi_turn: bool = False
-    """Trajectory data (``meta["episode_id"]``/``["step"]``): each step is taught in its dialogue, the
-    earlier steps answered by the expert and the last two screenshots kept, as the semi-online RL
-    loop shows it (:func:`zoo.engines.vlm.semi_online_rollout.expert_turns`), each turn the one ``model.entry``
-    asks at that step (:func:`zoo.engines.vlm.contract.with_turn_contract`). A streamed batch
-    draws ``batch_size`` episodes and teaches ``batch_size`` of their steps."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SFTTrainingConfig(TrainingBase):
-    """Optimiser, batch and budget of an SFT run (the shared fields, plus these)."""
-
-    batch_size: int = 16
-    """Examples per optimiser step."""
-    warmup_steps: int = 30
-    """Linear warm-up steps, then a constant learning rate."""
-    decay_steps: int = 0
-    """Linear decay of the learning rate to zero over the last N of ``steps`` (warm-up-stable-decay,
-    :func:`~zoo.engines.vlm.sft.lr_factor`); 0 keeps it constant to the end."""
-    max_grad_norm: float = 1.0
-    """Gradient clipping norm."""
-    freeze_vision: bool = True
-    """Keep the vision tower frozen, as the papers do."""
-    fp32_master_weights: bool = True
-    """Keep the trained weights and AdamW's moments in float32 under ``model.dtype``'s 16-bit compute
-    (:mod:`zoo.precision`); ``false`` steps the 16-bit weights themselves and warns of the rounding."""
-    max_minutes: float | None = None
-    """Stop after this much CPU time of training (the equal-time control arm of an RL run); ``None``
-    runs ``steps`` steps."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SFTRecipe(Recipe):
-    """A supervised run of a VLM: teacher-forced cross-entropy on the answer tokens."""
-
-    model: ModelConfig = field(default_factory=ModelConfig)
-    """The model to train (``tiny:*``, a directory, a zoo name or a Hub base model)."""
-    data: SFTDataConfig = field(default_factory=SFTDataConfig)
-    """Prompts and answers."""
-    training: SFTTrainingConfig = field(default_factory=SFTTrainingConfig)
-    """Optimiser, checkpoints and output."""
-
-    def validate(self) -> None:
-        if not self.data.name or not self.data.answer_format:
-            raise RecipeError("an SFT recipe needs data.name (a dataset) and data.answer_format (zoo.data.ANSWER_FORMATS)")
-        check_contract(self.model, self.data.system_prompt, self.provenance)
-        check_own_loop_dtype(self.model, "engine vlm-sft")
-        if self.training.batch_size < 1:
-            raise RecipeError(f"training.batch_size={self.training.batch_size} must be >= 1")
-        if not 0 <= self.training.decay_steps <= self.training.steps:
-            raise RecipeError(f"training.decay_steps={self.training.decay_steps} must be between 0 and "
-                              f"training.steps={self.training.steps}")  # fmt: skip
-        if self.training.decay_steps and self.training.max_minutes is not None:
-            raise RecipeError("training.decay_steps decays towards training.steps, which training.max_minutes may "
-                              "never reach: use one or the other")  # fmt: skip
-        if self.data.multi_turn and not self.data.stream:
-            raise RecipeError("data.multi_turn needs data.stream: true (a batch draws whole episodes)")
-        if not self.data.multi_turn:
-            check_image_first(self.model, "the single-turn SFT loop")
-
-
-def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Run ``recipe`` into ``output_dir`` (``final/`` holds the model); returns ``output_dir``.
+def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False,
+          checked: SFTChecked | None = None) -> Path:  # fmt: skip
+    """Run ``recipe`` into ``output_dir`` (``final/`` holds the model); returns ``output_dir``. ``checked``: what the
+    engine's check resolved (:func:`~zoo.engines.vlm.checks.check_sft`; it runs here when not given).
 
     Under ``torchrun --nproc_per_node N`` the ranks split every global batch (:class:`~zoo.distributed.DataParallel`,
     gloo: this engine trains on the CPU) and rank 0 alone writes ``metrics.csv``, the checkpoints and ``final/``.
@@ -127,12 +54,13 @@ def train(recipe: SFTRecipe, output_dir: Path, *, resume: bool = False, dry_run:
 
     parallel = DataParallel()
     try:
-        return _train(recipe, output_dir, resume, parallel)
+        return _train(recipe, output_dir, resume, parallel, checked)
     finally:
         parallel.close()
 
 
-def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataParallel) -> Path:
+def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataParallel,
+           checked: SFTChecked | None) -> Path:  # fmt: skip
     from zoo.engines import ENGINES
     from zoo.engines.vlm.checkpoint import gather_weights
     from zoo.engines.vlm.policy_model import load_policy, policy_precision, resumed_policy
@@ -142,7 +70,7 @@ def _train(recipe: SFTRecipe, output_dir: Path, resume: bool, parallel: DataPara
     precision = policy_precision(recipe, cuda=False)  # this loop trains on the CPU
     start = start_run(output_dir, resume=resume)
     checkpoint = start.checkpoint
-    sampler = ExampleStream(recipe)
+    sampler = ExampleStream(recipe, checked)
     if checkpoint is not None:
         model, processor = resumed_policy(recipe, checkpoint)
     else:
@@ -204,12 +132,13 @@ class ExampleStream:
     alone does not say where a run stands mid-epoch: :meth:`state_dict` carries ``order`` into checkpoints.
     """
 
-    def __init__(self, recipe: SFTRecipe) -> None:
-        from zoo.data import answer_format
-
+    def __init__(self, recipe: SFTRecipe, checked: SFTChecked | None = None) -> None:
+        """``checked``: the entry's contract and the answer format as the engine's check resolved them (it runs here
+        when not given)."""
+        checked = check_sft(recipe) if checked is None else checked
         self.data = recipe.data
-        self.contract = recipe.model.contract()
-        self.answer = answer_format(self.data.answer_format)
+        self.contract = checked.contract
+        self.answer = checked.answer
         self.samples = [] if self.data.stream else self.data.load()
         if not self.data.stream and not self.samples:
             raise RecipeError(f"data {self.data.name!r} with kwargs={self.data.kwargs} gave no samples")

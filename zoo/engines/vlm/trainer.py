@@ -46,15 +46,14 @@ from trl import GRPOTrainer
 from trl.trainer.utils import split_pixel_values_by_grid, split_tensor_dict, unsplit_pixel_values_by_grid
 
 from zoo.engines.vlm import overlap
+from zoo.engines.vlm.checks import AlgorithmParts, check_algorithm
 from zoo.engines.vlm.plugins import Rollout, ScoredBatch, build_plugin, take_rows
 from zoo.engines.vlm.recipe import AlgorithmConfig, RolloutConfig
 from zoo.engines.vlm.rollout import compiled_decode_config, recording_rollout_logps
 from zoo.engines.vlm.trl_data import META_COLUMN
 from zoo.load import load_vlm_weights
 from zoo.rl import batching, losses
-from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
 from zoo.rl.importance import truncated_is_weights
-from zoo.rl.losses import POLICY_LOSSES
 from zoo.run_logging import MetricsLog
 from zoo.runs import COMPLETE_MARKER, CorruptCheckpointError, check_finite, latest_checkpoint, mark_complete
 
@@ -65,18 +64,22 @@ class ZooGRPOTrainer(GRPOTrainer):
     """``trl.GRPOTrainer`` whose advantages and loss come from :mod:`zoo.rl`.
 
     Args:
-        algorithm: the recipe's :class:`~zoo.engines.vlm.recipe.AlgorithmConfig` (estimator, loss, clips).
+        algorithm: the recipe's :class:`~zoo.engines.vlm.recipe.AlgorithmConfig` (its numbers).
+        parts: its names as the engine's check resolved them (loss row, clips, estimator, policy loss:
+            :func:`~zoo.engines.vlm.checks.check_algorithm`, which runs here when not given).
         rollout: the recipe's :class:`~zoo.engines.vlm.recipe.RolloutConfig` (its backend is already in
             the ``GRPOConfig``; here: compiled decode for ``static``, and the importance-sampling correction).
         *args, **kwargs: as ``trl.GRPOTrainer``.
     """
 
     def __init__(
-        self, *args: Any, algorithm: AlgorithmConfig, rollout: RolloutConfig | None = None, **kwargs: Any
-    ) -> None:
+        self, *args: Any, algorithm: AlgorithmConfig, parts: AlgorithmParts | None = None,
+        rollout: RolloutConfig | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
         self.algorithm = algorithm
+        self.parts = check_algorithm(algorithm) if parts is None else parts
         self.rollout = rollout or RolloutConfig()
-        self._estimator = ADVANTAGE_ESTIMATORS.get(algorithm.adv_estimator)
+        self._estimator = self.parts.estimator
         self._rewards_per_func: torch.Tensor | None = None
         self._plugins = [build_plugin(spec.name, spec.kwargs) for spec in algorithm.plugins]
         self._scorer = overlap.ChunkScorer()
@@ -180,7 +183,7 @@ class ZooGRPOTrainer(GRPOTrainer):
         output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         if mode == "train":
             self._select_rows(output, rewards, advantages, group_ids)
-        weight_key = self.algorithm.loss.sample_weight
+        weight_key = self.parts.loss.sample_weight
         if weight_key is not None:  # a paper's per-sample loss weight (GUI-G1's rate), from Sample.meta
             output["zoo_sample_weight"] = torch.tensor(
                 [float(json.loads(x.get(META_COLUMN, "{}")).get(weight_key, 1.0)) for x in inputs], device=device
@@ -311,7 +314,7 @@ class ZooGRPOTrainer(GRPOTrainer):
 
         Losses TRL has are reduced exactly as TRL reduces them; the others with their verl mode.
         """
-        loss = self.algorithm.loss
+        loss = self.parts.loss
         accum = self.current_gradient_accumulation_steps if mode == "train" else 1
         if loss.trl_loss_type is None:
             return loss.aggregation, loss.scale(self.max_completion_length), accum
@@ -327,8 +330,8 @@ class ZooGRPOTrainer(GRPOTrainer):
         return agg, None, accum
 
     def _policy_loss(self, logps, old, advantages, mask, agg, scale, weights):
-        clip_low, clip_high = self.algorithm.clips()
-        loss_fn = POLICY_LOSSES.get(self.algorithm.loss.loss)
+        clip_low, clip_high = self.parts.clips
+        loss_fn = self.parts.policy_loss
         options = {"dual_clip": self.algorithm.dual_clip} if "dual_clip" in inspect.signature(loss_fn).parameters else {}
         return loss_fn(
             logps, old, advantages, mask, clip_low=clip_low, clip_high=clip_high, agg=agg, weights=weights,

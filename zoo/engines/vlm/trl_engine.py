@@ -20,6 +20,7 @@ from rewards.adapters import to_trl
 from zoo.distributed import DataParallel
 from zoo.engines import ENGINES
 from zoo.engines.vlm import rollout
+from zoo.engines.vlm.checks import VLMChecked, check_trl
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.policy_model import load_policy, peft_config
 from zoo.engines.vlm.recipe import RolloutConfig, VLMRecipe
@@ -28,15 +29,16 @@ from zoo.runs import start_run
 if TYPE_CHECKING:
     from trl import GRPOConfig
 
-    from zoo.precision import Precision
-
     from zoo.engines.vlm.trainer import ZooGRPOTrainer
+    from zoo.precision import Precision
 
 logger = logging.getLogger(__name__)
 
 
-def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
-    """Train ``recipe`` with :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer`; returns ``output_dir``.
+def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False,
+          checked: VLMChecked | None = None) -> Path:  # fmt: skip
+    """Train ``recipe`` with :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer`; returns ``output_dir``. ``checked``:
+    what the engine's check resolved (:func:`~zoo.engines.vlm.checks.check_trl`; it runs here when not given).
 
     Single-turn only (TRL generates one completion per prompt): a multi-turn estimator's recipe is a
     :class:`~zoo.engines.vlm.recipe.SemiOnlineRecipe` of engine ``vlm-semi-online``.
@@ -46,7 +48,7 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     ENGINES.get(recipe.engine).launched(recipe.launch)  # accelerate applies the config; it must be the one named
     start = start_run(output_dir, resume=resume)  # metrics.csv is TRL's callback's (MetricsCallback)
     checkpoint = start.checkpoint
-    trainer = build_trainer(recipe, output_dir)
+    trainer = build_trainer(recipe, output_dir, checked=checked)
     if checkpoint is not None and start.step >= recipe.training.steps:
         # Resuming a finished run: HF's loop would still take one more step. Keep the result instead.
         logger.info("%s already reached training.steps=%d; nothing to resume", checkpoint, recipe.training.steps)
@@ -60,13 +62,15 @@ def train(recipe: VLMRecipe, output_dir: Path, *, resume: bool = False, dry_run:
     return output_dir
 
 
-def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | None = None) -> ZooGRPOTrainer:
-    """The :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer` for ``recipe`` (model, data, rewards, config)."""
+def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | None = None,
+                  checked: VLMChecked | None = None) -> ZooGRPOTrainer:  # fmt: skip
+    """The :class:`~zoo.engines.vlm.trainer.ZooGRPOTrainer` for ``recipe`` (model, data, rewards, config), from what
+    the engine's check resolved (``checked``; it runs here when not given)."""
     from zoo.engines.vlm.trainer import MetricsCallback, ZooGRPOTrainer
     from zoo.engines.vlm.trl_data import to_trl_dataset
 
-    contract = recipe.model.contract()  # looked up once, not per sample
-    samples = [with_contract(s, contract) for s in recipe.data.load()]
+    checked = check_trl(recipe) if checked is None else checked
+    samples = [with_contract(s, checked.contract) for s in recipe.data.load()]
     # fp32 master weights under bf16 autocast (HF Trainer's bf16=True over float32 weights; ZeRO-3 and accelerate's
     # FSDP keep their own fp32 copies from these): zoo.precision
     model, processor = load_policy(recipe, samples, precision=_precision(recipe))
@@ -76,26 +80,30 @@ def build_trainer(recipe: VLMRecipe, output_dir: Path, callbacks: list[Any] | No
         logger.info("froze %d vision-tower parameters", freeze_vision_tower(model))
     return ZooGRPOTrainer(
         model=model,
-        reward_funcs=[to_trl(spec.build(), name=spec.name) for spec in recipe.rewards],
-        args=grpo_config(recipe, output_dir),
+        reward_funcs=[to_trl(spec.configure(reward), name=spec.name)
+                      for spec, reward in zip(recipe.rewards, checked.rewards)],  # fmt: skip
+        args=grpo_config(recipe, output_dir, checked),
         train_dataset=to_trl_dataset(samples, recipe.data.system_prompt, processor=processor),
         processing_class=processor,
         peft_config=peft_config(recipe),
         callbacks=[MetricsCallback(output_dir), *(callbacks or [])],
         algorithm=recipe.algorithm,
+        parts=checked.algorithm,
         rollout=recipe.rollout,
     )
 
 
-def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
-    """TRL ``GRPOConfig`` from the recipe (loss/advantage settings are read by ZooGRPOTrainer)."""
+def grpo_config(recipe: VLMRecipe, output_dir: Path, checked: VLMChecked | None = None) -> GRPOConfig:
+    """TRL ``GRPOConfig`` from the recipe and its loss row and clips as the check resolved them (``checked``; it runs
+    here when not given); the loss and advantages themselves are ZooGRPOTrainer's."""
     from trl import GRPOConfig
 
+    checked = check_trl(recipe) if checked is None else checked
     alg, tr = recipe.algorithm, recipe.training
-    clip_low, clip_high = alg.clips()
+    clip_low, clip_high = checked.algorithm.clips
     checkpointing = {_checkpointing_arg(): tr.gradient_checkpointing}
     # ZooGRPOTrainer computes the loss itself; TRL's loss_type only matters for TRL's own bookkeeping.
-    trl_loss = alg.loss.trl_loss_type or "grpo"
+    trl_loss = checked.algorithm.loss.trl_loss_type or "grpo"
     return GRPOConfig(
         output_dir=str(output_dir),
         learning_rate=tr.lr,
@@ -126,7 +134,7 @@ def grpo_config(recipe: VLMRecipe, output_dir: Path) -> GRPOConfig:
         epsilon=clip_low,
         epsilon_high=clip_high,
         loss_type=trl_loss,
-        importance_sampling_level="sequence" if alg.loss.sequence_level else "token",
+        importance_sampling_level="sequence" if checked.algorithm.loss.sequence_level else "token",
         scale_rewards="group" if alg.normalize_std else "none",
         reward_weights=[spec.weight for spec in recipe.rewards],
         remove_unused_columns=False,

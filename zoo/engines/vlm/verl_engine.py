@@ -39,11 +39,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from zoo.algorithms import POLICY_LOSSES
+from zoo.engines.vlm.checks import AlgorithmParts, VLMChecked, check_algorithm, check_verl
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.recipe import VerlRecipe
 from zoo.engines.vlm.verl_prompts import ImageSettings, image_settings, prompt_data, prompt_tokens
 from zoo.recipe import RecipeError
-from zoo.rl.losses import POLICY_LOSSES
 
 logger = logging.getLogger(__name__)
 
@@ -53,12 +54,14 @@ _KL = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}
 _NO_DUAL_CLIP = 1e9  # verl requires clip_ratio_c > 1; this large value switches the dual clip off
 
 
-def train(recipe: VerlRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False) -> Path:
+def train(recipe: VerlRecipe, output_dir: Path, *, resume: bool = False, dry_run: bool = False,
+          checked: VLMChecked | None = None) -> Path:  # fmt: skip
     """Export ``recipe`` to ``output_dir/verl`` and, unless ``dry_run``, launch verl; returns ``output_dir``.
+    ``checked``: what the engine's check resolved (:func:`~zoo.engines.vlm.checks.check_verl`).
 
     ``resume`` is verl's own: its trainer resumes from ``trainer.default_local_dir`` by default.
     """
-    folder = export(recipe, output_dir)
+    folder = export(recipe, output_dir, checked)
     if dry_run:
         logger.info("verl files written to %s (dry run; launch with %s)", folder, folder / "run_verl.sh")
         return output_dir
@@ -74,13 +77,14 @@ def train(recipe: VerlRecipe, output_dir: Path, *, resume: bool = False, dry_run
     return output_dir
 
 
-def export(recipe: VerlRecipe, output_dir: Path) -> Path:
-    """Write parquet, reward module, overrides and launch script; returns the ``verl`` folder."""
+def export(recipe: VerlRecipe, output_dir: Path, checked: VLMChecked | None = None) -> Path:
+    """Write parquet, reward module, overrides and launch script; returns the ``verl`` folder. The entry's contract is
+    the one the engine's check resolved (``checked``; it runs here when not given)."""
+    checked = check_verl(recipe) if checked is None else checked
     folder = Path(output_dir).resolve() / "verl"
     folder.mkdir(parents=True, exist_ok=True)
     source = data_source(recipe)
-    contract = recipe.model.contract()  # looked up once, not per sample
-    samples = [with_contract(s, contract) for s in recipe.data.load()]
+    samples = [with_contract(s, checked.contract) for s in recipe.data.load()]
     rows = parquet_rows(samples, source, ability=recipe.data.name, system=recipe.data.system_prompt)
     if not rows:
         raise RecipeError("the dataset yielded no samples; check data.name / data.kwargs in the recipe")
@@ -90,7 +94,7 @@ def export(recipe: VerlRecipe, output_dir: Path) -> Path:
     logger.info("data.max_prompt_length=%d: the longest of the %d prompts, image tokens included", longest, len(rows))
     write_parquet(rows, folder / "train.parquet", images)
     write_reward_module(recipe, folder / "reward_fn.py", source)
-    args = verl_overrides(recipe, folder, model, images, longest)
+    args = verl_overrides(recipe, folder, model, images, longest, checked.algorithm)
     (folder / "verl_args.yaml").write_text(_yaml(args))
     script = folder / "run_verl.sh"
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in _env().items())
@@ -203,17 +207,20 @@ def model_path(recipe: VerlRecipe, folder: Path, samples: list) -> str:
 
 
 def verl_overrides(
-    recipe: VerlRecipe, folder: Path, model: str, images: ImageSettings, max_prompt_length: int
-) -> dict[str, str]:
+    recipe: VerlRecipe, folder: Path, model: str, images: ImageSettings, max_prompt_length: int,
+    parts: AlgorithmParts | None = None,
+) -> dict[str, str]:  # fmt: skip
     """Hydra overrides for verl 0.9.1 ``main_ppo`` (keys of ``trainer/config/ppo_trainer.yaml``); ``images`` and
-    ``max_prompt_length`` size the prompts (:func:`prompt_data`)."""
+    ``max_prompt_length`` size the prompts (:func:`prompt_data`); ``parts``: the loss row and clips as the engine's
+    check resolved them (resolved here when not given)."""
     alg, tr, eng = recipe.algorithm, recipe.training, recipe.verl
-    loss = alg.loss
+    parts = check_algorithm(alg) if parts is None else parts
+    loss = parts.loss
     if loss.sample_weight is not None:
         logger.warning("loss_type %r weights samples by meta[%r]; verl's loss API has no per-sample weight, so "
                        "the verl run uses weight 1", loss.name, loss.sample_weight)  # fmt: skip
     scale = loss.scale(alg.max_completion_length)
-    clip_low, clip_high = alg.clips()
+    clip_low, clip_high = parts.clips
     prompts_per_step = tr.batch_size * tr.grad_accum // alg.num_generations * eng.n_gpus_per_node * eng.nnodes
     actor = "actor_rollout_ref.actor"
     args = {

@@ -24,8 +24,7 @@ from typing import Any
 
 import torch
 
-from zoo.rl.advantages import ADVANTAGE_ESTIMATORS
-from zoo.rl.losses import POLICY_LOSSES
+from zoo.algorithms import ADVANTAGE_ESTIMATORS, POLICY_LOSSES
 
 logger = logging.getLogger(__name__)
 

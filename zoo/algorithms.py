@@ -1,11 +1,17 @@
-"""The loss table: each recipe ``loss_type`` registered once, with everything an engine needs.
+"""The algorithm tables a recipe names: advantage estimators, policy losses and loss types.
 
-A paper's loss is a choice of surrogate (:data:`~zoo.rl.losses.POLICY_LOSSES`), of how the
-(B, T) per-token loss is reduced, of the clip range, and of any per-sample weight. Both VLM
-engines read this one table: the TRL engine reproduces TRL's own reduction for the losses TRL
-has (``trl_loss_type``) and verl's named reduction for the others; the verl export writes the
-same reduction as verl's ``loss_agg_mode``. A domain whose paper defines its own loss registers
-it here from its rewards module (GUI-G1's rate-weighted token sum lives in ``domains/gui``).
+:mod:`zoo.rl` is pure maths (tensors in, tensors out) and names nothing; this module is where those
+functions get the names a recipe's ``algorithm:`` block uses, and where a domain's paper adds its own
+(a domain's ``algorithms`` module, imported by :func:`zoo.domains.load_algorithms` on a table's first
+miss, so a name any domain registers resolves whatever was imported first). The pattern is verl's
+decorator registries (``verl/trainer/ppo/core_algos.py``: ``register_adv_est``, ``register_policy_loss``),
+kept apart from the functions so that ``zoo.rl`` imports no discovery.
+
+A paper's loss is a choice of surrogate (:data:`POLICY_LOSSES`), of how the (B, T) per-token loss is
+reduced, of the clip range, and of any per-sample weight: one :class:`LossType` row of :data:`LOSS_TYPES`.
+Both VLM engines read this one table: the TRL engine reproduces TRL's own reduction for the losses TRL
+has (``trl_loss_type``) and verl's named reduction for the others; the verl export writes the same
+reduction as verl's ``loss_agg_mode``.
 """
 
 from __future__ import annotations
@@ -13,8 +19,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zoo.domains import load_algorithms
-from zoo.rl.losses import AGG_MODES, POLICY_LOSSES, TRL_LOSS_TYPES
+from zoo.rl import advantages, losses, semi_online
+from zoo.rl.losses import AGG_MODES, TRL_LOSS_TYPES
 from zoo_common.registry import Registry
+
+ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator", discover=load_algorithms)
+"""Name -> estimator ``fn(rewards, group_ids, *, mask=None, **options)`` (:mod:`zoo.rl.advantages`)."""
+
+POLICY_LOSSES: Registry = Registry("policy loss", discover=load_algorithms)
+"""Name -> ``fn(logp, old_logp, advantages, mask, **options) -> (loss, stats)`` (:mod:`zoo.rl.losses`)."""
+
+ADVANTAGE_ESTIMATORS.register("grpo", advantages.grpo)
+ADVANTAGE_ESTIMATORS.register("rloo", advantages.rloo)
+ADVANTAGE_ESTIMATORS.register("reinforce-plus-plus-baseline", advantages.reinforce_plus_plus_baseline,
+                              aliases=("reinforce++-baseline",))  # fmt: skip
+ADVANTAGE_ESTIMATORS.register("reinforce-plus-plus", advantages.reinforce_plus_plus, aliases=("reinforce++",))
+ADVANTAGE_ESTIMATORS.register("ui-s1", semi_online.ui_s1)
+POLICY_LOSSES.register("vanilla", losses.clipped_surrogate, aliases=("clip", "ppo"))
+POLICY_LOSSES.register("gspo", losses.gspo_loss)
 
 
 @dataclass(frozen=True)
@@ -23,7 +45,7 @@ class LossType:
 
     Attributes:
         name: the recipe value (``dapo``).
-        loss: the surrogate in :data:`~zoo.rl.losses.POLICY_LOSSES` (``vanilla`` clipped PPO, ``gspo``).
+        loss: the surrogate in :data:`POLICY_LOSSES` (``vanilla`` clipped PPO, ``gspo``).
         aggregation: verl ``loss_agg_mode`` reducing the (B, T) loss (used by verl, and by the TRL
             engine when ``trl_loss_type`` is ``None``).
         trl_loss_type: TRL ``GRPOConfig.loss_type`` whose reduction the TRL engine reproduces
