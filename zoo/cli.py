@@ -343,21 +343,26 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from zoo.benchmarks import evaluating_domain
-    from zoo.domains import DOMAINS
-    from zoo.import_strings import resolve
+    from zoo.benchmarks import BENCHMARKS, benchmark_name
+    from zoo.hub import lookup
     from zoo.load import load
 
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit {args.limit}: evaluate at least one sample (leave --limit out for all of them)")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out} is a file; --out names the folder the results are written into")
+    # what can be refused without the weights is refused before they load: the benchmark's name, the files
+    # --path names, and (for a registered model, or with --entry) the domain that evaluates it and its --option keys
+    BENCHMARKS.get(benchmark_name(args.data))
+    if args.path and not Path(args.path).expanduser().exists():
+        raise ValueError(f"--path {args.path}: no such file or folder (the benchmark's files on this machine)")
+    known = info(args.entry) if args.entry else lookup(args.name).entry
+    if known is not None:
+        _evaluation(args, known.domain)
     pipe = load(args.name, revision=args.revision, device=args.device, entry=args.entry,
                 trust_remote_code=args.trust_remote_code)  # fmt: skip
-    domain = evaluating_domain(args.data, pipe.entry.domain if pipe.entry.domain in DOMAINS else None)
-    evaluate = resolve(domain.evaluate, what=f"the evaluation of domain {domain.name!r}")
+    evaluate, options = _evaluation(args, pipe.entry.domain)
     out_dir = Path(args.out or f"outputs/eval/{pipe.entry.name}-{args.data}")
-    options = _eval_options(evaluate, args.options)
     try:
         metrics = evaluate(pipe, data=args.data, path=args.path, out_dir=out_dir, limit=args.limit, **options)
     except ValueError as err:  # a file the loader could not read: say which (decode errors do not)
@@ -367,6 +372,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print(json.dumps(metrics, indent=2, default=str))
     print(f"details in {out_dir}")
     return 0
+
+
+def _evaluation(args: argparse.Namespace, model_domain: str | None) -> tuple[Any, dict[str, Any]]:
+    """The evaluation function that runs ``--data`` for a model of ``model_domain``, and its ``--option`` values."""
+    from zoo.benchmarks import evaluating_domain
+    from zoo.domains import DOMAINS
+    from zoo.import_strings import resolve
+
+    domain = evaluating_domain(args.data, model_domain if model_domain in DOMAINS else None)
+    evaluate = resolve(domain.evaluate, what=f"the evaluation of domain {domain.name!r}")
+    return evaluate, _eval_options(evaluate, args.options)
 
 
 def _eval_options(evaluate: Any, pairs: Sequence[str]) -> dict[str, Any]:

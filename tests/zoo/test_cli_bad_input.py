@@ -149,6 +149,27 @@ def test_eval_refuses_a_useless_limit_or_a_file_as_output_folder(flags: list[str
     assert said in err and err.count("\n") == 0, err
 
 
+@pytest.mark.parametrize("args, said", [
+    (["gui-grounding-tiny", "--data", "nonsense"], "unknown benchmark 'nonsense'"),
+    (["gui-grounding-tiny", "--data", "screenspot", "--path", "/no/such/folder"], "--path /no/such/folder: no such"),
+    (["gui-grounding-tiny", "--data", "geneval"], "evaluated by the image domain"),
+    (["gui-grounding-tiny", "--data", "synthetic-tiny", "--option", "foo=1"], "--option foo"),
+    (["flow-grpo-tiny-colour", "--data", "geneval", "--path", "/no/prompts.jsonl"], "--path /no/prompts.jsonl"),
+])  # fmt: skip
+def test_eval_refuses_bad_arguments_before_the_model_loads(args: list[str], said: str, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture) -> None:  # fmt: skip
+    """Issue 55: an argument error comes before the weights load (a load here fails the test)."""
+    import importlib
+
+    def no_load(*_: object, **__: object) -> None:
+        raise AssertionError("the model loaded before the arguments were checked")
+
+    monkeypatch.setattr(importlib.import_module("zoo.load"), "load", no_load)  # the module (zoo.load is the function)
+    assert main(["eval", *args]) in (1, 2)  # 2: an unknown name (zoo.cli's exit code for it)
+    err = capsys.readouterr().err.strip()
+    assert said in err and err.count("\n") == 0, err
+
+
 @pytest.mark.parametrize("data", ["geneval", "ocr"])
 def test_image_eval_refuses_a_fifo_or_a_device_instead_of_reading_it(data: str, tmp_path: Path) -> None:
     """A FIFO blocked the read forever and /dev/zero filled memory; neither is opened now."""

@@ -31,7 +31,7 @@ TreeGRPO (its code not read here) and Adv-GRPO (a Flow-GRPO derivative) take Flo
 Sources: flow_grpo ``config/grpo.py`` and ``config/base.py``; DanceGRPO
 ``scripts/finetune/finetune_flux_grpo_8gpus.sh``; ddpo-pytorch ``config/base.py``; RLCM
 (Owen-Oertell/rlcm ``lcm_rl_pytorch/conf/config.yaml``); Adv-GRPO ``config/grpo.py`` (its
-``dino_cotrain_sd3_patch_fast`` preset, without the fast SDE window). TreeGRPO (arXiv 2512.08153): its code
+``dino_cotrain_sd3_patch_fast`` preset; its fast SDE window is ``AdvGRPOConfig``'s default). TreeGRPO (arXiv 2512.08153): its code
 (github.com/zh-ding/TreeGRPO) could not be read here; the tree advantage of :mod:`zoo.engines.diffusion.tree` is
 the zoo's own construction, and its sliding tree window is not implemented.
 """

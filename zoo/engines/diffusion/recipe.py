@@ -236,6 +236,13 @@ class AdvGRPOConfig(FlatRolloutConfig, NoisyStepConfig):
     their provenance rows and ``--set algorithm.discriminator=...`` name them."""
 
     method: str = "adv_grpo"
+    sde_window_size: int = 2
+    """Adv-GRPO samples fast: two SDE steps, ODE elsewhere, in every preset of the authors' (``train_num_steps = 2``,
+    showlab/Adv-GRPO@8287f90:config/grpo.py:42 ``dino_cotrain_sd3_fast``, :113 ``dino_cotrain_sd3_patch_fast``,
+    :326 ``pickscore_cotrain_sd3_fast``); 0 turns the window off."""
+    sde_window_range: tuple[int, int] | None = (0, 2)
+    """The window starts at the first step (``random_timestep = 0`` in the same presets, config/grpo.py:55, :126,
+    :339)."""
     discriminator: str = "dinov2"
     """Adv-GRPO: whose score is the reward: ``dinov2`` (a head on a frozen DINOv2, their
     ``train_sd3_fast_dino_patch.py``) or ``pickscore`` (PickScore's CLIP, its last vision layers fine-tuned,
