@@ -36,12 +36,30 @@ pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_skip_without_renderer)
 #: unit of ``--dist loadfile``, so the fixture is built on one worker only. ``tests/demo``: five ``zoo demo``
 #: servers and a chromium (measured on 2 cores: 145 CPU-s when its files were spread over both workers, 74 on one).
 ONE_WORKER_FOLDERS = ("tests/demo/",)
+#: The costliest units of ``--dist loadfile``, costliest first (CPU-seconds of each alone, measured on 2 cores): files
+#: whose tests launch training jobs of their own (torchrun ranks, verl's venv, demo servers, a site build). They are
+#: handed out first, so the many short files keep the other worker busy meanwhile and the run does not end on one of
+#: them with a worker idle; pytest-xdist's own order (most tests first) would hand these few-test files out last.
+FIRST_UNITS = (
+    "tests/engines/test_vlm_sharded.py",  # 158
+    "tests/engines/test_diffusion_sharded.py",  # 126
+    "tests/engines/test_semi_online_multiprocess.py",  # 80
+    "tests/demo/",  # 74
+    "tests/engines/test_trl_multiprocess.py",  # 74
+    "tests/engines/test_sft_multiprocess.py",  # 65
+    "tests/engines/test_diffusion_multiprocess.py",  # 64
+    "tests/docs/test_site.py",  # 51
+    "tests/verl/test_verl_reads_export.py",  # 49
+    "tests/contract/test_import_order.py",  # 39
+    "tests/contract/test_readme_examples.py",  # 38
+)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """``--dist loadfile`` with :data:`ONE_WORKER_FOLDERS` each sent to one worker as a whole; any other
-    distribution mode keeps pytest-xdist's own scheduler. Optional: without pytest-xdist the hook is unknown."""
+    """``--dist loadfile`` with :data:`ONE_WORKER_FOLDERS` each sent to one worker as a whole and
+    :data:`FIRST_UNITS` handed out first; any other distribution mode keeps pytest-xdist's own scheduler. Optional:
+    without pytest-xdist the hook is unknown."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -50,6 +68,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
             return next((folder for folder in ONE_WORKER_FOLDERS if scope.startswith(folder)), scope)
+
+        def next_unit(self) -> str:
+            """The unit to hand out next: the first of :data:`FIRST_UNITS` still waiting, else xdist's next."""
+            return next((unit for unit in FIRST_UNITS if unit in self.workqueue), next(iter(self.workqueue)))
+
+        def _assign_work_unit(self, node: object) -> None:
+            self.workqueue.move_to_end(self.next_unit(), last=False)
+            super()._assign_work_unit(node)
 
     return FolderAwareLoadFile(config, log)
 

@@ -40,3 +40,36 @@ def pinned_commit(repo_id: str) -> str | None:
 
     pins = [e.revision for e in map(zoo.info, zoo.list_models()) if e.repo_id == repo_id and e.revision]
     return pins[0] if pins else None
+
+
+#: Runs each ``(name, code)`` of the JSON file argv[1] in a fresh namespace and prints ``{name: traceback or ""}``.
+_RUN_SNIPPETS = """
+import json, sys, traceback
+outcome = {}
+for name, code in json.load(open(sys.argv[1])):
+    try:
+        exec(compile(code, name, "exec"), {"__name__": "__main__"})
+        outcome[name] = ""
+    except Exception:
+        outcome[name] = traceback.format_exc()
+print("\\n" + json.dumps(outcome))
+"""
+
+
+def run_offline(snippets: list[tuple[str, str]], cache: Path, cwd: Path, timeout: float = 900) -> dict[str, str]:
+    """Run each ``(name, code)`` as a reader would, from ``cwd`` with ``HF_HUB_OFFLINE=1`` and ``cache`` as the Hugging
+    Face cache: one fresh namespace per snippet, one process for all (the imports are paid once). Returns each name's
+    traceback, an empty string where the snippet ran."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    listing = Path(cwd) / "snippets.json"
+    listing.write_text(json.dumps(snippets))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", _RUN_SNIPPETS, str(listing)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"the snippet runner itself failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.rstrip().rsplit("\n", 1)[-1])

@@ -1,11 +1,13 @@
 """``make test``'s scheduler (tests/conftest.py): files are units of work, except a folder whose session fixture is
-costly, which goes to one worker whole."""
+costly, which goes to one worker whole; the costliest units are handed out first."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.conftest import ONE_WORKER_FOLDERS, pytest_xdist_make_scheduler
+from tests.conftest import FIRST_UNITS, ONE_WORKER_FOLDERS, pytest_xdist_make_scheduler
 
 pytest.importorskip("xdist", reason="pytest-xdist is the dev extra's (pip install -e '.[dev]')")
 
@@ -33,3 +35,32 @@ def test_a_one_worker_folder_is_one_unit_and_other_files_stay_their_own() -> Non
 
 def test_other_distribution_modes_keep_xdists_scheduler() -> None:
     assert pytest_xdist_make_scheduler(_Options("load"), None) is None
+
+
+class _Worker:
+    """A worker as the scheduler sees it: it records the test indexes it is sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[list[int]] = []
+
+    def send_runtest_some(self, indexes: list[int]) -> None:
+        self.sent.append(indexes)
+
+
+def test_the_costliest_units_are_handed_out_first_then_xdists_order() -> None:
+    scheduler = pytest_xdist_make_scheduler(_Options("loadfile"), None)
+    waiting = ["tests/zoo/test_a.py", FIRST_UNITS[2], "tests/zoo/test_b.py", FIRST_UNITS[0]]
+    collection = [f"{unit}::test_x" for unit in waiting]
+    worker = _Worker()
+    scheduler.registered_collections[worker] = collection
+    scheduler.workqueue.update((unit, {f"{unit}::test_x": False}) for unit in waiting)
+    while scheduler.workqueue:
+        scheduler._assign_work_unit(worker)
+    handed = [collection[i].split("::")[0] for (i,) in worker.sent]
+    assert handed == [FIRST_UNITS[0], FIRST_UNITS[2], "tests/zoo/test_a.py", "tests/zoo/test_b.py"]
+
+
+def test_every_first_unit_is_a_test_file_or_a_one_worker_folder() -> None:
+    root = Path(__file__).parents[1]
+    for unit in FIRST_UNITS:
+        assert (root / unit).is_file() or unit in ONE_WORKER_FOLDERS, unit

@@ -25,8 +25,8 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.card_kinds import CardKind, card_kind
-from zoo.hub import CHECKPOINTS_DIR, is_repo_id
+from zoo.card_kinds import CHECKOUT, CardKind, SnippetOrigin, card_kind
+from zoo.hub import CHECKPOINTS_DIR, is_repo_id, repo_id_problem
 from zoo.import_strings import PROJECT_ROOT, resolve
 from zoo.records import TrainingRecord, read_record
 from zoo.registry import ModelEntry, info
@@ -36,6 +36,9 @@ TEMPLATE = Path(__file__).parent / "templates" / "model_card.md"
 TABLE_TITLE = "Training record"
 #: The rendered cards, one folder per entry (``README.md`` and the figures its sections show).
 CARDS_DIR = PROJECT_ROOT / "model_cards"
+
+#: A fenced Python block of a card's Markdown (the first one is its usage snippet).
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", flags=re.DOTALL)
 
 #: Domains whose models must spell out that they are not for clinical or driving decisions.
 SAFETY_CRITICAL = {
@@ -78,15 +81,18 @@ def _revision_line(entry: ModelEntry) -> str:
     return entry.revision_note or "not pinned (follows `main`)"
 
 
-def render_card(entry: ModelEntry, record: TrainingRecord | None = None) -> ModelCard:
-    """The card for ``entry``: from its training record when it has one (default: read from checkpoints/)."""
+def render_card(
+    entry: ModelEntry, record: TrainingRecord | None = None, origin: SnippetOrigin = CHECKOUT
+) -> ModelCard:
+    """The card for ``entry``: from its training record when it has one (default: read from checkpoints/); its
+    usage snippet runs where ``origin`` says the reader has the model (a checkout, or the repository pushed to)."""
     record = record or training_record(entry)
-    card = _record_card(entry, record) if record is not None else _template_card(entry)
+    card = _record_card(entry, record, origin) if record is not None else _template_card(entry, origin)
     validate_card(card, entry)
     return card
 
 
-def _template_card(entry: ModelEntry) -> ModelCard:
+def _template_card(entry: ModelEntry, origin: SnippetOrigin) -> ModelCard:
     kind = card_kind(entry)
     known = entry.license != "unknown"
     data = ModelCardData(
@@ -118,7 +124,7 @@ def _template_card(entry: ModelEntry) -> ModelCard:
         revision_line=_revision_line(entry),
         paper_link=paper,
         weights=weights,
-        usage=kind.usage(entry),
+        usage=kind.usage(entry, origin),
         how_it_works=kind.how_it_works(entry),
         intended_use=f"Research on {entry.task}.",
         out_of_scope=SAFETY_CRITICAL.get(entry.domain, "Anything beyond the task above."),
@@ -129,7 +135,7 @@ def _template_card(entry: ModelEntry) -> ModelCard:
     )
 
 
-def _record_card(entry: ModelEntry, record: TrainingRecord) -> ModelCard:
+def _record_card(entry: ModelEntry, record: TrainingRecord, origin: SnippetOrigin) -> ModelCard:
     """A trained checkpoint's card: the record's summary and sections, its stages, its ``model-index``."""
     if record.entry != entry.name:
         raise CardError(f"checkpoints/{entry.name}/training.json records entry {record.entry!r}")
@@ -148,12 +154,22 @@ def _record_card(entry: ModelEntry, record: TrainingRecord) -> ModelCard:
             for r in record.evaluation
         ] or None,
     )  # fmt: skip
-    parts = [f"# {entry.name}", record.summary.strip()]
-    if not any("```python" in section.markdown for section in record.sections):  # every card shows how to load it
-        parts.append(f"## Use\n\n```python\n{kind.usage(entry)}\n```")
-    parts += [f"## {section.title}\n\n{section.markdown.strip()}" for section in record.sections]
+    parts = [f"# {entry.name}", record.summary.strip(), *_sections_with_usage(record, kind.usage(entry, origin))]
     parts += [_record_table(record)] if record.stages or record.comparisons else []
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(parts) + "\n")
+
+
+def _sections_with_usage(record: TrainingRecord, usage: str) -> list[str]:
+    """The record's sections with the kind's usage in place of their first Python block, which marks where the card
+    shows it (a "Use" section first where none has one): the one generator's snippet, run where the card is read,
+    and the record's own words around it."""
+    block, sections, placed = f"```python\n{usage}\n```", [], False
+    for section in record.sections:
+        text = section.markdown.strip()
+        if not placed and PYTHON_BLOCK.search(text):
+            text, placed = PYTHON_BLOCK.sub(lambda _: block, text, count=1), True
+        sections.append(f"## {section.title}\n\n{text}")
+    return sections if placed else [f"## Use\n\n{block}", *sections]
 
 
 def _record_table(record: TrainingRecord) -> str:
@@ -242,10 +258,15 @@ def _validate_kind(card: ModelCard, meta: dict[str, Any], entry: ModelEntry) -> 
     unearned = {"grpo", "dapo", "reinforcement-learning"} & set(meta["tags"]) - earned
     if unearned:
         raise CardError(f"{entry.name}: tags {sorted(unearned)} claim RL training the entry does not record")
-    blocks = re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)
-    if not blocks:
-        raise CardError(f"{entry.name}: the card has no Python usage snippet")
-    check_usage(blocks[0], kind, entry.name)
+    check_usage(usage_code(card.text, entry.name), kind, entry.name)
+
+
+def usage_code(card_text: str, name: str) -> str:
+    """The card's usage snippet: its first Python block (:class:`CardError` when it has none)."""
+    found = PYTHON_BLOCK.search(card_text)
+    if found is None:
+        raise CardError(f"{name}: the card has no Python usage snippet")
+    return found.group(1)
 
 
 def _resolve(target: str | None, kind: CardKind) -> Any:
@@ -262,7 +283,8 @@ def check_usage(code: str, kind: CardKind, name: str) -> None:
 
     ``zoo.X`` must be in :mod:`zoo`; ``pipe`` (what ``zoo.load`` returns) must have the methods and
     attributes used on it, and ``pred = pipe(...)`` the output's; an entry without weights may not
-    call ``zoo.load`` at all (it raises).
+    call ``zoo.load`` at all (it raises). A file fetched with ``hf_hub_download`` is one ``zoo push`` publishes:
+    ``examples/<file>`` of this checkout, from a valid repository id, both written out.
     """
     import zoo
 
@@ -272,6 +294,8 @@ def check_usage(code: str, kind: CardKind, name: str) -> None:
         raise CardError(f"{name}: the usage snippet is not valid Python ({err})") from None
     objects: dict[str, Any] = {"zoo": zoo}
     imported = _imported_names(tree, name)
+    for repo_id, filename in _downloads(tree, name):
+        _check_download(repo_id, filename, name)
     pipeline, output = _resolve(kind.pipeline, kind), _resolve(kind.output, kind)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
@@ -297,6 +321,39 @@ def check_usage(code: str, kind: CardKind, name: str) -> None:
                 raise CardError(f"{name}: the usage calls pipe(...), which this kind does not have")
             if called not in objects and called not in imported and called != "pipe" and not hasattr(builtins, called):
                 raise CardError(f"{name}: the usage calls {called}(), which is not defined")
+
+
+def downloaded_files(code: str, name: str) -> list[tuple[str, str]]:
+    """``(repo_id, filename)`` of each ``hf_hub_download`` call of a usage snippet: what a push must publish."""
+    try:
+        return _downloads(ast.parse(code), name)
+    except SyntaxError as err:
+        raise CardError(f"{name}: the usage snippet is not valid Python ({err})") from None
+
+
+def _downloads(tree: ast.Module, name: str) -> list[tuple[str, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hf_hub_download":
+            given = {**dict(zip(("repo_id", "filename"), node.args)), **{k.arg: k.value for k in node.keywords}}
+            repo_id, filename = given.get("repo_id"), given.get("filename")
+            if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in (repo_id, filename)):
+                raise CardError(f"{name}: the usage calls hf_hub_download without the repository id and file name "
+                                "written out as strings, so a push cannot tell which file to publish")  # fmt: skip
+            found.append((repo_id.value, filename.value))
+    return found
+
+
+def _check_download(repo_id: str, filename: str, name: str) -> None:
+    from zoo.demo.examples import EXAMPLES_DIR
+
+    problem = repo_id_problem(repo_id)
+    if problem:
+        raise CardError(f"{name}: the usage downloads from {repo_id!r}, which is no Hub repository id ({problem})")
+    file = filename.removeprefix("examples/")
+    if file == filename or Path(file).name != file or not (EXAMPLES_DIR / file).is_file():
+        raise CardError(f"{name}: the usage downloads {filename!r}, which is no file of examples/ that zoo push "
+                        "publishes; use one of the files in examples/")  # fmt: skip
 
 
 def _imported_names(tree: ast.Module, name: str) -> set[str]:

@@ -553,7 +553,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_card)
 
     p = sub.add_parser("push", help="publish a model to the Hugging Face Hub", description="Upload safetensors "
-                       "weights, config/processor/tokenizer files, the rendered card and training.json.")
+                       "weights, config/processor/tokenizer files, the rendered card, training.json and the example "
+                       "input the card's usage downloads (examples/FILE).")
     p.add_argument("name", help="model name (its card is published)")
     p.add_argument("--repo-id", required=True, help="target repository, e.g. my-org/gui-grounding-tiny")
     p.add_argument("--private", action="store_true", help="create the repository private")

@@ -51,8 +51,9 @@ class Domain:
         eval_datasets: the registered datasets that read a benchmark's own files (ScreenSpot, ChartMimic,
             OVDEval, ...): a recipe training on one is refused unless it says why (``data.allow_eval_data``).
         environments: environment name -> ``"module:function"`` factory (policy engines).
-        methods: policy-method name -> the module that registers it and its settings class (often ``algorithms``):
-            a recipe choosing ``algorithm.method`` imports that module alone (:func:`load_method`).
+        methods: policy-method name -> the light module that registers its settings class (e.g.
+            ``domains.robot.settings``; the method itself registers from ``algorithms``): a recipe choosing
+            ``algorithm.method`` imports that module alone (:func:`load_method`).
         recipes: the recipes folder, relative to the domain package.
         package: the import path of the domain package (filled in by discovery).
     """
@@ -173,15 +174,32 @@ def load_algorithms() -> None:
     _load_once("algorithms")
 
 
-def load_method(name: str) -> None:
-    """Import the module a domain names for policy method ``name`` (:attr:`Domain.methods`; ``_`` and ``-`` alike),
-    and no other domain's; nothing when no descriptor names it (the method table's own discovery then looks)."""
+def _offering(name: str) -> tuple[Domain, str] | None:
+    """The domain whose descriptor offers policy method ``name`` (``_`` and ``-`` alike) and the settings module it
+    names for it (:attr:`Domain.methods`); ``None`` when no descriptor does."""
     key = name.strip().lower().replace("_", "-")
     for domain in discover():
         module = next((m for n, m in domain.methods.items() if n.lower().replace("_", "-") == key), None)
         if module is not None:
-            importlib.import_module(module)
-            return
+            return domain, module
+    return None
+
+
+def load_method(name: str) -> None:
+    """Import the settings module a domain names for policy method ``name``, and no other module: what reading a
+    recipe needs; nothing when no descriptor names it (the settings table's own discovery then looks)."""
+    found = _offering(name)
+    if found is not None:
+        importlib.import_module(found[1])
+
+
+def load_method_code(name: str) -> None:
+    """Import the ``algorithms`` module of the domain that offers policy method ``name`` (its training code, which
+    registers the method), and no other domain's: what the policy engine's check needs; nothing when no descriptor
+    offers it (the method table's own discovery then imports every domain's)."""
+    found = _offering(name)
+    if found is not None and found[0].algorithms is not None:
+        importlib.import_module(found[0].algorithms)
 
 
 def _load_once(part: str) -> None:

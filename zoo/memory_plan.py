@@ -18,9 +18,11 @@ diffusion engine) and c of the compute dtype; X/N is rank 0's share of X split o
 * **zoo DDP** (``replicated``: the zoo's own loops, ``vlm-sft``, ``vlm-semi-online``, ``diffusion``, under ``ddp``):
   weights T·t + F·l; gradients T·t; AdamW 2·T·t; reference R·r; the diffusion engine's EMA T·t (0 under
   ``training.ema_device: cpu``). Copies: autocast's compute-dtype copy of every trained weight (T·c, cached while a
-  forward pass or a rollout runs, when c differs from t), plus for the diffusion engine DDP's reducer buckets, a second
-  copy of the gradients (T·t: accelerate keeps ``gradient_as_bucket_view`` off); the VLM loops instead sum gradients
-  through one flat buffer (:meth:`zoo.distributed.DataParallel.sum_gradients`: a bucket of 2^24 elements or the
+  forward pass or a rollout runs, when c differs from t) and, for a LoRA run whose frozen base is held in another
+  dtype than c (the diffusion engine's float32 denoiser), autocast's cast of each base weight it uses, which the
+  graph keeps for the backward pass (F·c: autocast caches only weights that train), plus for the diffusion engine
+  DDP's reducer buckets, a second copy of the gradients (T·t: accelerate keeps ``gradient_as_bucket_view`` off); the
+  VLM loops instead sum gradients through one flat buffer (:meth:`zoo.distributed.DataParallel.sum_gradients`: a bucket of 2^24 elements or the
   largest gradient, times t, after the forward's copies are freed: the larger of the two counts).
 * **zoo FSDP2** (``fsdp``, :func:`zoo.sharding.shard`): weights T/N·t + F/N·l, gradients T/N·t, AdamW 2·T/N·t,
   reference R/N·r (sharded like the model), EMA T/N·t (each rank averages its rows); ``fsdp_offload_params`` puts all
@@ -53,7 +55,9 @@ step (``tests/zoo/test_memory_plan_tensors.py``); copies and activations are est
   counted for flash attention and no dropout), times tokens and layers; with gradient checkpointing (the recipe's or
   the config's) each layer keeps only its input (c·h per token) and one layer is recomputed at a time. A VLM adds
   its logits, completion tokens × vocabulary × c × 2 (the logits and the temperature-scaled copy TRL's log-prob
-  pass takes, ``GRPOTrainer._get_per_token_logps_and_entropies``).
+  pass takes, ``GRPOTrainer._get_per_token_logps_and_entropies``). A UNet (SD 1.x, LCM) is counted block by block
+  per latent pixel at each of its resolutions (:func:`zoo.workload.unet_maps`: a resnet's norms', SiLUs' and
+  convolutions' inputs, an attention block as a transformer layer plus its cross-attention), times c and the pixels.
 
 The total adds the parts: an upper bound where they do not meet in time (a sampling pass's copies and a training
 pass's activations are counted together).
@@ -136,6 +140,8 @@ def _replicated(work: Workload, precision: Precision, n: int) -> dict[str, int]:
 
     t, c, trained = work.trained_bytes(precision), BYTES[precision.compute], work.trainable
     autocast = trained * c if c != t else 0
+    if work.adapter and BYTES[work.load_dtype] != c:  # a frozen base recast at every use, each cast kept for backward
+        autocast += numel(work.frozen_shapes) * c
     if work.holds.ddp_reducer:
         copies = trained * t + autocast
     else:

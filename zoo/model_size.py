@@ -5,7 +5,7 @@ storage) and summing ``numel``. The architecture's config comes from files on th
 local directory, a checkpoint shipped in ``checkpoints/``, or the Hugging Face cache, read with
 ``local_files_only``), else from :data:`KNOWN`, the ``config.json`` values of the architectures the shipped recipes
 train, each row citing the file it copies. Diffusion pipelines are read the same way, component by component from
-``model_index.json``: the trained transformer and the frozen text encoders and VAE every process keeps.
+``model_index.json``: the trained transformer or UNet and the frozen text encoders and VAE every process keeps.
 
 A model folder may be handed over, and ``--plan`` reads it before anything else does: every config is read through
 :func:`zoo.model_files.read_json` (a regular file under its size cap), held to :func:`check_config_bounds` (layer
@@ -33,6 +33,9 @@ _T5_XXL = {"d_model": 4096, "d_ff": 10240, "d_kv": 64, "num_heads": 64, "num_lay
 _VAE_16 = {"in_channels": 3, "out_channels": 3, "latent_channels": 16, "block_out_channels": [128, 256, 512, 512],
            "layers_per_block": 2, "down_block_types": ["DownEncoderBlock2D"] * 4,
            "up_block_types": ["UpDecoderBlock2D"] * 4, "use_quant_conv": False, "use_post_quant_conv": False}  # fmt: skip
+#: Stable Diffusion 1.5's VAE: four latent channels, with the quant convolutions (the config leaves them at their
+#: default, on).
+_VAE_4 = {**_VAE_16, "latent_channels": 4, "use_quant_conv": True, "use_post_quant_conv": True}
 _HF = "https://huggingface.co"
 
 #: Architecture -> (citation, config): a transformers ``config.json`` (``model_type`` set) or a diffusers pipeline
@@ -66,6 +69,25 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
             "text_encoder": ("transformers", "CLIPTextModel", _CLIP_L),
             "text_encoder_2": ("transformers", "T5EncoderModel", _T5_XXL),
             "vae": ("diffusers", "AutoencoderKL", _VAE_16)}}),
+    # Stable Diffusion 1.5's unet, text_encoder and vae config.json (copied at HDRJ-One/runwayml-stable-diffusion-v1-5
+    # @2e7465d:unet/config.json, @c612408:text_encoder/config.json, @c448ce0:vae/config.json; the unet's architecture
+    # as bigdataai-lab/stable-diffusion-v1-5@3beed0b:unet/config.json) with the LCM student's time_cond_proj_dim 256:
+    # the student is its teacher's UNet plus that input (luosiallen/latent-consistency-model@a9ad795:
+    # LCM_Training_Script/consistency_distillation/train_lcm_distill_sd_wds.py:857-860), which RLCM feeds a 256-wide
+    # guidance embedding (Owen-Oertell/rlcm@b8330ed:lcm_rl_pytorch/core/ppo_training_loop.py:175-177). zoo: the
+    # release's own files are not readable offline, so sample_size is SD 1.5's 64.
+    "LCM_Dreamshaper_v7": (
+        f"{_HF}/SimianLuo/LCM_Dreamshaper_v7 as Stable Diffusion 1.5's configs with time_cond_proj_dim 256 "
+        "(zoo/model_size.py: KNOWN)", {"components": {
+            "unet": ("diffusers", "UNet2DConditionModel", {
+                "sample_size": 64, "in_channels": 4, "out_channels": 4, "layers_per_block": 2,
+                "block_out_channels": [320, 640, 1280, 1280],
+                "down_block_types": ["CrossAttnDownBlock2D"] * 3 + ["DownBlock2D"],
+                "up_block_types": ["UpBlock2D"] + ["CrossAttnUpBlock2D"] * 3, "cross_attention_dim": 768,
+                "attention_head_dim": 8, "norm_num_groups": 32, "use_linear_projection": False,
+                "time_cond_proj_dim": 256}),
+            "text_encoder": ("transformers", "CLIPTextModel", _CLIP_L),
+            "vae": ("diffusers", "AutoencoderKL", _VAE_4)}}),
 }  # fmt: skip
 
 
@@ -204,8 +226,8 @@ def vlm(config_dir: Path | None, row: str | None) -> Counted:
 
 @functools.cache
 def pipeline(index_dir: Path | None, row: str | None) -> dict[str, Counted]:
-    """A diffusion pipeline's sized components (``transformer``, text encoders, ``vae``), from ``index_dir``'s
-    ``model_index.json`` and component configs, else from the :data:`KNOWN` row ``row``."""
+    """A diffusion pipeline's sized components (``transformer`` or ``unet``, text encoders, ``vae``), from
+    ``index_dir``'s ``model_index.json`` and component configs, else from the :data:`KNOWN` row ``row``."""
     components: dict[str, tuple[str, str, Any]] = {}
     if index_dir is not None:
         index = _config(index_dir / "model_index.json")

@@ -3,8 +3,10 @@
 What goes up is decided here and shown before anything is sent (``--dry-run``): the safetensors
 weights, the config / generation / processor / tokenizer files at the top of the folder, the
 rendered and validated model card as ``README.md`` (:func:`zoo.cards.render_card`) and
-``training.json`` when the checkpoint has one. Pickled weights (``.bin``, ``.pt``...) are refused:
-loading them runs code (the zoo only loads safetensors, and so should the people who download).
+``training.json`` when the checkpoint has one, and the example inputs the card's usage snippet fetches
+(``examples/<file>`` of this checkout, which the card downloads with ``hf_hub_download`` from the repository
+pushed to: the snippet runs as written for someone who has only that repository). Pickled weights (``.bin``,
+``.pt``...) are refused: loading them runs code (the zoo only loads safetensors, and so should the people who download).
 Sub-folders (an SFT warm start, optimiser states) stay behind. Only what lies inside the folder goes:
 a symlink (or a symlinked component folder) that leads out of it, say ``vocab.json ->
 ~/.cache/huggingface/token``, refuses the whole push before anything is read, staged or sent, and a
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from zoo.demo.examples import EXAMPLES_DIR
 from zoo.hub import CHECKPOINTS_DIR, hub_offline, repo_id_problem
 from zoo.model_files import CONFIG_FILES, read_json
 from zoo.registry import ModelEntry, info
@@ -56,6 +59,7 @@ class PushPlan:
         card_assets: the card's figures (a training curve) from ``model_cards/<name>/``, as (name, bytes).
         private: create the repository private.
         skipped: what in ``source`` is left behind, with why.
+        examples: the example inputs the card's usage downloads, as ``examples/<file>`` (copied from this checkout).
     """
 
     name: str
@@ -66,6 +70,7 @@ class PushPlan:
     private: bool
     card_assets: tuple[tuple[str, bytes], ...] = ()
     skipped: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The files (with sizes) and the card, as ``zoo push --dry-run`` prints them."""
@@ -75,6 +80,8 @@ class PushPlan:
             lines.append(f"  {rel}  ({(self.source / rel).stat().st_size:,} bytes)")
         lines.append(f"  README.md  ({len(self.card.encode()):,} bytes, rendered model card)")
         lines += [f"  {asset}  ({len(data):,} bytes, a figure of the card)" for asset, data in self.card_assets]
+        lines += [f"  {example}  ({(EXAMPLES_DIR.parent / example).stat().st_size:,} bytes, the card's example input)"
+                  for example in self.examples]  # fmt: skip
         lines += [f"left behind: {s}" for s in self.skipped]
         return "\n".join(lines + ["", "--- README.md ---", self.card])
 
@@ -182,16 +189,18 @@ def plan_push(name: str, repo_id: str, *, private: bool = False, source: str | N
                         "their access terms. Push only models you trained and may redistribute.")  # fmt: skip
     folder = source_folder(entry, source)
     files, skipped = select_files(folder)
-    from zoo.cards import CARDS_DIR, render_card
+    from zoo.card_kinds import SnippetOrigin
+    from zoo.cards import CARDS_DIR, downloaded_files, render_card, usage_code
 
-    card = str(render_card(entry))
+    card = str(render_card(entry, origin=SnippetOrigin(repo_id)))
+    examples = tuple(sorted({file for _, file in downloaded_files(usage_code(card, entry.name), entry.name)}))
     card_dir = CARDS_DIR / entry.name  # the card's figures (a training curve) live beside its README
     assets = tuple((p.name, p.read_bytes()) for p in sorted(card_dir.iterdir()) if p.name != "README.md"
                    and p.is_file() and not p.is_symlink()) if card_dir.is_dir() else ()  # fmt: skip
     clash = sorted({a for a, _ in assets} & set(files))
     if clash:
         raise PushError(f"{card_dir} has {clash}, which the model folder also has; rename one of them")
-    return PushPlan(entry.name, repo_id, folder, files, card, private, assets, skipped)
+    return PushPlan(entry.name, repo_id, folder, files, card, private, assets, skipped, examples)
 
 
 def push(plan: PushPlan, record_dir: Path = Path("model_cards")) -> dict[str, str]:
@@ -207,22 +216,36 @@ def push(plan: PushPlan, record_dir: Path = Path("model_cards")) -> dict[str, st
     api = HfApi()
     repo = api.create_repo(plan.repo_id, repo_type="model", private=plan.private, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        staged = Path(tmp)
-        for rel in plan.files:
-            (staged / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(plan.source / rel, staged / rel)
-        (staged / "README.md").write_text(plan.card)
-        for asset, data in plan.card_assets:
-            (staged / asset).write_bytes(data)
+        staged = stage(plan, Path(tmp))
         commit = api.upload_folder(repo_id=plan.repo_id, folder_path=str(staged), repo_type="model",
                                    commit_message=f"zoo push {plan.name}")  # fmt: skip
     record = {
         "name": plan.name, "repo_id": plan.repo_id, "revision": commit.oid, "commit_url": commit.commit_url,
-        "repo_url": str(repo), "files": [*plan.files, "README.md", *(a for a, _ in plan.card_assets)],
+        "repo_url": str(repo), "files": published(plan),
         "pushed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }  # fmt: skip
     _append_record(Path(record_dir) / plan.name / "hub_revisions.json", record)
     return record
+
+
+def published(plan: PushPlan) -> list[str]:
+    """The repository's files after the push, as paths in it."""
+    return [*plan.files, "README.md", *(a for a, _ in plan.card_assets), *plan.examples]
+
+
+def stage(plan: PushPlan, folder: Path) -> Path:
+    """Write exactly what the push uploads into ``folder`` (the files, the card, its figures, its example inputs)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for rel in plan.files:
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(plan.source / rel, folder / rel)
+    (folder / "README.md").write_text(plan.card)
+    for asset, data in plan.card_assets:
+        (folder / asset).write_bytes(data)
+    for example in plan.examples:
+        (folder / example).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(EXAMPLES_DIR.parent / example, folder / example)
+    return folder
 
 
 def _append_record(path: Path, record: dict[str, str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -123,6 +124,20 @@ def _is_scalar(value: Any) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
+def rolling_mean(values: list[float], window: int) -> list[float]:
+    """The mean of each value and the ``window - 1`` before it (fewer at the start), as pandas'
+    ``Series.rolling(window, min_periods=1).mean()`` computes it."""
+    return [sum(values[max(0, i - window + 1) : i + 1]) / (i + 1 - max(0, i - window + 1)) for i in range(len(values))]
+
+
+def _logged(rows: list[dict[str, str]], column: str) -> tuple[list[float], list[float]]:
+    """``(steps, values)`` of the rows that logged ``column`` (a CSV cell left empty, or NaN, is a step that did not)."""
+    pairs = [(float(row["step"]), float(row[column])) for row in rows if row.get(column) not in (None, "")
+             and row.get("step") not in (None, "")]  # fmt: skip
+    pairs = [(step, value) for step, value in pairs if not (math.isnan(step) or math.isnan(value))]
+    return [step for step, _ in pairs], [value for _, value in pairs]
+
+
 def plot_curve(metrics_csv: str | Path, out_png: str | Path, metric: str = "reward") -> Path:
     """Plot ``metric`` (with a rolling mean) against the step; for ``reward``, every
     ``rewards/<term>/mean`` column too."""
@@ -130,22 +145,22 @@ def plot_curve(metrics_csv: str | Path, out_png: str | Path, metric: str = "rewa
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import pandas as pd
 
-    frame = pd.read_csv(metrics_csv)
+    with open(metrics_csv, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    header = list(rows[0]) if rows else []
     terms = metric == "reward"
-    columns = [c for c in frame.columns if c == metric or (terms and c.startswith("rewards/") and c.endswith("/mean"))]
+    columns = [c for c in header if c == metric or (terms and c.startswith("rewards/") and c.endswith("/mean"))]
     if not columns:
         raise ValueError(f"{metrics_csv} has no {metric} column to plot")
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for column in columns:
-        data = frame[["step", column]].dropna()
-        ax.plot(data["step"], data[column], label=column, linewidth=1, alpha=0.5 if column == metric else 0.8)
-    values = frame[["step", metric]].dropna() if metric in frame else None
-    if values is not None and len(values) >= 10:  # sampled rewards and batch losses are noisy: add a rolling mean
+        steps, values = _logged(rows, column)
+        ax.plot(steps, values, label=column, linewidth=1, alpha=0.5 if column == metric else 0.8)
+    steps, values = _logged(rows, metric)
+    if len(values) >= 10:  # sampled rewards and batch losses are noisy: add a rolling mean
         window = max(2, len(values) // 10)
-        smooth = values[metric].rolling(window, min_periods=1).mean()
-        ax.plot(values["step"], smooth, color="black", linewidth=2, label=f"{metric}, mean of {window} steps")
+        ax.plot(steps, rolling_mean(values, window), color="black", linewidth=2, label=f"{metric}, mean of {window} steps")
     ax.set_xlabel("optimiser step")
     ax.set_ylabel(f"mean {metric}" if terms else metric)
     ax.legend(fontsize=7)

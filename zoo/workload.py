@@ -6,9 +6,9 @@ engine itself calls (``policy_precision`` and ``load_dtype`` for the VLM engines
 ``run_precision``); what else an engine holds (a reference, gathered sampling, DDP's buckets) is its
 :attr:`zoo.engines.Engine.holds`. The
 token counts come from the recipe's batch. A VLM policy's micro-batch is ``training.batch_size`` sequences of prompt
-(text and image tokens) and completion; a diffusion step's is ``training.train_batch_size`` latents of
-``(resolution / 8 / patch)^2`` image tokens beside the prompt's text tokens, twice over when classifier-free guidance
-runs in the trained step.
+(text and image tokens) and completion; a diffusion step's is ``training.train_batch_size`` latents, twice over when
+classifier-free guidance runs in the trained step: for a transformer, ``(resolution / 8 / patch)^2`` image tokens
+beside the prompt's text tokens, for a UNet, its feature maps at each of its resolutions (:func:`unet_maps`).
 """
 
 from __future__ import annotations
@@ -70,6 +70,28 @@ class Stack:
 
 
 @dataclass(frozen=True)
+class FeatureMaps:
+    """The blocks of a convolutional denoiser (a UNet) at one latent resolution, for the activation estimate
+    (:func:`unet_maps`): elements kept per latent pixel, whatever the block's kind."""
+
+    name: str
+    layers: int
+    """Blocks at this resolution (resnets, attention blocks, resamplers)."""
+    kept: int
+    """Elements per pixel all its blocks keep for the backward pass."""
+    inputs: int
+    """Elements per pixel of its blocks' inputs: what gradient checkpointing keeps."""
+    largest: int
+    """Elements per pixel the block keeping most keeps: the one recomputed at a time under checkpointing."""
+    tokens: int
+    """Latent pixels through the blocks per micro-batch on one GPU (images × side²)."""
+
+    def bytes(self, width: int, checkpointing: bool) -> int:
+        """Activation bytes kept for the backward pass (see :func:`unet_maps`)."""
+        return width * ((self.inputs + self.largest) if checkpointing else self.kept) * self.tokens
+
+
+@dataclass(frozen=True)
 class Workload:
     """What a recipe trains, whatever the launch config."""
 
@@ -102,7 +124,7 @@ class Workload:
     """Bytes each process keeps whole beside the trained model's parameters: the other models (text encoders, VAE)
     and the trained model's buffers (SD3.5's position embedding; FSDP shards parameters only)."""
     frozen: dict[str, int]
-    stacks: tuple[Stack, ...]
+    stacks: tuple[Stack | FeatureMaps, ...]
     logits: int
     """Logit elements kept for the loss (completion tokens × vocabulary)."""
     checkpointing: bool
@@ -229,9 +251,9 @@ def vlm_workload(recipe: Any) -> Workload:
 
 
 def diffusion_workload(recipe: Any) -> Workload:
-    """A diffusion recipe: the trained transformer (float32 masters, as the engine loads it whatever ``model.dtype``
-    says), its LoRA, reference copy and EMA (none on the GPU under ``training.ema_device: cpu``), the frozen text
-    encoders and VAE every process holds in ``model.dtype``, and the tokens of one trained step."""
+    """A diffusion recipe: the trained transformer or UNet (float32 masters, as the engine loads it whatever
+    ``model.dtype`` says), its LoRA, reference copy and EMA (none on the GPU under ``training.ema_device: cpu``), the
+    frozen text encoders and VAE every process holds in ``model.dtype``, and the activations of one trained step."""
     from zoo.engines.diffusion.methods import METHODS
 
     folder, row = _located(recipe.model.name, recipe.model.revision, "model_index.json")
@@ -239,27 +261,21 @@ def diffusion_workload(recipe: Any) -> Workload:
         parts = pipeline(folder, row)
     except ModelSizeError as err:
         raise PlanError(f"model {recipe.model.name!r}: {err}") from None
-    if "transformer" not in parts:
-        raise PlanError(f"model {recipe.model.name!r}: the plan sizes transformer denoisers (SD3, FLUX), not "
-                        f"{', '.join(parts)}")  # fmt: skip
-    denoiser: Counted = parts["transformer"]
-    parts = {name: c for name, c in parts.items() if name != "transformer"}
-    tr, alg, config = recipe.training, recipe.algorithm, denoiser.config
-    targets = tr.lora.target_modules or _default_lora_targets()
+    kind = next((name for name in ("transformer", "unet") if name in parts), None)
+    if kind is None:
+        raise PlanError(f"model {recipe.model.name!r}: the plan sizes a transformer (SD3, FLUX) or UNet (SD 1.x, LCM) "
+                        f"denoiser, and the pipeline holds {', '.join(parts)}")  # fmt: skip
+    denoiser: Counted = parts[kind]
+    parts = {name: c for name, c in parts.items() if name != kind}  # a copy: pipeline() caches its dict
+    tr, alg = recipe.training, recipe.algorithm
+    targets = tr.lora.target_modules or _default_lora_targets(unet=kind == "unet")
     adapters = lora_shapes(denoiser.module, targets, tr.lora.r) if tr.lora.enabled else ()
     trained_shapes, frozen_shapes = split_shapes(denoiser.module, denoiser.module.parameters() if adapters else ())
     trained_shapes = adapters or trained_shapes
-    latent = parts["vae"].config["latent_channels"] if "vae" in parts else 16
-    patch = config["patch_size"] * round((config["in_channels"] // latent) ** 0.5)
-    resolution = recipe.model.resolution or 8 * config.get("sample_size", 128)
-    image_tokens = (resolution // 8 // patch) ** 2
-    text_tokens = _text_tokens(denoiser.architecture, recipe.model.max_sequence_length)
     settings = alg.settings(METHODS.get(alg.method))
     passes = 2 if settings.guidance_scale != 1.0 and not settings.detach_uncond else 1
-    hidden = config["num_attention_heads"] * config["attention_head_dim"]
-    layers = config["num_layers"] + config.get("num_single_layers", 0)
-    stack = Stack("transformer", layers, hidden, 4 * hidden, hidden, 2,
-                  tr.train_batch_size * passes * (image_tokens + text_tokens))  # fmt: skip
+    activations = _unet_activations if kind == "unet" else _transformer_activations
+    stacks, shapes = activations(denoiser, parts, recipe, tr.train_batch_size * passes)
     precision = diffusion_precision(recipe, read(recipe.launch) if recipe.launch else None)
     return Workload(
         recipe=recipe.name, engine=recipe.engine, launch=recipe.launch,
@@ -269,12 +285,87 @@ def diffusion_workload(recipe: Any) -> Workload:
         reference=denoiser.params if alg.beta > 0 and not adapters else 0,
         ema=tr.ema_decay is not None and getattr(tr, "ema_device", None) != "cpu",
         frozen_bytes=sum(c.params for c in parts.values()) * BYTES[precision.frozen] + buffer_bytes(denoiser.module),
-        frozen={name: c.params for name, c in parts.items()}, stacks=(stack,), logits=0, checkpointing=False,
+        frozen={name: c.params for name, c in parts.items()}, stacks=stacks, logits=0, checkpointing=False,
         blocks=block_sizes(denoiser.module), no_split=tuple(getattr(denoiser.module, "_no_split_modules", None) or ()),
-        assumptions={"resolution": resolution, "image tokens": image_tokens, "text tokens": text_tokens,
-                     "guided passes with gradients": passes,
+        assumptions={**shapes, "guided passes with gradients": passes,
                      "frozen dtypes": f"text encoders and vae {precision.frozen}"},
     )  # fmt: skip
+
+
+def _transformer_activations(denoiser: Counted, parts: dict[str, Counted], recipe: Any,
+                             images: int) -> tuple[tuple[Stack, ...], dict[str, Any]]:  # fmt: skip
+    """The transformer's one stack over ``images`` latents of ``(resolution / 8 / patch)^2`` image tokens beside the
+    prompt's text tokens, and those sizes."""
+    config = denoiser.config
+    latent = parts["vae"].config["latent_channels"] if "vae" in parts else 16
+    patch = config["patch_size"] * round((config["in_channels"] // latent) ** 0.5)
+    resolution = recipe.model.resolution or 8 * config.get("sample_size", 128)
+    image_tokens = (resolution // 8 // patch) ** 2
+    text_tokens = _text_tokens(denoiser.architecture, recipe.model.max_sequence_length)
+    hidden = config["num_attention_heads"] * config["attention_head_dim"]
+    layers = config["num_layers"] + config.get("num_single_layers", 0)
+    stack = Stack("transformer", layers, hidden, 4 * hidden, hidden, 2, images * (image_tokens + text_tokens))
+    return (stack,), {"resolution": resolution, "image tokens": image_tokens, "text tokens": text_tokens}
+
+
+def _unet_activations(denoiser: Counted, parts: dict[str, Counted], recipe: Any,
+                      images: int) -> tuple[tuple[FeatureMaps, ...], dict[str, Any]]:  # fmt: skip
+    """The UNet's levels over ``images`` latents at the size the engine samples (``load_pipeline``: the recipe's
+    resolution over the VAE's scale factor, else the UNet's ``sample_size``), and that size."""
+    scale = 2 ** (len(parts["vae"].config["block_out_channels"]) - 1) if "vae" in parts else 8
+    side = recipe.model.resolution // scale if recipe.model.resolution else denoiser.config["sample_size"]
+    return unet_maps(denoiser.module, images, side), {"resolution": side * scale, "latent side": side}
+
+
+def unet_maps(unet: Any, images: int, side: int) -> tuple[FeatureMaps, ...]:
+    """An estimate of what a diffusers ``UNet2DConditionModel``'s blocks keep for the backward pass over ``images``
+    latents ``side`` pixels wide, one :class:`FeatureMaps` per resolution, counted per latent pixel as for a full
+    fine-tune (a frozen base with LoRA keeps fewer: a frozen convolution needs no input for a weight gradient):
+
+    * a resnet of ``i`` input and ``o`` output channels: ``3·i + 3·o`` (each GroupNorm's input, the SiLU's input and
+      the convolution's input after it, twice; dropout at p = 0 keeps nothing);
+    * an attention block of ``C`` channels (``Transformer2DModel``): its GroupNorm, input and output projections'
+      inputs (``3·C``), and per transformer layer of width ``d``, key/value width ``kv`` and feed-forward width ``f``:
+      ``6·d + 2·kv + 4·f`` as a transformer layer (:class:`Stack`, GEGLU's four tensors of width ``f``) plus ``4·d``
+      for the cross-attention (its norm's and query projection's inputs, the query, its output); the keys and values
+      over the prompt's 77 tokens are left out (2% of a 64x64 latent's pixels);
+    * a down- or upsampler: its convolution's input (``C``, at the upsampled size for an upsampler); the input
+      convolution (the latent's channels) and the output head (norm, SiLU, convolution: ``3·C``).
+
+    Under gradient checkpointing each block keeps its input and one block at a time is recomputed."""
+    levels: dict[int, list[tuple[int, int]]] = {}
+
+    def block(at: int, inputs: int, kept: int) -> None:
+        levels.setdefault(at, []).append((inputs, kept))
+
+    block(side, unet.conv_in.in_channels, unet.conv_in.in_channels)
+    block(side, unet.conv_out.in_channels, 3 * unet.conv_out.in_channels)
+    for stage in [*unet.down_blocks, unet.mid_block, *unet.up_blocks]:
+        for resnet in stage.resnets:
+            block(side, resnet.in_channels, 3 * (resnet.in_channels + resnet.out_channels))
+        for attention in getattr(stage, "attentions", None) or ():
+            block(side, attention.in_channels, _attention_kept(attention))
+        for sampler in getattr(stage, "downsamplers", None) or ():
+            block(side, sampler.channels, sampler.channels)
+            side //= 2
+        for sampler in getattr(stage, "upsamplers", None) or ():
+            block(2 * side, sampler.channels, sampler.channels)
+            side *= 2
+    return tuple(FeatureMaps(f"UNet at {at}x{at} latents", len(kept), sum(k for _, k in kept),
+                             sum(i for i, _ in kept), max(k for _, k in kept), images * at * at)
+                 for at, kept in sorted(levels.items(), reverse=True))  # fmt: skip
+
+
+def _attention_kept(attention: Any) -> int:
+    """Elements per pixel a ``Transformer2DModel`` keeps (:func:`unet_maps`)."""
+    output = attention.proj_out  # a 1x1 convolution, or a linear layer (use_linear_projection)
+    kept = 2 * attention.in_channels + getattr(output, "in_features", getattr(output, "in_channels", 0))
+    for layer in attention.transformer_blocks:
+        width = layer.norm1.normalized_shape[0]
+        feed_forward = [m for m in layer.ff.net if hasattr(m, "in_features")][-1].in_features
+        cross = 4 * width if layer.attn2 is not None else 0
+        kept += 6 * width + 2 * layer.attn1.to_k.out_features + 4 * feed_forward + cross
+    return kept
 
 
 def diffusion_precision(recipe: Any, launch: LaunchSettings | None) -> Precision:
@@ -298,8 +389,8 @@ def _text_tokens(architecture: str, max_sequence_length: int | None) -> int:
     return t5 + (77 if architecture.startswith("SD3") else 0)
 
 
-def _default_lora_targets() -> tuple[str, ...]:
+def _default_lora_targets(unet: bool) -> tuple[str, ...]:
     """The projections the diffusion engine adapts when a recipe names none (``DiffusionModel.lora_targets``)."""
-    from zoo.engines.diffusion.models import _TRANSFORMER_LORA_TARGETS
+    from zoo.engines.diffusion.models import _TRANSFORMER_LORA_TARGETS, _UNET_LORA_TARGETS
 
-    return _TRANSFORMER_LORA_TARGETS
+    return _UNET_LORA_TARGETS if unet else _TRANSFORMER_LORA_TARGETS

@@ -356,6 +356,22 @@ def _runs_on(raw: dict[str, Any]) -> str:
     return "CPU" if raw.get("engine") == "policy" or name.startswith(("tiny:", "checkpoints/", "runs/")) else "GPU"
 
 
+def _sized(path: str, raw: dict[str, Any]) -> str:
+    """``GPU: 4 × 7.0 GiB (`ddp`)``: the GPUs and what each holds under the recipe's launch config, from ``zoo train
+    --plan`` (generated; the field guide shows it for the recipes no model page shows too, RLCM's among them)."""
+    from zoo import memory_plan
+    from zoo.engines.reading import load_recipe
+
+    try:
+        _, rows, _ = memory_plan.plan(load_recipe(ROOT / path))
+    except (ValueError, LookupError):  # a model the plan cannot size offline
+        return "GPU"
+    named = next((r for r in rows if r.named), None)
+    if named is None:
+        return "GPU"
+    return f"GPU: {named.processes} × {named.total / memory_plan.GIB:.1f} GiB (`{named.config}`)"
+
+
 def _first_line(target: str) -> str:
     from zoo.import_strings import resolve
 
@@ -386,7 +402,8 @@ def field_page(domain: Any, recipes: list[tuple[str, dict[str, Any]]]) -> str:
         for path, raw in own:
             what = (f"reproduces [`{raw['reproduces']}`](../models/{raw['reproduces']}.md): " if raw.get("reproduces")
                     else "") + _cell(raw.get("description", ""))  # fmt: skip
-            lines.append(f"| `{path}` | `{raw.get('engine')}` | {_runs_on(raw)} | {what} |")
+            runs_on = _sized(path, raw) if _runs_on(raw) == "GPU" and _plans(raw) else _runs_on(raw)
+            lines.append(f"| `{path}` | `{raw.get('engine')}` | {runs_on} | {what} |")
     notes = ROOT / "domains" / domain.name / "README.md"
     if notes.is_file():
         text = notes.read_text(encoding="utf-8")

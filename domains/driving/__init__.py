@@ -10,7 +10,7 @@ DOMAIN = Domain(
     entries="domains.driving.entries",
     rewards="domains.driving.rewards",
     algorithms="domains.driving.carl",
-    methods={"carl-ppo": "domains.driving.carl"},
+    methods={"carl-ppo": "domains.driving.carl_settings"},
     datasets={
         "driving-synthetic": "domains.driving.data:synthetic_driving",
         "autotrust": "domains.driving.data:load_autotrust",

@@ -6,14 +6,14 @@ route-completion reward. Here the reward comes with the environment (``highway-c
 (:func:`domains.driving.carl_policy.carl_ppo`), saves its state as tensors and JSON and loads it into
 a freshly built one for ``--resume`` (:mod:`zoo.engines.policy.state`), and exports the
 actor as a ``beta-mlp`` policy directory (:mod:`zoo.pipelines.beta_policy`) that :func:`zoo.load`
-reads and that acts with the mean action, as CaRL evaluates. Its settings are :class:`CarlPPOConfig`.
+reads and that acts with the mean action, as CaRL evaluates. Its settings are
+:class:`~domains.driving.carl_settings.CarlPPOConfig`, which reading a recipe imports without this module.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import gymnasium as gym
 from stable_baselines3 import PPO
@@ -22,11 +22,11 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
 from domains.driving.carl_policy import MIN_CONCENTRATION, carl_ppo
+from domains.driving.carl_settings import CarlPPOConfig
 from zoo.engines.policy.methods import register_method
-from zoo.engines.policy.recipe import PolicyAlgorithmConfig, PolicyRecipe, SB3PPOConfig
+from zoo.engines.policy.recipe import PolicyAlgorithmConfig, PolicyRecipe
 from zoo.engines.policy.state import restore_sb3, save_sb3
 from zoo.pipelines.policy import Normalization, PolicyConfig, PolicyPipeline, save_policy
-from zoo.recipe import RecipeError
 
 
 def export_beta_policy(model: PPO, folder: Path) -> Path:
@@ -48,30 +48,6 @@ def export_beta_policy(model: PPO, folder: Path) -> Path:
     for target, source in zip(targets, [*trunk, model.policy.action_net], strict=True):
         target.load_state_dict(source.state_dict())
     return save_policy(folder, policy, config, Normalization.identity(config))
-
-
-@PolicyAlgorithmConfig.register("carl-ppo")
-@dataclass(frozen=True)
-class CarlPPOConfig(SB3PPOConfig):
-    """``carl-ppo``: the PPO settings it shares with ``resip-ppo``, the two in which CaRL's CARLA run and its nuPlan
-    configuration differ beyond batch and epochs, and the value clip both use; the terms both share are fixed in
-    :func:`~domains.driving.carl_policy.carl_ppo`."""
-
-    method: str = "carl-ppo"
-    ent_coef: float = 0.01
-    """Entropy bonus weight (CaRL's CARLA run 0.01, ``train_carl_py.sh:17``; its nuPlan configuration 0.0,
-    ``default_gym.yaml:52``)."""
-    clip_vloss: bool = True
-    """Clip the value loss as both CaRL runs do (``--clip_vloss 1``, ``train_carl_py.sh:17``; ``clip_vloss: True``,
-    ``default_gym.yaml:51``; :func:`~domains.driving.carl_policy.carl_ppo_loss`); ``false`` trains it unclipped."""
-    lr_schedule: Literal["constant", "linear"] = "constant"
-    """``linear``: ``training.lr`` decays linearly over ``training.steps`` iterations, as both CaRL runs do
-    (:class:`~domains.driving.carl_policy.IterationLinearDecay`); ``constant`` keeps it."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.ent_coef < 0:
-            raise RecipeError(f"algorithm.ent_coef={self.ent_coef} must be >= 0")
 
 
 @dataclass(frozen=True)

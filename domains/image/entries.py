@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from domains.image.editscore import parse_editscore_answer
 from domains.image.specs import AdapterDiffusionSpec, JudgeSpec, OmniGen2Spec
-from zoo.card_kinds import CardKind, load_line, register_card_kind
+from zoo.card_kinds import CardKind, SnippetOrigin, diffusion_usage, example_input, register_card_kind, usage_snippet
 from zoo.kinds import DiffusionSpec
 from zoo.registry import ModelEntry, register
 
@@ -202,14 +202,11 @@ def _adapter_how(entry: ModelEntry) -> str:
     where = f" (folder `{spec.subfolder}/`)" if spec.subfolder else ""
     return (f"Loads `{spec.base_entry}` (gated: accept its licence on the Hub first) and applies {what} its "
             f"transformer{where}. Samples with the authors' inference settings: {spec.num_inference_steps} steps, guidance "
-            f"{spec.guidance_scale}, {spec.width}x{spec.height}. `out.settings` records what was used, seed included.")
+            f"{spec.guidance_scale}, {spec.width}x{spec.height}. `image_output.settings` records what was used, seed "
+            "included.")
 
 
-def _diffusion_usage(entry: ModelEntry) -> str:
-    return "\n".join(["import zoo", "", load_line(entry), 'out = pipe("a prompt", seed=0)', 'out.images[0].save("out.png")'])
-
-
-def _omnigen2_usage(entry: ModelEntry) -> str:
+def _omnigen2_usage(entry: ModelEntry, origin: SnippetOrigin) -> str:
     return "\n".join(["import zoo", "", f'entry = zoo.info("{entry.name}")', "print(entry.notes)  # how to run it"])
 
 
@@ -219,11 +216,15 @@ def _omnigen2_how(entry: ModelEntry) -> str:
             "evaluates diffusers editing pipelines on GEdit-Bench.")
 
 
-def _judge_usage(entry: ModelEntry) -> str:
-    return "\n".join(["import zoo", "", load_line(entry),
-                      'answers = pipe.ask([["source.png", "edited.png"]], [question])  # raw JSON answers, batched',
-                      "# the 'editscore' reward asks both questions and combines the scores as the authors do:",
-                      '# rewards.get("editscore")(["edited.png"], [{"instruction": "...", "image": "source.png"}])'])
+def _judge_usage(entry: ModelEntry, origin: SnippetOrigin) -> str:
+    image, _ = example_input(entry)  # one example image as source and edit: the call's shape, not a real edit
+    return usage_snippet(entry, origin, [
+        'question = sc_prompt("make the background blue")  # the authors\' semantic-consistency question',
+        "answers = pipe.ask([[image, image]], [question])  # raw JSON answers, one per (images, question), batched",
+        "print(parse_editscore_answer(answers[0], question))  # the scores on 0-25, parsed as the authors do",
+        "# the 'editscore' reward asks both questions and combines the scores as the authors do:",
+        '# rewards.get("editscore")(["edited.png"], [{"instruction": "...", "image": "source.png"}])',
+    ], image=image, imports=("from domains.image.editscore import parse_editscore_answer, sc_prompt",))  # fmt: skip
 
 
 def _judge_how(entry: ModelEntry) -> str:
@@ -234,7 +235,7 @@ def _judge_how(entry: ModelEntry) -> str:
 
 register_card_kind(AdapterDiffusionSpec, CardKind(
     "diffusion model: released weights on a gated base", "diffusers", "text-to-image",
-    "zoo.pipelines.diffusion:DiffusionPipeline", "zoo.outputs:ImageOutput", _diffusion_usage, _adapter_how,
+    "zoo.pipelines.diffusion:DiffusionPipeline", "zoo.outputs:ImageOutput", diffusion_usage, _adapter_how,
 ))  # fmt: skip
 register_card_kind(OmniGen2Spec, CardKind(
     "image editing model (authors' OmniGen2 code)", None, "image-to-image", None, None, _omnigen2_usage, _omnigen2_how,

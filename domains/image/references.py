@@ -8,9 +8,9 @@ folder and a JSON object mapping each prompt, as written in the prompt file, to 
 (``prompt2img_node{n}.json``; the training run reads the merged ``config.json_path`` and opens each name under
 ``config.reference_image_path``, ``scripts/train_sd3_fast_pickscore.py:705-707, 774-778``).
 
-One sample per prompt: its images are the files' paths (decoded when the run loads them), its prompt the JSON key,
-which is what the engine matches against the training prompts. ``prompts_path`` keeps only the prompts of a prompt
-file (the training split), since the whole released set is about 60 GB (README).
+One sample per prompt: its images are the files' paths (decoded when a discriminator step draws them), its prompt
+the JSON key, which is what the engine matches against the training prompts. ``prompts_path`` keeps only the prompts
+of a prompt file (the training split), since the whole released set is about 60 GB (README).
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ DOMAIN = Domain(
     },
     answer_formats={"rejection-sample": "domains.perception.rejection_sft:accepted_answer"},
     evaluate="domains.perception.evaluate:run",
-    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval", "lisa-visual-rft", "vl-reward-bench"),
+    benchmarks=("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval", "lisa-visual-rft", "vl-reward-bench",
+                "vision-r1-coco", "vision-r1-odinw"),
     # OVDEval is a benchmark only. RefCOCO/+/g, LISA and Curr-ReFT-data ship training splits beside their
     # evaluation ones, so a recipe on them is judged by the split its path names (domains/perception/data.py).
     eval_datasets=("ovdeval",),

@@ -43,7 +43,8 @@ from zoo_common.coords import to_original
 
 #: Held-out seed of the synthetic REC set (the smoke recipes train on seeds 0-1).
 SYNTHETIC_SEED = 2024
-BENCHMARKS = ("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval", "lisa-visual-rft", "vl-reward-bench")
+BENCHMARKS = ("refcoco", "lisa-grounding", "synthetic-rec", "ovdeval", "lisa-visual-rft", "vl-reward-bench",
+              "vision-r1-coco", "vision-r1-odinw")
 #: om-ai-lab/VLM-R1@90052f4:src/eval/test_rec_r1.py:70-71 (``extract_bbox_answer``).
 _REC_BOX = re.compile(r"\{.*\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)]\s*.*\}", re.DOTALL)
 
@@ -146,7 +147,8 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
     """Evaluate ``pipe`` on ``data``; writes ``metrics.json`` and ``predictions.jsonl`` into ``out_dir``.
 
     ``lisa-visual-rft`` (:mod:`~domains.perception.lisa_eval`; ``segmenter`` names the SAM checkpoint of its mask
-    IoU) and ``vl-reward-bench`` (:mod:`~domains.perception.vl_reward_bench`) are scored in their own modules."""
+    IoU), ``vl-reward-bench`` (:mod:`~domains.perception.vl_reward_bench`) and ``vision-r1-coco`` / ``vision-r1-odinw``
+    (:mod:`~domains.perception.vision_r1_eval`) are scored in their own modules."""
     if data == "lisa-visual-rft":
         from domains.perception.lisa_eval import run_lisa
 
@@ -155,6 +157,10 @@ def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int 
         from domains.perception.vl_reward_bench import run_vl_reward_bench
 
         return run_vl_reward_bench(pipe, path, out_dir, limit, batch_size, image_root)
+    if data.partition(":")[0] in ("vision-r1-coco", "vision-r1-odinw"):
+        from domains.perception.vision_r1_eval import run_vision_r1
+
+        return run_vision_r1(pipe, data, path, out_dir, limit, batch_size, image_root)
     samples = load_eval_data(data, path, limit, image_root)
     predictions = _predict(pipe, samples, f"eval {data}", batch_size)
     if data == "ovdeval":

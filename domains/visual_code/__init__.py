@@ -19,7 +19,9 @@ DOMAIN = Domain(
     },
     answer_formats={"svg-code": "domains.visual_code.prompts:reference_code"},
     evaluate="domains.visual_code.evaluate:run",
-    benchmarks=("chartmimic", "plot2code", "chart-synthetic"),
+    # svg-*: SVG-Bench's image-to-SVG test splits, scored with StarVector's metrics (domains/visual_code/svg_bench.py)
+    benchmarks=("chartmimic", "plot2code", "chart-synthetic", "svg-stack", "svg-fonts", "svg-icons", "svg-emoji",
+                "svg-diagrams"),
     # ChartMimic's dataset/ and Plot2Code's test split are benchmark files (`zoo eval --data chartmimic|plot2code`).
     eval_datasets=("chartmimic", "plot2code"),
 )

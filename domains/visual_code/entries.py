@@ -20,7 +20,7 @@ from domains.visual_code.prompts import (
     parse_python_block,
     parse_svg,
 )
-from zoo.card_kinds import CardKind, load_line, register_card_kind
+from zoo.card_kinds import CardKind, SnippetOrigin, example_input, register_card_kind, usage_snippet
 from zoo.kinds import VLMSpec
 from zoo.registry import ModelEntry, register
 
@@ -65,16 +65,17 @@ class StarVectorSpec(VLMSpec):
     pipeline: ClassVar[str] = "domains.visual_code.starvector:load_starvector_pipeline"
 
 
-def _starvector_usage(entry: ModelEntry) -> str:
-    return "\n".join(["import zoo", "", load_line(entry),
-                      'pred = pipe("drawing.png")  # image in, SVG out: StarVector takes no text prompt',
-                      "print(pred.code or pred.parse_error)"])  # fmt: skip
+def _starvector_usage(entry: ModelEntry, origin: SnippetOrigin) -> str:
+    image, _ = example_input(entry)
+    body = ["prediction = pipe(image)  # image in, SVG out: StarVector takes no text prompt",
+            "print(prediction.code or prediction.parse_error)"]
+    return usage_snippet(entry, origin, body, image=image)
 
 
 def _starvector_how(entry: ModelEntry) -> str:
     return ("StarVector encodes the image and writes SVG with its repository's own `generate_im2svg` (custom code, "
-            "hence the opt-in). `pred.code` is the first complete `<svg>` element; `pred.parse_error` says why "
-            "when the answer has none. Model-written SVG is untrusted: render it in the sandbox "
+            "hence the opt-in). `prediction.code` is the first complete `<svg>` element; `prediction.parse_error` says "
+            "why when the answer has none. Model-written SVG is untrusted: render it in the sandbox "
             "(`rewards.render('svg', ...)`).")
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from domains.visual_code import data as vdata
+from domains.visual_code import svg_bench
 from domains.visual_code.prompts import MSRL_PROMPT, parse_python_block
 from rewards.chart_metrics import low_level_scores
 from rewards.image_similarity import ssim, to_array
@@ -141,11 +142,18 @@ def draw_grid(rows: Sequence[dict[str, Any]], path: Path, n: int = 8) -> Path:
 
 
 def run(pipe: Any, data: str, path: str | None, out_dir: str | Path, limit: int | None = None,
-        chartmimic_set: str | None = None) -> dict[str, Any]:
+        chartmimic_set: str | None = None, dino_model: str | None = None) -> dict[str, Any]:
     """Evaluate ``pipe`` on chart-to-code data; writes metrics, per-sample rows and a PNG grid.
 
     ``chartmimic_set`` picks one of ChartMimic's Direct Mimic sets under ``path`` (default ``direct_600``;
-    ``zoo eval --option chartmimic_set=ori_500``)."""
+    ``zoo eval --option chartmimic_set=ori_500``). The SVG-Bench sets are scored in
+    :mod:`~domains.visual_code.svg_bench` (``dino_model``: the DINOv2 of their DinoScore)."""
+    if data in svg_bench.SVG_BENCH:
+        if chartmimic_set is not None:
+            raise ValueError(f"--option chartmimic_set does not apply to --data {data}, an SVG-Bench set")
+        return svg_bench.run(pipe, data, path, out_dir, limit, dino_model or svg_bench.DINO_MODEL)
+    if dino_model is not None:
+        raise ValueError(f"--option dino_model applies to the SVG-Bench sets only, not to --data {data}")
     samples = load_eval_data(data, path, limit, chartmimic_set)
     if not samples:
         raise ValueError(f"--data {data} yielded no samples (check --path and --limit)")

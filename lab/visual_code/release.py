@@ -223,7 +223,7 @@ def card_text(record: dict[str, Any]) -> str:
     """The release's card: Hub metadata with the released model's held-out score, then its sections."""
     from huggingface_hub import EvalResult, ModelCardData
 
-    from zoo.card_kinds import card_kind
+    from zoo.card_kinds import CHECKOUT, card_kind
     from zoo.registry import info
 
     fields, entry = card_fields(record), info(ENTRY)
@@ -234,7 +234,7 @@ def card_text(record: dict[str, Any]) -> str:
                                                   metric_type=final["metric"], metric_value=final["value"])])  # fmt: skip
     table = "\n".join(["| dataset | split | stage | metric | value |", "|---|---|---|---|---|"] + [
         f"| {r['dataset']} | {r['split']} | {r['stage']} | {r['metric']} | {r['value']} |" for r in fields["metrics"]])
-    sections = {"How to use": f"```python\n{card_kind(entry).usage(entry)}\n```", "Intended use": fields["intended_use"],
+    sections = {"How to use": f"```python\n{card_kind(entry).usage(entry, CHECKOUT)}\n```", "Intended use": fields["intended_use"],
                 "Training": fields["training_text"], "Evaluation": f"{table}\n\n{fields['evaluation_note']}",
                 "Limitations": fields["limitations"]}  # fmt: skip
     body = "\n\n".join([f"# {ENTRY}", fields["summary"], *(f"## {t}\n\n{text}" for t, text in sections.items())])

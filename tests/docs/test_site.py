@@ -82,6 +82,8 @@ def test_every_field_has_a_guide_with_its_recipes(site: Path) -> None:
             assert f"domains/{domain.name}/recipes/{recipe.name}" in page
     gui = _text(site / "fields" / "gui" / "index.html")
     assert re.search(r"gui-g1-3b\.yaml\s*vlm-trl\s*GPU", gui) and re.search(r"gui-g1-tiny-cpu\.yaml\s*vlm-trl\s*CPU", gui)
+    image = _text(site / "fields" / "image" / "index.html")  # RLCM reproduces no entry: no model page sizes it
+    assert re.search(r"rlcm-dreamshaper-aesthetic\.yaml\s*diffusion\s*GPU: 4 × \d+\.\d GiB \(ddp\)", image)
 
 
 def test_the_recipe_reference_documents_every_engine(site: Path) -> None:
@@ -198,28 +200,12 @@ def _load_snippet(site: Path, name: str) -> str:
     return _text_of(re.search(r"<pre[^>]*>(.*?)</pre>", section, re.DOTALL).group(1))
 
 
-#: Runs each ``(name, code)`` of the JSON file argv[1] in a fresh namespace; one process shares the imports' cost.
-RUN_SNIPPETS = """
-import json, sys, traceback
-failed = []
-for name, code in json.load(open(sys.argv[1])):
-    try:
-        exec(compile(code, name, "exec"), {"__name__": "__main__"})
-    except Exception:
-        failed.append(name + ":\\n" + code + "\\n" + traceback.format_exc())
-print("\\n".join(failed))
-sys.exit(1 if failed else 0)
-"""
-
-
 def test_the_load_snippet_of_every_shipped_checkpoint_and_of_a_hub_entry_per_kind_runs_as_written(
     site: Path, tmp_path: Path
 ) -> None:
     """Shipped checkpoints load offline as they are; a Hub entry of each kind loads a tiny stand-in from a Hugging
     Face cache laid out as the Hub's (a VLM, a CLIP and a diffusion pipeline; no policy entry is on the Hub)."""
-    import json
-
-    from tests.hub_layout import install_in_cache
+    from tests.hub_layout import install_in_cache, run_offline
     from tests.pipelines.test_clip import _save_hub_layout, _tiny_clip
     from tests.tiny_pipelines import save_tiny_flux
     from zoo.registry import info
@@ -234,11 +220,8 @@ def test_the_load_snippet_of_every_shipped_checkpoint_and_of_a_hub_entry_per_kin
     snippets = [(name, _load_snippet(site, name)) for name in names]
     assert all("examples/" in code for name, code in snippets if info(name).kind in ("vlm", "clip"))
     (tmp_path / "examples").symlink_to(ROOT / "examples")  # as from the repository root, without writing there
-    (tmp_path / "snippets.json").write_text(json.dumps(snippets))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", RUN_SNIPPETS, str(tmp_path / "snippets.json")], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    failed = {name: error for name, error in run_offline(snippets, cache, cwd=tmp_path).items() if error}
+    assert not failed, "\n".join(f"{name}:\n{error}" for name, error in failed.items())[-6000:]
     assert (tmp_path / "out.png").is_file()  # the diffusion snippets saved their image
 
 

@@ -75,6 +75,15 @@ def one_process(recipe: str | Path, output_dir: Path, settings: list[str], *extr
     return _finish(_start([sys.executable, *train_args(recipe, output_dir, settings, *extra)], output_dir))
 
 
+def in_this_process(recipe: str | Path, output_dir: Path, settings: list[str], *extra: str) -> None:
+    """The same run in the test's own process (:func:`zoo.cli.main`), checked to exit 0: for a reference run whose
+    launch is not what a test checks. A fresh interpreter spends about 8 CPU-seconds importing torch and
+    transformers before its first step, which the test process has already paid."""
+    from zoo.cli import main
+
+    assert main(train_args(ROOT / recipe, output_dir, settings, *extra)[2:]) == 0
+
+
 def two_nodes(recipe: str | Path, output_dir: Path, settings: list[str], *extra: str) -> list[subprocess.CompletedProcess]:
     """Two ``torchrun --nnodes 2 --nproc_per_node 1`` launches (node ranks 0 and 1) meeting at a c10d rendezvous on
     127.0.0.1, as two machines of a cluster would; the run directory is shared, as on a cluster's shared disk."""

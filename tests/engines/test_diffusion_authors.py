@@ -186,21 +186,3 @@ def test_rlcm_rollout_is_their_pipeline_and_trains_the_last_renoise(steps, tmp_p
                                 run.select_cond(run.round_cond, last.cond)).float(), 0.0,
                                 prev_sample=last.next_latents[:, 0])  # fmt: skip
     torch.testing.assert_close(rescored.log_prob, last.old_log_prob[:, 0])  # the last re-noise is scored as drawn
-
-
-def test_dancegrpo_ema_decays_by_its_constant_from_the_first_step(tmp_path):
-    """Their ``FSDP_EMA.update`` (XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:76-85): ``ema = d ema + (1 - d) w``
-    after every optimiser step, from the initial weights, with no warm-up; ``training.ema_warmup: false`` is that."""
-    overrides = ["algorithm.method=dance_grpo", "training.ema_decay=0.995", "training.prompts_per_step=1",
-                 "algorithm.group_size=2", "algorithm.num_steps=3", "model.tiny={sample_size: 8}"]  # fmt: skip
-    run = build_run(load_recipe(SMOKE, [*overrides, "training.ema_warmup=false"]), tmp_path / "constant")
-    theirs = [p.detach().clone() for p in run.trainable]
-    for _ in range(3):
-        for p in run.trainable:
-            p.grad = torch.ones_like(p)
-        run.optimizer_step()
-        theirs = [0.995 * e + (1 - 0.995) * p.detach() for e, p in zip(theirs, run.trainable, strict=True)]
-    for ours, reference in zip(run.ema.shadow_params, theirs, strict=True):
-        torch.testing.assert_close(ours, reference)
-    warm = build_run(load_recipe(SMOKE, overrides), tmp_path / "warm")
-    assert warm.ema.get_decay(3) == pytest.approx(3 / 12)  # diffusers' and Flow-GRPO's (1 + s) / (10 + s) warm-up

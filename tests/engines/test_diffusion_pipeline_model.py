@@ -57,3 +57,30 @@ def test_ddpo_trains_a_pipeline_directory(sd_pipeline_dir: Path, tmp_path: Path)
 def test_an_unknown_directory_says_what_it_expected(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="model_index.json"):
         load_model(str(tmp_path))
+
+
+def test_components_the_loop_never_calls_are_not_loaded(tmp_path: Path) -> None:
+    """A pipeline saved with a safety checker and its feature extractor, as SD 1.5 and LCM_Dreamshaper_v7 are on the
+    Hub, loads without them: the loop never calls them and the memory plan does not count them."""
+    from diffusers import StableDiffusionPipeline
+    from diffusers.pipelines.stable_diffusion.safety_checker import StableDiffusionSafetyChecker
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPTextConfig, CLIPTextModel
+
+    tiny = build_tiny("tiny:unet", sample_size=8)
+    text_encoder = CLIPTextModel(CLIPTextConfig(hidden_size=32, intermediate_size=37, num_attention_heads=4,
+                                                num_hidden_layers=2, vocab_size=60, max_position_embeddings=16))  # fmt: skip
+    checker = StableDiffusionSafetyChecker(CLIPConfig(
+        text_config={"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2, "num_hidden_layers": 1},
+        vision_config={"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2, "num_hidden_layers": 1,
+                       "image_size": 32, "patch_size": 16},
+        projection_dim=768))  # fmt: skip
+    pipe = StableDiffusionPipeline(vae=tiny.vae, text_encoder=text_encoder, tokenizer=tiny_clip_tokenizer(tmp_path),
+                                   unet=tiny.denoiser, scheduler=tiny.scheduler, safety_checker=checker,
+                                   feature_extractor=CLIPImageProcessor())  # fmt: skip
+    pipe.save_pretrained(tmp_path / "pipeline", safe_serialization=True)
+    assert (tmp_path / "pipeline" / "safety_checker").is_dir()
+
+    model = load_model(str(tmp_path / "pipeline"))
+    assert model.encoder.pipe.safety_checker is None and model.encoder.pipe.feature_extractor is None
+    embeds, _ = model.encoder(["a red square"])
+    assert embeds.shape[0] == 1

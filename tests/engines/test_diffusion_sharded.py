@@ -149,7 +149,7 @@ def test_the_ema_kept_on_the_cpu_equals_the_ema_kept_beside_the_weights(tmp_path
         for param in run.trainable:
             param.grad = torch.randn(param.shape, generator=generator).to(param.device)
         run.optimizer_step()
-        beside.step(run.trainable)
+        beside.after_optimizer_step(run.trainable)
     for mine, other in zip(run.ema.shadow_params, beside.shadow_params, strict=True):
         torch.testing.assert_close(mine, other.cpu(), rtol=0, atol=1e-7)
 

@@ -4,6 +4,7 @@ launcher instead of training on as orphans."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,19 @@ from zoo.runs import is_complete
 
 SFT = TINY_SFT
 SLOW = [*TINY_SFT_SETTINGS, "training.steps=400"]
+DIFFUSION_SMOKE = str(ROOT / "tests/engines/diffusion_smoke.yaml")
+TWO_STEPS = ["train", DIFFUSION_SMOKE, "--set", "training.steps=2"]
+
+
+@pytest.fixture(scope="module")
+def two_step_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished two-step run of the diffusion smoke recipe, trained once for this file's resume tests; each test
+    resumes a copy of it (``training.output_dir`` is no setting a resume compares, so the copy resumes as the run)."""
+    from zoo.cli import main
+
+    run = tmp_path_factory.mktemp("one-job") / "run"
+    assert main([*TWO_STEPS, "--output-dir", str(run)]) == 0
+    return run
 
 
 def test_a_second_job_on_a_held_run_directory_is_refused_with_the_holder_named(tmp_path: Path) -> None:
@@ -84,16 +98,16 @@ def test_ranks_die_with_a_killed_launcher_and_the_directory_is_free_again(tmp_pa
     assert (out / "final").is_dir()
 
 
-def test_a_resume_with_other_settings_is_refused_or_recorded_as_a_change(tmp_path: Path, capsys) -> None:
+def test_a_resume_with_other_settings_is_refused_or_recorded_as_a_change(two_step_run: Path, tmp_path: Path,
+                                                                         capsys) -> None:  # fmt: skip
     """review-reliability 10.8: ``--resume`` with another learning rate continued silently and rewrote ``recipe.yaml``
     as if the whole run had used it."""
     import yaml
 
     from zoo.cli import main
 
-    smoke, out = str(ROOT / "tests/engines/diffusion_smoke.yaml"), tmp_path / "run"
-    args = ["train", smoke, "--set", "training.steps=2", "--output-dir", str(out)]
-    assert main(args) == 0
+    out = shutil.copytree(two_step_run, tmp_path / "run")
+    args = [*TWO_STEPS, "--output-dir", str(out)]
     written = (out / "recipe.yaml").read_text()
     changed = [*args, "--set", "training.lr=5e-2", "--resume"]
     assert main(changed) == 1
@@ -109,16 +123,14 @@ def test_a_resume_with_other_settings_is_refused_or_recorded_as_a_change(tmp_pat
 
 
 @pytest.mark.parametrize("link", ["reward_curve.png", "final", "checkpoint-2", "."])
-def test_a_resume_refuses_a_run_directory_with_links_and_writes_nothing_through_them(link: str, tmp_path: Path,
+def test_a_resume_refuses_a_run_directory_with_links_and_writes_nothing_through_them(link: str, two_step_run: Path,
+                                                                                      tmp_path: Path,
                                                                                       capsys) -> None:  # fmt: skip
     """review-reliability 10.1, 10.7: ``--resume`` of a handed run directory wrote through its links (a PNG over
     ``~/.bashrc``, weights into a linked ``final``) and resumed a checkpoint linked in from another run."""
-    import shutil
-
     from zoo.cli import main
 
-    smoke, real = str(ROOT / "tests/engines/diffusion_smoke.yaml"), tmp_path / "real"
-    assert main(["train", smoke, "--set", "training.steps=2", "--output-dir", str(real)]) == 0
+    real = shutil.copytree(two_step_run, tmp_path / "real")
     target = tmp_path / "elsewhere"
     if link == ".":  # the run directory itself a link
         shutil.move(real, target)
@@ -127,21 +139,21 @@ def test_a_resume_refuses_a_run_directory_with_links_and_writes_nothing_through_
         shutil.move(real / link, target)
         (real / link).symlink_to(target)
     before = sorted((p.relative_to(tmp_path), p.stat().st_mtime_ns) for p in target.rglob("*")) or target.read_bytes()
-    assert main(["train", smoke, "--set", "training.steps=3", "--output-dir", str(real), "--resume"]) == 1
+    assert main(["train", DIFFUSION_SMOKE, "--set", "training.steps=3", "--output-dir", str(real), "--resume"]) == 1
     assert "is a link to" in capsys.readouterr().err
     assert (sorted((p.relative_to(tmp_path), p.stat().st_mtime_ns) for p in target.rglob("*")) or
             target.read_bytes()) == before  # fmt: skip
 
 
-def test_a_resume_refuses_a_pipe_in_the_run_directory_instead_of_hanging(tmp_path: Path, capsys) -> None:
+def test_a_resume_refuses_a_pipe_in_the_run_directory_instead_of_hanging(two_step_run: Path, tmp_path: Path,
+                                                                         capsys) -> None:  # fmt: skip
     """review-reliability 10.2: a FIFO ``metrics.csv`` hung ``--resume`` forever."""
     import os
 
     from zoo.cli import main
 
-    smoke, run = str(ROOT / "tests/engines/diffusion_smoke.yaml"), tmp_path / "run"
-    assert main(["train", smoke, "--set", "training.steps=2", "--output-dir", str(run)]) == 0
+    run = shutil.copytree(two_step_run, tmp_path / "run")
     (run / "metrics.csv").unlink()
     os.mkfifo(run / "metrics.csv")
-    assert main(["train", smoke, "--set", "training.steps=3", "--output-dir", str(run), "--resume"]) == 1
+    assert main(["train", DIFFUSION_SMOKE, "--set", "training.steps=3", "--output-dir", str(run), "--resume"]) == 1
     assert "is not a regular file (a pipe, socket or device)" in capsys.readouterr().err

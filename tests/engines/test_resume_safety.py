@@ -24,16 +24,19 @@ from zoo.engines.diffusion.trainer import train
 from zoo.runs import UnsafeStateError, latest_checkpoint, read_state
 
 SHAPES = {
-    "flow_grpo-ema-kl": ("algorithm.beta=0.04", "training.ema_decay=0.9"),
+    "flow_grpo-ema-kl": ("algorithm.beta=0.04", "training.ema_decay=0.9", "training.ema_interval=2",  # Flow-GRPO's
+                         "training.ema_calls_per_step=2"),  # EMA schedule: counters the checkpoint must keep
     "flow_grpo_fast": ("algorithm.num_steps=6", "algorithm.sde_window_size=2", "algorithm.sde_window_range=[1, 5]"),
-    "dance_grpo": ("algorithm.method=dance_grpo",),
+    "dance_grpo": ("algorithm.method=dance_grpo", "training.ema_decay=0.995", "training.ema_warmup=false",
+                   "training.ema_every=round"),
     "ddpo-lora": ("algorithm.method=ddpo", "model.name=tiny:unet", "model.tiny={sample_size: 8}",
                   "training.lora.enabled=true"),
     "rlcm": ("algorithm.method=rlcm", "model.name=tiny:lcm", "model.tiny={sample_size: 8}"),
     "tree_grpo": ("algorithm.method=tree_grpo", "algorithm.num_steps=4", "algorithm.branch_steps=[0, 2]",
                   "algorithm.branch_factor=2"),
     "adv_grpo": (*ADV, "algorithm.reference_images.name=fixture-reference-squares",  # round 0 steps the head,
-                 "algorithm.discriminator_backbone=tiny:dinov2", "algorithm.num_steps=2", "algorithm.d_times=2"),  # 1 the policy
+                 "algorithm.discriminator_backbone=tiny:dinov2", "algorithm.num_steps=2", "algorithm.d_times=2",  # 1 the policy
+                 "training.ema_decay=0.9", "training.ema_interval=2"),  # its EMA counts the discriminator round
 }  # fmt: skip
 EVERY_STEP = ("training.steps=2", "training.save_steps=1", "training.eval_every=1")
 
@@ -58,7 +61,7 @@ def test_every_method_checkpoints_plain_state_and_resumes_exactly(tmp_path: Path
     straight = train(config, tmp_path / "straight")
     state = read_state(straight / "checkpoint-1" / STATE)  # weights_only: tensors and plain containers
     assert len(state["ranks"]) == 1 and set(state["ranks"][0]) == {"generator", "global"}
-    assert (state["ema"] is not None) == (shape == "flow_grpo-ema-kl")
+    assert (state["ema"] is not None) == (shape in ("flow_grpo-ema-kl", "dance_grpo", "adv_grpo"))
     if shape in ("ddpo-lora", "rlcm"):  # trackers that keep a buffer across rounds: non-empty history
         assert state["tracker"] and all(isinstance(v, list) for v in state["tracker"].values())
     assert ("discriminator" in state["extra"]) == (shape == "adv_grpo")
@@ -70,6 +73,9 @@ def test_every_method_checkpoints_plain_state_and_resumes_exactly(tmp_path: Path
     assert rows == metric_rows(straight) and [r["step"] for r in rows] == ["0", "1", "2"]
     for name in ("final/trained.safetensors", "checkpoint-2/trained.safetensors"):
         assert_same_tensors(straight / name, resumed / name)
+    if state["ema"] is not None:
+        counts = [read_state(d / "checkpoint-2" / STATE)["ema"]["optimization_step"] for d in (straight, resumed)]
+        assert counts[0] == counts[1] > 0
     if shape == "adv_grpo":
         heads = [read_state(d / "checkpoint-2" / STATE)["extra"]["discriminator"]["head"] for d in (straight, resumed)]
         assert all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])

@@ -16,9 +16,9 @@ from safetensors.torch import load_file
 from tests.engines.launch import (
     TINY_SFT,
     TINY_SFT_SETTINGS,
+    in_this_process,
     killed_after,
     needs_torchrun,
-    one_process,
     torchrun,
     two_nodes,
 )
@@ -36,7 +36,7 @@ STEPS = [str(step) for step in range(1, 9)]
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("sft-mp")
     single = root / "single"
-    one_process(RECIPE, single, SETTINGS)
+    in_this_process(RECIPE, single, SETTINGS)  # the reference run
     double = root / "double"
     done = torchrun(RECIPE, double, SETTINGS)
     return {"single": single, "double": double, "log": done.stderr, "printed": done.stdout}

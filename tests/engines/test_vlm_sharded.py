@@ -23,7 +23,15 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.engines.launch import TINY_SFT, TINY_SFT_SETTINGS, killed_after, needs_torchrun, one_process, torchrun
+from tests.engines.launch import (
+    TINY_SFT,
+    TINY_SFT_SETTINGS,
+    in_this_process,
+    killed_after,
+    needs_torchrun,
+    one_process,
+    torchrun,
+)
 from tests.engines.run_dirs import assert_same_final, metric_rows
 
 pytestmark = needs_torchrun
@@ -93,7 +101,7 @@ def test_bf16_compute_sharded_and_replicated_agree_on_the_first_step(tmp_path: P
 def sft(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("sft-sharded")
     runs = {"one": root / "one", "fsdp": root / "fsdp"}
-    one_process(SFT, runs["one"], SFT_SETTINGS)
+    in_this_process(SFT, runs["one"], SFT_SETTINGS)  # the reference run
     torchrun(SFT, runs["fsdp"], [*SFT_SETTINGS, "launch=fsdp-qwen2.5-vl"])
     return runs
 

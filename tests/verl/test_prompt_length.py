@@ -113,3 +113,33 @@ def test_image_tokens_follow_the_patch_size() -> None:
     limits = tuple(GUI_G1_LIMITS.values())
     assert image_tokens((1440, 900), ImageSettings(14, 2, *limits)) == 51 * 32
     assert image_tokens((1440, 900), ImageSettings(16, 2, *limits)) == 45 * 28
+
+
+def test_the_recipes_limit_and_truncation_are_passed_and_a_longer_prompt_is_refused(tmp_path) -> None:
+    """``data.max_prompt_length`` set: verl gets it (not the longest prompt) with ``data.truncation``; a prompt above it
+    stops the export, naming its sample, since the tiny model's processor counts exactly."""
+    small = [*SCREENS[:1], "data.kwargs.n=2", "model.entry=gui-g1-3b", "model.name=tiny:qwen2_5_vl"]
+
+    def export(name: str, *limit: str) -> dict[str, str]:
+        run(str(GUI_RECIPE), [*small, *limit, f"training.output_dir={tmp_path / name}"], engine="vlm-verl", dry_run=True)
+        return yaml.safe_load((tmp_path / name / "verl" / "verl_args.yaml").read_text())
+
+    longest = int(export("no-limit")["data.max_prompt_length"])  # the longest prompt, counted exactly
+    args = export("fits", "data.max_prompt_length=1000000")
+    assert (args["data.max_prompt_length"], args["data.truncation"]) == ("1000000", "error")
+    assert "data.max_prompt_length=1000000" in (tmp_path / "fits" / "verl" / "run_verl.sh").read_text()
+    with pytest.raises(RecipeError, match=rf"sample '.+': its prompt is {longest} tokens \(image tokens included\), "
+                                          rf"above data.max_prompt_length={longest - 1} "):  # fmt: skip
+        export("too-long", f"data.max_prompt_length={longest - 1}")
+
+
+def test_counted_as_upper_bounds_a_longer_prompt_is_a_warning(caplog) -> None:
+    """Without the processor the counts are bounds, not proof: the export keeps the recipe's limit and warns."""
+    from zoo.engines.vlm.recipe import PromptDataConfig
+    from zoo.engines.vlm.verl_prompts import prompt_limit
+
+    rows = parquet_rows(hub_recipe("Qwen/Qwen2.5-VL-3B-Instruct").data.load(), "gui-g1", "gui-synthetic")
+    with caplog.at_level("WARNING"):
+        assert prompt_limit(PromptDataConfig(name="gui-synthetic", max_prompt_length=10), rows,
+                            ImageSettings(14, 2, *GUI_G1_LIMITS.values())) == 10  # fmt: skip
+    assert f"{len(rows)} prompt(s) may exceed data.max_prompt_length=10" in caplog.text

@@ -51,21 +51,44 @@ def exported(tmp_path_factory) -> tuple[Any, Path]:
     return load_recipe(out / "recipe.yaml", engine="vlm-verl"), out / "verl"
 
 
-def verl_side(check: str, folder: Path, *args: str) -> dict[str, Any]:
-    """What ``verl_side.py CHECK`` reports, run under ``.venv-verl``."""
-    out = folder.parent / f"verl-{check}.json"
+def verl_side(checks: tuple[str, ...], folder: Path, *args: str) -> dict[str, Any]:
+    """What ``verl_side.py CHECK,...`` reports for each of ``checks``, all run in one process under ``.venv-verl``
+    (verl's imports cost seconds a process: one launch per export, not one per check)."""
+    out = folder.parent / f"verl-{'-'.join(checks)}.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "RAY_DISABLE_USAGE_STATS": "1", "WANDB_MODE": "disabled"}  # fmt: skip
-    done = subprocess.run([str(VERL_PYTHON), str(SCRIPT), check, str(folder), str(out), *args], check=False, cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
-    assert done.returncode == 0, f"verl_side.py {check} failed:\n{done.stderr[-4000:]}"
+    done = subprocess.run([str(VERL_PYTHON), str(SCRIPT), ",".join(checks), str(folder), str(out), *args],
+                          check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, f"verl_side.py {','.join(checks)} failed:\n{done.stderr[-4000:]}"
     return json.loads(out.read_text())
 
 
-def test_verl_composes_the_overrides_into_the_recipe_settings(exported) -> None:
+def completions(folder: Path) -> list[dict[str, Any]]:
+    """Four completions of each of the export's first three rows (the answer, the answer with more words, another
+    colour, no colour), each with the row's ``data_source``, ``reward_model`` and ``extra_info``."""
+    items = []
+    for row in pq.read_table(folder / "train.parquet").to_pylist()[:3]:
+        answer = json.loads(row["reward_model"]["ground_truth"])["answer"]
+        other = "blue" if answer != "blue" else "red"
+        for completion in (answer, f"{answer} is the colour", other, "purple"):
+            items.append({"completion": completion, **{k: row[k] for k in ("data_source", "reward_model",
+                                                                            "extra_info")}})  # fmt: skip
+    return items
+
+
+@pytest.fixture(scope="module")
+def verl_saw(exported) -> dict[str, Any]:
+    """What verl's config, reward and dataset checks saw of the export (one ``verl_side.py`` process)."""
+    _, folder = exported
+    path = folder.parent / "completions.json"
+    path.write_text(json.dumps(completions(folder)))
+    return verl_side(("config", "reward", "dataset"), folder, "--completions", str(path))
+
+
+def test_verl_composes_the_overrides_into_the_recipe_settings(exported, verl_saw) -> None:
     recipe, folder = exported
     alg, tr = recipe.algorithm, recipe.training
-    seen = verl_side("config", folder)
+    seen = verl_saw["config"]
     completions_per_step = tr.batch_size * tr.grad_accum * recipe.verl.n_gpus_per_node * recipe.verl.nnodes
     assert seen == {
         **seen,  # the keys below are the recipe's; the rest are verl's own and checked by validate_config
@@ -102,21 +125,12 @@ def test_verl_composes_the_overrides_into_the_recipe_settings(exported) -> None:
     assert seen["ppo_mini_batch_size"] == seen["train_batch_size"], "one optimiser step per generated batch"
 
 
-def test_verl_reward_manager_scores_as_the_zoo_reward(exported) -> None:
+def test_verl_reward_manager_scores_as_the_zoo_reward(exported, verl_saw) -> None:
     from rewards.base import RewardSample, WeightedSum
 
     recipe, folder = exported
-    rows = pq.read_table(folder / "train.parquet").to_pylist()[:3]
-    items = []
-    for row in rows:
-        answer = json.loads(row["reward_model"]["ground_truth"])["answer"]
-        other = "blue" if answer != "blue" else "red"
-        for completion in (answer, f"{answer} is the colour", other, "purple"):
-            items.append({"completion": completion, **{k: row[k] for k in ("data_source", "reward_model",
-                                                                            "extra_info")}})  # fmt: skip
-    path = folder.parent / "completions.json"
-    path.write_text(json.dumps(items))
-    seen = verl_side("reward", folder, "--completions", str(path))
+    items = completions(folder)
+    seen = verl_saw["reward"]
     zoo_reward = WeightedSum([(spec.build(), spec.weight) for spec in recipe.rewards])
     samples = [RewardSample(target=json.loads(i["reward_model"]["ground_truth"]), meta=i["extra_info"]) for i in items]
     ours = zoo_reward([i["completion"] for i in items], samples)
@@ -128,7 +142,7 @@ def test_verl_reward_manager_scores_as_the_zoo_reward(exported) -> None:
         assert {k: verl_scored["components"][k] for k in zoo_scored.components} == zoo_scored.components
 
 
-def test_verl_dataset_yields_the_zoo_prompts_and_images(exported) -> None:
+def test_verl_dataset_yields_the_zoo_prompts_and_images(exported, verl_saw) -> None:
     import hashlib
 
     from transformers import AutoProcessor
@@ -138,7 +152,7 @@ def test_verl_dataset_yields_the_zoo_prompts_and_images(exported) -> None:
     from zoo.engines.vlm.trl_data import sample_to_row
 
     recipe, folder = exported
-    seen = verl_side("dataset", folder)
+    seen = verl_saw["dataset"]
     processor = AutoProcessor.from_pretrained(folder / "model")
     samples = [with_contract(s, recipe.model.contract()) for s in recipe.data.load()]
     assert (seen["dataset_class"], seen["length"]) == ("RLHFDataset", len(samples)), "verl dropped prompts"
@@ -165,36 +179,37 @@ def exported_length(folder: Path) -> int:
 
 
 @pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl"])
-def screens(request, tmp_path_factory) -> tuple[str, Path]:
-    """``(arch, verl folder)``: GUI-sized screenshots (up to 1440 x 900) at GUI-G1's pixel limits, a tiny ``arch``."""
+def screens(request, tmp_path_factory) -> tuple[str, Path, dict[str, Any]]:
+    """``(arch, verl folder, what verl's lengths, config and dataset checks saw)``: GUI-sized screenshots (up to
+    1440 x 900) at GUI-G1's pixel limits, a tiny ``arch``."""
     out = tmp_path_factory.mktemp(f"verl-screens-{request.param}")
     run(str(GUI_RECIPE), ["data.kwargs.task=screens", "data.kwargs.n=6", "model.entry=gui-g1-3b",
                           f"model.name=tiny:{request.param}", f"training.output_dir={out}"],
         engine="vlm-verl", dry_run=True)  # fmt: skip
-    return request.param, out / "verl"
+    return request.param, out / "verl", verl_side(("lengths", "config", "dataset"), out / "verl")
 
 
 def test_verl_keeps_every_gui_sized_prompt(screens) -> None:
     """verl's default (512 tokens, 14-pixel patches) with its length filter dropped these prompts without a word.
     Exported, verl keeps all six; its own filter at the exported length keeps them too and at one token less drops
     the longest, so the export's length is verl's own count; the rollout builds that many tokens."""
-    arch, folder = screens
+    arch, folder, seen = screens
     longest = exported_length(folder)
     assert longest > 512
-    lengths = verl_side("lengths", folder)
+    lengths = seen["lengths"]
     assert lengths["rows"] == lengths["kept_at_max"] == 6 > lengths["kept_below_max"]
-    config = verl_side("config", folder)
+    config = seen["config"]
     assert (config["max_prompt_length"], config["rollout_prompt_length"]) == (longest, longest)
     assert config["image_patch_size"] == {"qwen2_5_vl": 14, "qwen3_vl": 16}[arch]
     assert config["mm_processor_kwargs"] == {"min_pixels": 3136, "max_pixels": 12845056}  # GUI-G1's
-    rollout = verl_side("dataset", folder)
+    rollout = seen["dataset"]
     assert max(len(row["input_ids"]) for row in rollout["rows"]) == longest
 
 
 @pytest.mark.slow
 def test_verl_trainer_two_steps_on_cpu(exported) -> None:
     _, folder = exported
-    seen = verl_side("train", folder)
+    seen = verl_side(("train",), folder)["train"]
     if not seen["finished"]:
         assert seen["where"] == CPU_STOP, f"verl now stops elsewhere on CPU; record it in docs/guides/verl.md: {seen}"
         pytest.skip(f"verl 0.9.1's trainer stops on CPU at {seen['where']}: {seen['error']}")

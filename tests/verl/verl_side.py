@@ -1,7 +1,10 @@
 """What verl 0.9.1 itself makes of a ``zoo train --engine vlm-verl --dry-run`` export; run under ``.venv-verl``.
 
-``python tests/verl/verl_side.py CHECK VERL_DIR OUT_JSON`` reads the export's ``verl/`` folder with verl's own code and writes
-what verl saw as JSON, which ``tests/verl/test_verl_reads_export.py`` (main venv) compares with the zoo's side:
+``python tests/verl/verl_side.py CHECK[,CHECK...] VERL_DIR OUT_JSON`` reads the export's ``verl/`` folder with
+verl's own code and writes what verl saw as JSON, ``{check: what it saw}``, which
+``tests/verl/test_verl_reads_export.py`` (main venv) compares with the zoo's side. The checks given run in one
+process, in the order given, each composing its own config: verl's imports (about 10 CPU-seconds) are paid once per
+export rather than once per check.
 
 * ``config``: ``ppo_trainer.yaml`` composed with the export's overrides through Hydra's compose API and checked by
   ``verl.utils.config.validate_config``, as ``verl/trainer/main_ppo.py::main`` does;
@@ -217,14 +220,25 @@ def _relative(filename: str) -> str:
 CHECKS = {"config": check_config, "reward": check_reward, "dataset": check_dataset, "lengths": check_lengths,
           "train": check_train}
 
+
+def _check_list(text: str) -> list[str]:
+    """``"config,reward"`` -> ``["config", "reward"]``, every name one of :data:`CHECKS`."""
+    checks = text.split(",")
+    unknown = [c for c in checks if c not in CHECKS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown check(s) {unknown}: choose from {sorted(CHECKS)}")
+    return checks
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("check", choices=sorted(CHECKS), help="which part of the export verl reads")
+    parser.add_argument("checks", type=_check_list,
+                        help=f"comma-separated checks of {sorted(CHECKS)}, run in the order given")
     parser.add_argument("folder", type=Path, help="the export's verl/ folder (RUN_DIR/verl)")
-    parser.add_argument("out", type=Path, help="where to write what verl saw (JSON)")
+    parser.add_argument("out", type=Path, help="where to write what verl saw (JSON: check -> what it saw)")
     parser.add_argument("--completions", type=Path, help="the reward check's completions (JSON)")
     parser.add_argument("--override", action="append", default=[], help="the train check's extra Hydra override")
     options = parser.parse_args()
-    extra = {"completions": options.completions} if options.check == "reward" else {}
-    extra = {"extra": tuple(options.override)} if options.check == "train" else extra
-    options.out.write_text(json.dumps(CHECKS[options.check](options.folder.resolve(), **extra), indent=1))
+    extras = {"reward": {"completions": options.completions}, "train": {"extra": tuple(options.override)}}
+    seen = {check: CHECKS[check](options.folder.resolve(), **extras.get(check, {})) for check in options.checks}
+    options.out.write_text(json.dumps(seen, indent=1))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -21,10 +22,10 @@ from typing import Any
 
 import torch
 
-#: Each engine's recipe, and what it is set to (beside ``model.name``, ``launch`` and the output folder) so that every
-#: kind of tensor the plan prices exists, at a size a CPU steps in a second: bf16 compute over fp32 masters, a frozen
-#: vision tower and (RL) a KL reference for the VLM engines; a KL reference, an EMA and bf16 text encoders and VAE for
-#: the diffusion engine.
+#: Each engine's recipe (the diffusion engine's twice: a transformer and a UNet denoiser), and what it is set to (beside
+#: ``model.name``, ``launch`` and the output folder) so that every kind of tensor the plan prices exists, at a size a
+#: CPU steps in a second: bf16 compute over fp32 masters, a frozen vision tower and (RL) a KL reference for the VLM
+#: engines; a KL reference, an EMA and bf16 text encoders and VAE for the diffusion engine; RLCM's LoRA on an LCM UNet.
 RECIPES = {
     "vlm-semi-online": ("domains/gui/recipes/ui-s1-smoke.yaml",
                         ("model.dtype=bfloat16", "algorithm.beta=0.04", "training.freeze_vision=true")),
@@ -37,39 +38,69 @@ RECIPES = {
     "diffusion": ("domains/image/recipes/flow-grpo-tiny-colour.yaml",
                   ("model.dtype=bfloat16", "algorithm.group_size=2", "algorithm.num_steps=2",
                    "training.prompts_per_step=1", "training.train_batch_size=2", "training.ema_decay=0.9")),
+    "diffusion-unet": ("domains/image/recipes/rlcm-tiny-smoke.yaml",
+                       ("model.dtype=bfloat16", "algorithm.num_steps=2",
+                        "training.prompts_per_step=1", "training.grad_accum=2")),
 }  # fmt: skip
 #: The launch config each engine that shards its model itself runs under as rank 0 of two processes.
 SHARDED = {"vlm-semi-online": "fsdp-qwen2.5-vl", "vlm-sft": "fsdp-qwen2.5-vl", "diffusion": "fsdp-sd3"}
 
 
-def recipe(engine: str, models: Path, launch: str, out: Path, overrides: tuple[str, ...] = ()) -> Any:
-    """``engine``'s recipe (:data:`RECIPES`) training its tiny model under ``models`` (:func:`save_models`) under
+def recipe(case: str, models: Path, launch: str, out: Path, overrides: tuple[str, ...] = ()) -> Any:
+    """``case``'s recipe (:data:`RECIPES`) training its tiny model under ``models`` (:func:`save_models`) under
     ``launch``, writing what its loop writes to ``out``."""
     from zoo.engines.reading import load_recipe
 
-    path, settings = RECIPES[engine]
-    return load_recipe(path, [f"model.name={model_dirs(models)[engine]}", f"launch={launch}",
+    path, settings = RECIPES[case]
+    return load_recipe(path, [f"model.name={model_dirs(models)[case]}", f"launch={launch}",
                               f"training.output_dir={out}", *settings, *overrides])  # fmt: skip
 
 
 def model_dirs(models: Path) -> dict[str, Path]:
-    """The folder under ``models`` of the tiny model each engine trains."""
-    return {engine: models / ("sd3" if engine == "diffusion" else "qwen2.5-vl") for engine in RECIPES}
+    """The folder under ``models`` of the tiny model each case of :data:`RECIPES` trains."""
+    folders = {"diffusion": "sd3", "diffusion-unet": "lcm"}
+    return {case: models / folders.get(case, "qwen2.5-vl") for case in RECIPES}
 
 
 def save_models(models: Path) -> Path:
     """``models`` holding a tiny Qwen2.5-VL (the engines' ``tiny:qwen2_5_vl``, with an odd vocabulary that FSDP2 splits
-    unevenly) and a tiny ``StableDiffusion3Pipeline`` (the engine's ``tiny:sd3`` transformer and VAE, two tiny CLIP
-    encoders), each saved as a model folder with the configs the plan sizes offline (``tiny:`` names it refuses)."""
+    unevenly), a tiny ``StableDiffusion3Pipeline`` (the engine's ``tiny:sd3`` transformer and VAE, two tiny CLIP
+    encoders) and a tiny ``LatentConsistencyModelPipeline`` (:func:`save_tiny_lcm`), each saved as a model folder with
+    the configs the plan sizes offline (``tiny:`` names it refuses)."""
     from lab.image.release import build_pipeline
     from zoo.tiny import build_tiny_vlm
 
-    vlm, pipeline = (model_dirs(models)[engine] for engine in ("vlm-sft", "diffusion"))
+    folders = model_dirs(models)
     model, processor = build_tiny_vlm("qwen2_5_vl", hidden=64, layers=2, vision_hidden=32, vocab_size=401)
-    model.save_pretrained(vlm)
-    processor.save_pretrained(vlm)
-    build_pipeline(pipeline, seed=0)
+    model.save_pretrained(folders["vlm-sft"])
+    processor.save_pretrained(folders["vlm-sft"])
+    build_pipeline(folders["diffusion"], seed=0)
+    save_tiny_lcm(folders["diffusion-unet"])
     return models
+
+
+def save_tiny_lcm(folder: Path) -> Path:
+    """The engine's ``tiny:lcm`` UNet (with its guidance input), VAE and LCM scheduler as a diffusers
+    ``LatentConsistencyModelPipeline`` folder, with a tiny CLIP text encoder as wide as the UNet's cross-attention and
+    no safety checker."""
+    from diffusers import LatentConsistencyModelPipeline
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    from tests.tiny_pipelines import tiny_clip_tokenizer
+    from zoo.engines.diffusion.models import build_tiny
+
+    tiny = build_tiny("tiny:lcm", seed=0, sample_size=8)
+    width = tiny.denoiser.config.cross_attention_dim
+    encoder = CLIPTextModel(CLIPTextConfig(hidden_size=width, intermediate_size=2 * width, num_attention_heads=2,
+                                           num_hidden_layers=1, vocab_size=60, max_position_embeddings=16,
+                                           bos_token_id=0, eos_token_id=1, pad_token_id=1))  # fmt: skip
+    tokenizer = tiny_clip_tokenizer(folder / "_tokenizer")
+    pipe = LatentConsistencyModelPipeline(vae=tiny.vae, text_encoder=encoder, tokenizer=tokenizer, unet=tiny.denoiser,
+                                          scheduler=tiny.scheduler, safety_checker=None, feature_extractor=None,
+                                          requires_safety_checker=False)  # fmt: skip
+    pipe.save_pretrained(folder, safe_serialization=True)
+    shutil.rmtree(folder / "_tokenizer")
+    return folder
 
 
 def local_bytes(tensor: torch.Tensor) -> int:
@@ -191,7 +222,7 @@ def diffusion_step(run: Any) -> dict[str, int]:
     return counts
 
 
-#: How each engine is built, stepped and counted.
+#: How each engine is built, stepped and counted (by ``run.engine``).
 STEPS: dict[str, Callable[[Any], dict[str, int]]] = {
     "vlm-semi-online": semi_online_step, "vlm-sft": sft_step, "vlm-trl": trl_step, "diffusion": diffusion_step,
 }  # fmt: skip

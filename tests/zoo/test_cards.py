@@ -12,6 +12,7 @@ from zoo.card_kinds import (
     UNRELEASED,
     CardKind,
     CardKindError,
+    SnippetOrigin,
     card_kind,
     kind_of,
     register_card_kind,
@@ -50,6 +51,18 @@ def test_card_of_a_record_carries_its_numbers_and_the_kinds_usage():
     assert "| GRPO, seed 0 | `domains/gui/recipes/gui-g1-tiny-cpu.yaml` | 0 | 10 | 1.0 | hit 0.400 |" in text
     assert "| GRPO - SFT start, seed 0 | +0.1000 | 0.0200 | held-out hit rate | 1000 | yes |" in text
     assert "| GRPO - control, seed 0 | +0.0100 |  | held-out hit rate | 1000 | — |" in text  # no spread measured
+
+
+def test_a_records_own_snippet_gives_way_to_the_kinds_usage_for_where_the_card_is_read():
+    """One generator: the record's first Python block is replaced by the kind's usage, its prose stays; pushed to a
+    repository, the usage loads that repository and fetches the example from it."""
+    own = Section("Use", "```python\npred = pipe(obs)\n```\n\nThe screen is one of the held-out ones.")
+    record = dataclasses.replace(RECORD, sections=(own, *RECORD.sections))
+    text = render_card(zoo.info("gui-g1-3b"), record, SnippetOrigin("someone/g1")).text
+    assert "pipe(obs)" not in text and text.count("```python") == 1 and "The screen is one of the held-out" in text
+    assert 'zoo.load("hf-hub:someone/g1", entry="gui-g1-3b")' in text
+    assert 'image = hf_hub_download("someone/g1", "examples/screen.png")' in text
+    assert 'zoo.load("gui-g1-3b")' in render_card(zoo.info("gui-g1-3b"), record).text  # read in a checkout
 
 
 def test_a_record_of_another_entry_is_refused():
@@ -123,7 +136,7 @@ def test_a_spec_class_keeps_its_first_card_kind():
 
 @pytest.mark.parametrize(
     "spec, library, call",
-    [(DiffusionSpec(num_inference_steps=10), "diffusers", 'pipe("a prompt", seed=0)'),
+    [(DiffusionSpec(num_inference_steps=10), "diffusers", "image_output = pipe("),
      (PolicySpec(observation_dim=4, action_dim=2), None, "pipe.act(observation)")],
     ids=["diffusion", "policy"],
 )
@@ -139,7 +152,7 @@ def test_clip_card_is_an_open_clip_card():
     meta = card.data.to_dict()
     assert meta["library_name"] == "open_clip" and "grpo" not in meta["tags"]
     assert "qwen-vl-utils" not in card.text and "pixels" not in card.text
-    assert 'pipe("image.png", ["tumor", "normal tissue"])' in _usage(card)
+    assert "probabilities = pipe(image, labels)" in _usage(card) and "pipe.embed_images([image])" in _usage(card)
     assert "template set" in card.text and "weights_only=True" in card.text
 
 
@@ -170,8 +183,19 @@ def test_ui_s1_card_shows_weights_and_code_licences_and_its_pin():
      ("import zoo\npipe = zoo.load('x')\npipe.embed_images(['a.png'])", kind_of(VLMSpec), "embed_images"),
      ("import zoo\npipe = zoo.load('dolphin-r1')", UNRELEASED, "no weights"),
      ("import zoo\nzoo.fine_tune('x')", kind_of(ClipSpec), "zoo.fine_tune"),
-     ("pipe('a prompt')", UNRELEASED, "pipe(...)")],
-    ids=["vlm-method", "output-field", "clip-method-on-vlm", "load-unreleased", "zoo-function", "pipe-unreleased"],
+     ("pipe('a prompt')", UNRELEASED, "pipe(...)"),
+     ("from huggingface_hub import hf_hub_download\nhf_hub_download(repo, 'examples/screen.png')", kind_of(VLMSpec),
+      "written out as strings"),
+     ("from huggingface_hub import hf_hub_download\nhf_hub_download('o/m', 'examples/no-such.png')", kind_of(VLMSpec),
+      "no file of examples/"),
+     ("from huggingface_hub import hf_hub_download\nhf_hub_download('o/m', 'examples/../zoo/cli.py')", kind_of(VLMSpec),
+      "no file of examples/"),
+     ("from huggingface_hub import hf_hub_download\nhf_hub_download('o/m', 'screen.png')", kind_of(VLMSpec),
+      "no file of examples/"),
+     ("from huggingface_hub import hf_hub_download\nhf_hub_download('not an id', 'examples/screen.png')",
+      kind_of(VLMSpec), "no Hub repository id")],
+    ids=["vlm-method", "output-field", "clip-method-on-vlm", "load-unreleased", "zoo-function", "pipe-unreleased",
+         "download-unwritten", "download-no-example", "download-outside", "download-not-examples", "download-bad-repo"],
 )
 def test_usage_check_names_what_does_not_exist(code, kind, message):
     with pytest.raises(CardError, match=message):

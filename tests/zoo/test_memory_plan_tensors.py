@@ -2,8 +2,9 @@
 ``zoo train RECIPE --plan``'s weights, gradients, AdamW moments, KL reference and EMA per GPU equal, byte for byte,
 what the engine's own setup holds right after its first optimiser step (``tests/zoo/memory_tensors.py`` builds and
 counts it) on a tiny Qwen2.5-VL saved as a model folder (``vlm-semi-online``, ``vlm-sft``, ``vlm-trl``: bf16 compute
-over fp32 masters, a frozen vision tower, a KL reference; and LoRA runs) or a tiny SD3 pipeline saved as one
-(``diffusion``: an fp32 denoiser, its reference and EMA beside bf16 text encoders; and a LoRA run).
+over fp32 masters, a frozen vision tower, a KL reference; and LoRA runs) or a tiny SD3 or LCM pipeline saved as one
+(``diffusion``: an fp32 denoiser, its reference and EMA beside bf16 text encoders; and a LoRA run; RLCM's LoRA on the
+LCM's UNet, and the UNet trained whole with an EMA).
 
 In one process each engine runs as under ``ddp`` (TRL's accelerate without a launch config is plain, DDP's semantics
 for one process); as rank 0 of a two-process run over gloo each engine that shards its model itself runs under its
@@ -50,23 +51,26 @@ def planned(run: object, launch: str, processes: int) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(
-    ("engine", "overrides", "reference_width"),
+    ("case", "overrides", "reference_width"),
     [("vlm-semi-online", (), 2),  # UI-S1's reference in the compute dtype, bf16
      ("vlm-semi-online", LORA, 2),  # ... beside the adapters too
      ("vlm-sft", (), 0),
      ("vlm-trl", (), 4),  # TRL builds it in the policy's dtype: the fp32 masters
      ("vlm-trl", LORA, 0),  # TRL scores with the adapters off
      ("diffusion", (), 4),  # a copy of the fp32 denoiser
-     ("diffusion", LORA, 0)],  # the adapters off
-    ids=["semi-online", "semi-online-lora", "sft", "trl", "trl-lora", "diffusion", "diffusion-lora"],
+     ("diffusion", LORA, 0),  # the adapters off
+     ("diffusion-unet", (), 0),  # RLCM's LoRA r8 on an LCM UNet, its float32 base frozen
+     ("diffusion-unet", ("training.lora.enabled=false", "training.ema_decay=0.9"), 0)],  # every UNet weight, an EMA
+    ids=["semi-online", "semi-online-lora", "sft", "trl", "trl-lora", "diffusion", "diffusion-lora", "unet-lora",
+         "unet"],
 )  # fmt: skip
 def test_one_process_holds_the_bytes_the_plan_says(
-    models: Path, tmp_path: Path, engine: str, overrides: tuple[str, ...], reference_width: int
+    models: Path, tmp_path: Path, case: str, overrides: tuple[str, ...], reference_width: int
 ) -> None:
     """Each engine in one process holds what the plan's ``ddp`` row says for one process; its KL reference is the
     model's parameters in the dtype the engine builds it in (``reference_width`` bytes each), known apart from the
     plan."""
-    run = recipe(engine, models, "ddp", tmp_path, overrides)
+    run = recipe(case, models, "ddp", tmp_path, overrides)
     real = one_step_bytes(run)
     assert real == planned(run, "ddp", 1)
     assert real["reference"] == reference_width * memory_plan.workload(run).params

@@ -16,16 +16,18 @@ import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import save_file
 
-from zoo.cards import CARDS_DIR, validate_card, write_card
+from zoo.card_kinds import SnippetOrigin
+from zoo.cards import CARDS_DIR, downloaded_files, render_card, usage_code, validate_card
 from zoo.cli import main
 from zoo.hub import CHECKPOINTS_DIR
 from zoo.push import PushError, plan_push, push
+from zoo.registry import info
 
 SHIPPED = sorted(p.name for p in CHECKPOINTS_DIR.iterdir() if p.is_dir())
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-def test_dry_run_prints_exactly_the_files_and_the_card(name, capsys, tmp_path, monkeypatch):
+def test_dry_run_prints_exactly_the_files_and_the_card(name, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["push", name, "--repo-id", f"my-org/{name}", "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -35,11 +37,12 @@ def test_dry_run_prints_exactly_the_files_and_the_card(name, capsys, tmp_path, m
     model_files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "README.md")
     if (folder / "model_index.json").is_file():  # a diffusers pipeline: its component folders go up too
         model_files += sorted(str(p.relative_to(folder)) for p in folder.glob("*/*") if p.is_file())
-    expected_card = write_card(name, out_dir=tmp_path)
+    expected_card = str(render_card(info(name), origin=SnippetOrigin(f"my-org/{name}")))  # loads what was pushed
     assets = sorted(p.name for p in (CARDS_DIR / name).iterdir() if p.name != "README.md")  # the card's figures
-    assert listed == [*model_files, "README.md", *assets]
+    examples = sorted({f for _, f in downloaded_files(usage_code(card, name), name)})  # what the card's usage fetches
+    assert listed == [*model_files, "README.md", *assets, *examples]
     assert any(n.split("/")[-1].endswith("model.safetensors") for n in listed) and "training.json" in listed
-    assert card.rstrip("\n") == expected_card.read_text().rstrip("\n")
+    assert card.rstrip("\n") == expected_card.rstrip("\n")
     validate_card(ModelCard(card))
     subfolders = [p.name for p in folder.iterdir() if p.is_dir() and not any(n.startswith(f"{p.name}/") for n in listed)]
     assert all(f"left behind: {d}/" in listing for d in subfolders)
@@ -103,7 +106,8 @@ class RecordingApi:
         return f"https://huggingface.co/{repo_id}"
 
     def upload_folder(self, repo_id, folder_path, repo_type, commit_message):
-        staged = {p.name: p.read_bytes() for p in Path(folder_path).iterdir()}
+        staged = {p.relative_to(folder_path).as_posix(): p.read_bytes() for p in Path(folder_path).rglob("*")
+                  if p.is_file()}  # fmt: skip
         self.calls.append(("upload_folder", repo_id, repo_type, commit_message, staged))
         return SimpleNamespace(oid="0123456789abcdef0123456789abcdef01234567",
                                commit_url=f"https://huggingface.co/{repo_id}/commit/0123456")
@@ -121,7 +125,8 @@ def test_upload_creates_the_repo_sends_the_plan_in_one_commit_and_records_the_re
     assert (create, repo_id, repo_type, private, exist_ok) == ("create_repo", "my-org/gui-grounding-tiny", "model",
                                                                True, True)
     assert upload == "upload_folder" and message == "zoo push gui-grounding-tiny"
-    assert sorted(staged) == sorted([*plan.files, "README.md", *(a for a, _ in plan.card_assets)])
+    assert sorted(staged) == sorted([*plan.files, "README.md", *(a for a, _ in plan.card_assets), *plan.examples])
+    assert plan.examples == ("examples/screen.png",) and sorted(record["files"]) == sorted(staged)
     assert staged["README.md"].decode() == plan.card
     assert staged["model.safetensors"] == (plan.source / "model.safetensors").read_bytes()
     history = json.loads((tmp_path / "gui-grounding-tiny" / "hub_revisions.json").read_text())

@@ -79,3 +79,35 @@ def test_names_that_leave_the_folder_and_absent_files_are_refused(tmp_path: Path
         load_dataset("qwen-image-references", json_path=str(tmp_path / "absent.json"))
     with pytest.raises(ValueError, match="n=0 must be >= 1"):
         load_dataset("qwen-image-references", json_path=str(write_generator_output(tmp_path / "out")), n=0)
+
+
+def test_the_run_keeps_the_paths_and_decodes_only_what_a_step_draws(tmp_path: Path) -> None:
+    """The engine holds the listed files' paths, not their pixels (the authors' full set does not fit in memory
+    decoded); a draw decodes each image it picks once, resized bilinearly as the authors' ``transforms.Resize``
+    (showlab/Adv-GRPO@8287f90:scripts/train_sd3_fast_pickscore.py:792-795)."""
+    import numpy as np
+    import torch
+
+    from tests.engines.test_diffusion_engine import ADV, recipe
+    from zoo.engines.diffusion.setup import build_run
+
+    folder, noise = tmp_path / "references", np.random.default_rng(0)
+    folder.mkdir()
+    listing = {"a noisy square": [f"node0_rank0_00000_{k}.png" for k in range(4)], "a noisy circle": ["other.png"]}
+    for name in [*listing["a noisy square"], "other.png"]:
+        Image.fromarray(noise.integers(0, 256, (20, 20, 3), dtype=np.uint8)).save(folder / name)
+    (folder / "prompt2img_node0.json").write_text(json.dumps(listing), encoding="utf-8")
+    run = build_run(recipe(*ADV, "algorithm.reference_images.name=qwen-image-references",
+                           f"algorithm.reference_images.kwargs={{json_path: {folder / 'prompt2img_node0.json'}}}",
+                           "algorithm.discriminator_backbone=tiny:dinov2", 'prompts.train=["a noisy square"]'),
+                    tmp_path / "run")  # fmt: skip
+    references = run.extra["discriminator"].references
+    assert [Path(s).name for s in references.sources] == [*listing["a noisy square"], "other.png"]
+    decoded, decode = [], references.decode
+    references.decode = lambda source: decoded.append(Path(source).name) or decode(source)
+    drawn = references.draw(["a noisy square"] * 6, torch.Generator().manual_seed(0))
+    assert len(decoded) == len(set(decoded)) < 6 and set(decoded) <= set(listing["a noisy square"])
+    size = drawn.shape[-1]
+    theirs = {name: torch.from_numpy(np.array(Image.open(folder / name).convert("RGB").resize(
+        (size, size), Image.Resampling.BILINEAR))).permute(2, 0, 1).float() / 255 for name in decoded}  # fmt: skip
+    assert size != 20 and all(any(torch.equal(image, t) for t in theirs.values()) for image in drawn)

@@ -117,7 +117,8 @@ def trainer():
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from domains.robot.envs import make_fetch_push
-    from zoo.engines.policy.dppo import ChunkEnv, DiffusionPPO, DPPOSettings, minmax_normalization
+    from zoo.engines.policy.dppo import ChunkEnv, DiffusionPPO, minmax_normalization
+    from zoo.engines.policy.dppo_settings import DPPOSettings
 
     config = PolicyConfig(28, 4, "diffusion-mlp", 2, (16,), {"denoising_steps": 4})
     env = DummyVecEnv([lambda: ChunkEnv(make_fetch_push(max_episode_steps=6), 2)] * 2)

@@ -39,7 +39,7 @@ both modules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,26 +162,55 @@ class DinoDiscriminator(nn.Module):
                 "fake": logit_f.mean(), "accuracy": accuracy}  # fmt: skip
 
 
-@dataclass(frozen=True)
 class References:
-    """The discriminator's positives: reference images and, for each prompt, the rows that depict it."""
+    """The discriminator's positives: the reference images, decoded when a step draws them, and for each prompt the
+    rows that depict it.
 
-    images: torch.Tensor
-    """(N, 3, H, W) in [0, 1], at the policy's output size."""
-    rows: dict[str, list[int]]
-    """Prompt -> indices into ``images``."""
+    Only where each image is stays in memory: the authors' Qwen-Image PickScore set is 8 images for each of its
+    training prompts (about 60 GB of PNGs), far more than memory holds decoded, and theirs too opens a prompt's files
+    when its batch needs them (showlab/Adv-GRPO@8287f90:scripts/train_sd3_fast_pickscore.py:773-798). A draw decodes
+    each image it picks once; nothing is kept between draws (a step that sets the same draw against its generations
+    twice, the PickScore one, keeps the drawn tensor itself).
+    """
+
+    def __init__(self, sources: Sequence[Any], rows: dict[str, list[int]],
+                 decode: Callable[[Any], torch.Tensor] | None = None) -> None:  # fmt: skip
+        """``sources``: what ``decode`` turns into a (3, H, W) image in [0, 1] at the policy's output size (a file
+        path: :func:`decode_reference`); with no ``decode``, such images already (a (N, 3, H, W) tensor).
+        ``rows``: prompt -> indices into ``sources``."""
+        self.sources, self.rows, self.decode = sources, rows, decode
 
     def missing(self, prompts: Sequence[str]) -> list[str]:
         """The prompts (in order, once each) with no reference image."""
         return [p for p in dict.fromkeys(prompts) if p not in self.rows]
 
     def draw(self, prompts: Sequence[str], generator: torch.Generator) -> torch.Tensor:
-        """One reference of each prompt in ``prompts``, uniformly among that prompt's images."""
+        """(len(prompts), 3, H, W): one reference of each prompt in ``prompts``, uniformly among that prompt's
+        images, each picked image decoded once."""
         if absent := self.missing(prompts):
             raise KeyError(f"adv_grpo: no reference image for prompt(s) {absent[:3]}")
         picks = [rows[int(torch.randint(len(rows), (1,), generator=generator))]
                  for rows in (self.rows[p] for p in prompts)]  # fmt: skip
-        return self.images[picks]
+        decoded = {index: self.image(index) for index in dict.fromkeys(picks)}
+        return torch.stack([decoded[index] for index in picks])
+
+    def image(self, index: int) -> torch.Tensor:
+        """Reference ``index`` as a (3, H, W) image in [0, 1]."""
+        source = self.sources[index]
+        return source if self.decode is None else self.decode(source)
+
+
+def decode_reference(source: Any, size: int) -> torch.Tensor:
+    """A reference image (a path, or any input :func:`zoo.images.load_image` reads) as a (3, size, size) float tensor
+    in [0, 1]: resized bilinearly and scaled as the authors' ``transforms.Resize((512, 512))`` then ``ToTensor()``
+    (showlab/Adv-GRPO@8287f90:scripts/train_sd3_fast_pickscore.py:792-795; train_sd3_fast_dino_patch.py:880-883)."""
+    from PIL import Image
+    from torchvision.transforms.functional import pil_to_tensor
+
+    from zoo.images import load_image
+
+    image = load_image(source).resize((size, size), Image.Resampling.BILINEAR)
+    return pil_to_tensor(image).float() / 255
 
 
 class AdversarialReward:

@@ -38,11 +38,11 @@ def check_sharding(recipe: DiffusionRecipe, sharding: Sharding) -> None:
     """What the diffusion engine refuses under a sharding (its :class:`~zoo.engines.Engine` ``launch_check``, asked by
     the engine and ``zoo train --plan`` alike): a :class:`~zoo.sharding.ShardingError` before anything loads."""
     if sharding.sharded and recipe.training.lora.enabled:
-        raise ShardingError(f"launch: {recipe.launch} shards the denoiser with FSDP, which a LoRA run does not need "
+        raise ShardingError(f"launch: {sharding.launch} shards the denoiser with FSDP, which a LoRA run does not need "
                             "(its adapters are small and the frozen base is held once per GPU anyway): launch it with "
                             "ddp (--set launch=ddp), or train every weight (training.lora.enabled=false)")  # fmt: skip
     if sharding.sharded and sharding.offload:
-        raise ShardingError(f"launch: {recipe.launch} offloads the shards to the CPU, which the diffusion engine does "
+        raise ShardingError(f"launch: {sharding.launch} offloads the shards to the CPU, which the diffusion engine does "
                             "not do (DanceGRPO keeps FLUX's shards on the GPUs); name fsdp-flux or fsdp-sd3")  # fmt: skip
 
 

@@ -17,7 +17,7 @@ methods' SDE window), so a key of another method is an unknown key. Its paper de
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from zoo.recipe import ChoiceConfig, DataConfig, Recipe, RecipeError, RewardSpec, TrainingBase
 from zoo_common.registry import Registry
@@ -312,10 +312,23 @@ class DiffusionTrainingConfig(TrainingBase):
     ema_decay: float | None = None
     """EMA of the trained weights, used for evaluation (Flow-GRPO on); ``null`` disables it."""
     ema_warmup: bool = True
-    """Warm the EMA decay up as ``min((1 + s) / (10 + s), ema_decay)`` over optimiser steps ``s`` (diffusers'
-    ``EMAModel``; Flow-GRPO's ``EMAModuleWrapper``, yifan123/flow_grpo@ac4c86e:flow_grpo/ema.py:33-37);
-    ``false`` decays by ``ema_decay`` from the first step (DanceGRPO's ``FSDP_EMA``,
-    XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:64-85)."""
+    """Warm the EMA decay up as ``min((1 + s) / (10 + s), ema_decay)``, ``s`` the optimiser steps taken when it is
+    called (Flow-GRPO's ``EMAModuleWrapper``, yifan123/flow_grpo@ac4c86e:flow_grpo/ema.py:33-37); ``false`` decays
+    by ``ema_decay`` at every update (DanceGRPO's ``FSDP_EMA``,
+    XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:76-85)."""
+    ema_every: Literal["optimizer_step", "round"] = "optimizer_step"
+    """When the EMA is called: ``optimizer_step``, ``ema_calls_per_step`` times for each optimiser step (Flow-GRPO
+    calls it after every sample batch, yifan123/flow_grpo@ac4c86e:scripts/train_sd3.py:954-955); ``round``, once
+    after each round's training (DanceGRPO, after ``train_one_step``,
+    XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:866-867)."""
+    ema_calls_per_step: int = 1
+    """Calls per optimiser step under ``ema_every: optimizer_step``: Flow-GRPO's sample batches per optimiser step
+    (its ``train.gradient_accumulation_steps``), all but the last made with the previous step's weights and count
+    (:mod:`zoo.engines.diffusion.ema`)."""
+    ema_interval: int = 1
+    """A call moves the EMA only when ``(s + 1) % ema_interval == 0``, ``s`` the optimiser steps taken (Adv-GRPO's
+    discriminator rounds counted too): Flow-GRPO's ``update_step_interval`` 8
+    (yifan123/flow_grpo@ac4c86e:flow_grpo/ema.py:45, scripts/train_sd3.py:445)."""
     ema_device: str | None = None
     """Where the EMA is kept: ``null`` (or ``""``) beside the trained weights, ``cpu`` in CPU memory (DanceGRPO keeps
     its EMA of FLUX's 12B weights there, 44 GiB in float32, XueZeyue/DanceGRPO@15cc71d:fastvideo/train_grpo_flux.py:69-73).
@@ -358,6 +371,12 @@ class DiffusionRecipe(Recipe):
             raise RecipeError("training.train_batch_size, prompts_per_step and grad_accum must be >= 1")
         if tr.ema_decay is not None and not 0 < tr.ema_decay < 1:
             raise RecipeError(f"training.ema_decay={tr.ema_decay} must be in (0, 1) or null")
+        if tr.ema_calls_per_step < 1 or tr.ema_interval < 1:
+            raise RecipeError(f"training.ema_calls_per_step={tr.ema_calls_per_step} and ema_interval={tr.ema_interval} "
+                              "must be >= 1")  # fmt: skip
+        if tr.ema_every == "round" and tr.ema_calls_per_step != 1:
+            raise RecipeError(f"training.ema_calls_per_step={tr.ema_calls_per_step} counts calls per optimiser step; "
+                              "with ema_every: round the EMA is called once a round, set it to 1")  # fmt: skip
         if tr.ema_device not in (None, "", "cpu"):
             raise RecipeError(f"training.ema_device={tr.ema_device!r}: null keeps the EMA beside the trained weights, "
                               "cpu in CPU memory")  # fmt: skip

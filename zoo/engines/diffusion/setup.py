@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import os
 from collections.abc import Iterator, Mapping
@@ -34,6 +35,7 @@ from zoo.engines.diffusion.adversarial import (
     AdversarialReward,
     DinoDiscriminator,
     References,
+    decode_reference,
     load_backbone,
 )
 from zoo.engines.diffusion.adversarial_pickscore import PickScoreReward, load_pickscore
@@ -187,11 +189,23 @@ class Run:
     def optimizer_step(self) -> float:
         norm = self.accelerator.clip_grad_norm_(self.trainable, self.recipe.training.max_grad_norm)
         check_finite("the round's optimiser step", grad_norm=float(norm))
+        if self.ema is not None:  # the calls of the step's window before it (Flow-GRPO's: one per sample batch)
+            self.ema.before_optimizer_step(self.trainable)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
-            self.ema.step(self.trainable)
+            self.ema.after_optimizer_step(self.trainable)
         return float(norm)
+
+    def end_round(self, *, discriminator_step: bool) -> None:
+        """The EMA's part of a round's end: DanceGRPO's once-a-round call after a generator round, or the count
+        an Adv-GRPO discriminator round adds to the authors' step counter (:mod:`.ema`)."""
+        if self.ema is None:
+            return
+        if discriminator_step:
+            self.ema.count_step()
+        else:
+            self.ema.after_round(self.trainable)
 
     @contextlib.contextmanager
     def reference(self) -> Iterator[None]:
@@ -330,7 +344,8 @@ def build_run(recipe: DiffusionRecipe, output_dir: Path, checked: DiffusionCheck
     ema = None
     if tr.ema_decay is not None:  # over the parameters the optimiser steps, once they are where they train
         device = torch.device(tr.ema_device) if tr.ema_device else None
-        ema = ShardEMA(trainable, tr.ema_decay, warmup=tr.ema_warmup, device=device)
+        ema = ShardEMA(trainable, tr.ema_decay, warmup=tr.ema_warmup, interval=tr.ema_interval,
+                       calls_per_step=tr.ema_calls_per_step, every=tr.ema_every, device=device)
     generator = torch.Generator().manual_seed(rank_seed(tr.seed, accelerator.process_index))
     settings = alg.settings(method)
     null_cond = _encode(model, [""]) if settings.guidance_scale != 1.0 else None  # the authors' null prompt
@@ -389,22 +404,19 @@ def _reward(recipe: DiffusionRecipe, rewards: tuple[Any, ...]) -> WeightedSum | 
 
 
 def load_references(run: Run) -> References:
-    """The reference dataset's images, resized to the model's output size and indexed by their sample's prompt;
-    every training prompt must have one (the authors' run stops at a prompt without references)."""
-    from torchvision.transforms.functional import pil_to_tensor
-
-    from zoo.images import load_image
-
+    """The reference dataset's images, indexed by their sample's prompt and decoded at the model's output size when
+    a step draws them (:class:`~zoo.engines.diffusion.adversarial.References`); every training prompt must have one
+    (the authors' run stops at a prompt without references)."""
     size = run.model.latent_shape[-1] * 2 ** (len(run.model.vae.config.block_out_channels) - 1)
     name = run.recipe.algorithm.reference_images.name
-    images, rows = [], {}
+    sources, rows = [], {}
     for sample in run.recipe.algorithm.reference_images.load():
         for image in sample.images:
-            rows.setdefault(sample.question, []).append(len(images))
-            images.append(pil_to_tensor(load_image(image).resize((size, size))).float() / 255)
-    if not images:
+            rows.setdefault(sample.question, []).append(len(sources))
+            sources.append(image)
+    if not sources:
         raise ValueError(f"adv_grpo: dataset {name!r} has no images")
-    references = References(torch.stack(images), rows)
+    references = References(sources, rows, functools.partial(decode_reference, size=size))
     if absent := references.missing(run.prompts):
         raise ValueError(f"adv_grpo: {len(absent)} training prompt(s) have no reference image in {name!r} (e.g. "
                          f"{absent[:3]}); its samples' prompts must name the training prompts they depict")  # fmt: skip

@@ -103,6 +103,7 @@ def train_round(run: Run, index: int) -> dict[str, Any]:
         metrics.update(decided)
         if steps:
             metrics.update(discriminator.update(images, scored))
+            run.end_round(discriminator_step=True)
             return metrics
     filler = transitions.select(torch.zeros(1, dtype=torch.long))  # what a rank short of rows runs, weighted 0
     if run.settings.filter_zero_advantage:  # Flow-GRPO: samples with A = 0 carry no signal
@@ -110,6 +111,7 @@ def train_round(run: Run, index: int) -> dict[str, Any]:
         metrics["kept_fraction"] = float(keep.float().mean())
         transitions = transitions.select(keep.nonzero().flatten())
     metrics.update(optimise(run, transitions, filler))
+    run.end_round(discriminator_step=False)
     return metrics
 
 

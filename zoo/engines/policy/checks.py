@@ -1,16 +1,17 @@
 """The check step of the ``policy`` engine: the method's training code, the environment, the launch and the
 provenance, resolved once before anything is written or the base policy loads (:meth:`zoo.engines.Engine.check_recipe`).
 
-Reading the recipe already imported the method's module (its settings class is registered there, and the domain
-descriptor names it), so the method table finds the method without discovery. The environment is checked here and
-looked up again by name where it is built (:class:`zoo.engines.policy.envs.EnvFactory`), since each worker process
-builds its own from the recipe.
+Reading the recipe imported the method's settings module alone (the domain descriptor names it); the check imports
+the training code of that domain only (:func:`zoo.domains.load_method_code`), where the method table finds the
+method. The environment is checked here and looked up again by name where it is built
+(:class:`zoo.engines.policy.envs.EnvFactory`), since each worker process builds its own from the recipe.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zoo.domains import load_method_code
 from zoo.engines.checks import check_launch, check_provenance
 from zoo.engines.policy.methods import ENVIRONMENTS, POLICY_METHODS, PolicyMethod
 from zoo.engines.policy.recipe import PolicyRecipe
@@ -28,6 +29,7 @@ class PolicyChecked:
 
 def check_policy(recipe: PolicyRecipe) -> PolicyChecked:
     """The method, then the environment it wraps, then the launch config and the provenance rows."""
+    load_method_code(recipe.algorithm.method)
     try:
         method = POLICY_METHODS.get(recipe.algorithm.method)
     except UnknownNameError as err:

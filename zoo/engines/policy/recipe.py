@@ -12,9 +12,10 @@ YAML layout::
 One ``training.steps`` step is one iteration: ``n_envs * rollout_steps`` environment steps, then
 the method's updates (PPO's epochs; for off-policy methods, its gradient steps per env step).
 ``algorithm.method`` picks the method's own settings class (a :class:`PolicyAlgorithmConfig`
-registered next to the method), so the block takes that method's keys and no other's. The domain descriptor that
-offers a method names its module (:attr:`zoo.domains.Domain.methods`), so reading a recipe imports that module
-alone; the environment, the method's training code and the base policy are the engine's check and loop.
+registered under the method's name), so the block takes that method's keys and no other's. The domain descriptor that
+offers a method names the light module that registers its settings (:attr:`zoo.domains.Domain.methods`, e.g.
+``domains/robot/settings.py``), so reading a recipe imports that module alone; the environment, the method's training
+code and the base policy are the engine's check and loop.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ def _every_domains_methods() -> None:
 
 @dataclass(frozen=True)
 class PolicyAlgorithmConfig(ChoiceConfig):
-    """What every method reads: ``method`` picks the method's own config class (registered next to the method),
-    so a key only another method takes is an unknown key, and no method reads a field it does not own."""
+    """What every method reads: ``method`` picks the method's own config class (registered in the settings module its
+    domain names), so a key only another method takes is an unknown key, and no method reads a field it does not own."""
 
     choices = Registry("policy method config", discover=_every_domains_methods)
     method: str = "resip-ppo"

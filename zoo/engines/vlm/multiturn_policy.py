@@ -18,6 +18,7 @@ import torch
 
 from zoo.data import Sample
 from zoo.engines.vlm.semi_online_rollout import Generation, StepRecord, Turn
+from zoo.recipe import RecipeError
 
 
 def model_frame_size(processor: Any, size: Sequence[int]) -> tuple[int, int]:
@@ -52,6 +53,20 @@ def _encode_prompts(processor: Any, turns: Sequence[Turn]) -> dict[str, torch.Te
         tokenizer.padding_side = side
 
 
+def check_prompt_lengths(turns: Sequence[Turn], attention_mask: torch.Tensor, limit: int | None) -> None:
+    """Refuse a turn whose encoded prompt (``attention_mask``'s ones, image tokens included) is longer than ``limit``
+    tokens (``data.max_prompt_length``; ``None``: no limit), naming its step sample: ``data.truncation: error``, as
+    UI-S1's rollout stops on one (X-PLUG/MobileAgent@11cea575:UI-S1/verl/utils/dataset/universal_multiround.py:100-107
+    through verl/utils/torch_functional.py:364-365)."""
+    if limit is None:
+        return
+    for turn, length in zip(turns, attention_mask.sum(dim=1).tolist()):
+        if length > limit:
+            raise RecipeError(f"sample {turn.sample_id!r}: this turn's prompt is {length} tokens (image tokens "
+                              f"included), above data.max_prompt_length={limit}; raise the limit, or lower "
+                              "model.max_pixels or multi_turn.image_limit")  # fmt: skip
+
+
 def _vision_placeholder_ids(processor: Any) -> list[int]:
     """Ids of the processor's image/video placeholder tokens, which an answer must never contain."""
     tokenizer = getattr(processor, "tokenizer", None)
@@ -64,11 +79,14 @@ def _vision_placeholder_ids(processor: Any) -> list[int]:
 
 
 class VLMPolicy:
-    """``policy(turns) -> generations``: sampled answers of a transformers VLM, with their token ids."""
+    """``policy(turns) -> generations``: sampled answers of a transformers VLM, with their token ids; a turn whose
+    prompt is longer than ``max_prompt_length`` tokens is refused before any is sampled (:func:`check_prompt_lengths`)."""
 
     def __init__(self, model: Any, processor: Any, *, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-                 max_new_tokens: int = 64, do_sample: bool = True, device: torch.device | None = None) -> None:  # fmt: skip
+                 max_new_tokens: int = 64, do_sample: bool = True, device: torch.device | None = None,
+                 max_prompt_length: int | None = None) -> None:  # fmt: skip
         self.model, self.processor, self.device = model, processor, device
+        self.max_prompt_length = max_prompt_length
         # synced_gpus off: transformers turns it on for an FSDP-managed model and then all-reduces a flag at every
         # token, but the zoo's sharded loops decode on the gathered model (zoo.sharding.gathered), each rank its own
         # number of answers, with no collective to wait for
@@ -90,7 +108,9 @@ class VLMPolicy:
     @torch.no_grad()
     def __call__(self, turns: Sequence[Turn]) -> list[Generation]:
         device = self.device or next(self.model.parameters()).device
-        inputs = _encode_prompts(self.processor, turns).to(device)
+        inputs = _encode_prompts(self.processor, turns)
+        check_prompt_lengths(turns, inputs["attention_mask"], self.max_prompt_length)
+        inputs = inputs.to(device)
         tokenizer = self.processor.tokenizer
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         output = self.model.generate(**inputs, **self.generation, pad_token_id=pad)

@@ -113,6 +113,32 @@ def check_sharding(recipe: VLMRLRecipe, sharding: Sharding) -> None:
 
 
 @dataclass(frozen=True)
+class PromptDataConfig(DataConfig):
+    """Training prompts, and the longest prompt the loop takes (verl's ``data.max_prompt_length`` and
+    ``data.truncation``): the data block of the engines that bound their prompts, ``vlm-semi-online`` and
+    ``vlm-verl``."""
+
+    max_prompt_length: int | None = None
+    """The most tokens one prompt may have, counted on the processor's output: the chat template with its generation
+    prompt, each image placeholder expanded to the image's tokens; in a multi-turn loop, each turn's whole dialogue as
+    the policy sees it. ``None``: no limit (``vlm-verl`` then sizes verl's from the longest exported prompt)."""
+    truncation: Literal["error", "left", "right"] = "error"
+    """What a longer prompt does, in verl's names. ``error`` stops the run, naming the sample and its length (a
+    ``vlm-verl`` export refuses it before verl starts when it counts exactly). ``left`` and ``right`` (drop the first or
+    last tokens) are refused: the zoo's VLM prompts carry images, whose tokens a cut would part from their pixels (verl
+    0.9.1 refuses to cut a multimodal prompt too: experimental/agent_loop/agent_loop.py:353)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        limit = self.max_prompt_length
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise RecipeError(f"data.max_prompt_length={limit!r}: a token count >= 1, or null for no limit")
+        if self.truncation != "error":
+            raise RecipeError(f"data.truncation={self.truncation!r}: a cut prompt would part image tokens from their "
+                              "pixels; use error and raise data.max_prompt_length (or lower model.max_pixels)")  # fmt: skip
+
+
+@dataclass(frozen=True)
 class PluginSpec:
     """One rollout plug-in (:data:`zoo.engines.vlm.plugins.ROLLOUT_PLUGINS`) and its arguments."""
 
@@ -409,6 +435,8 @@ class SemiOnlineRecipe(VLMRLRecipe):
     (:func:`zoo.engines.vlm.contract.with_turn_contract`) and places its screenshot; the dataset yields raw goals.
     """
 
+    data: PromptDataConfig
+    """Training trajectories, and the longest turn the rollout takes."""
     multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
     """Semi-online rollout settings."""
 
@@ -438,6 +466,8 @@ class VerlRecipe(VLMRLRecipe):
     launched on Ray. A ``vlm-trl`` recipe moves here with ``--engine vlm-verl`` when it sets no ``rollout:``
     block (verl rolls out with ``verl.rollout``)."""
 
+    data: PromptDataConfig
+    """Training prompts, and the longest prompt verl takes."""
     verl: VerlConfig = field(default_factory=VerlConfig)
     """Cluster settings."""
 

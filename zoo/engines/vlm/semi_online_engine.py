@@ -166,7 +166,8 @@ def build(
             sampler.load_state_dict(state["sampler"])
     score, match_key = _score(recipe, checked.rewards)
     policy = VLMPolicy(learner.model, processor, temperature=alg.temperature, top_p=alg.top_p, top_k=alg.top_k,
-                       max_new_tokens=alg.max_completion_length, device=parallel.device)  # fmt: skip
+                       max_new_tokens=alg.max_completion_length, device=parallel.device,
+                       max_prompt_length=recipe.data.max_prompt_length)  # fmt: skip
     image_first = bool(checked.contract is not None and checked.contract.image_first)  # no entry: after, as UI-S1
 
     def roll(batch: Sequence[Sequence[Any]]) -> list[StepRecord]:

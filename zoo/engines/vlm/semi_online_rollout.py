@@ -42,10 +42,12 @@ class Generation:
 
 @dataclass(frozen=True)
 class Turn:
-    """The input of one policy call: chat messages (image parts as ``{"type": "image"}``) and their images."""
+    """The input of one policy call: chat messages (image parts as ``{"type": "image"}``) and their images, and the
+    id of the step sample it asks (so an error about the prompt can name it)."""
 
     messages: list[dict[str, Any]]
     images: list[Any]
+    sample_id: str = ""
 
 
 #: ``policy(turns) -> generations``, one per turn, in order (batched generation).
@@ -143,8 +145,9 @@ class _Dialogue:
         self.messages.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
 
 
-def bounded_turn(messages: list[dict[str, Any]], images: list[Any], image_limit: int) -> Turn:
-    """The dialogue with only its last ``image_limit`` image parts kept (UI-S1's ``slim_messages``)."""
+def bounded_turn(messages: list[dict[str, Any]], images: list[Any], image_limit: int, sample_id: str = "") -> Turn:
+    """The dialogue with only its last ``image_limit`` image parts kept (UI-S1's ``slim_messages``), asking the step
+    ``sample_id``."""
     drop = max(0, len(images) - image_limit)
     seen, out = 0, []
     for message in messages:
@@ -156,7 +159,7 @@ def bounded_turn(messages: list[dict[str, Any]], images: list[Any], image_limit:
                     continue
             parts.append(dict(part))
         out.append({"role": message["role"], "content": parts})
-    return Turn(out, list(images[drop:]))
+    return Turn(out, list(images[drop:]), sample_id)
 
 
 def expert_turns(
@@ -171,7 +174,7 @@ def expert_turns(
     dialogue, turns = _Dialogue(), []
     for sample in episode:
         dialogue.add_step(sample, image_first)
-        turns.append(bounded_turn(dialogue.messages, dialogue.images, image_limit))
+        turns.append(bounded_turn(dialogue.messages, dialogue.images, image_limit, sample.id))
         dialogue.answer(expert(sample))
     return turns
 
@@ -211,7 +214,7 @@ def semi_online_rollout(
         turns = []
         for i, sample in zip(live, samples):
             dialogues[i].add_step(sample, image_first)
-            turns.append(bounded_turn(dialogues[i].messages, dialogues[i].images, image_limit))
+            turns.append(bounded_turn(dialogues[i].messages, dialogues[i].images, image_limit, sample.id))
         generations = list(policy(turns))
         results = list(score([g.text for g in generations], samples))
         if len(generations) != len(live) or len(results) != len(live):

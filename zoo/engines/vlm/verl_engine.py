@@ -18,9 +18,9 @@ Written into ``<output_dir>/verl/``:
   estimator and loss (``algorithm.adv_estimator=zoo_grpo``, ``policy_loss.loss_mode=zoo_vanilla``)
   registered by :mod:`zoo.engines.vlm.verl_plugin`, which every verl process imports through
   ``VERL_USE_EXTERNAL_MODULES``, and the data settings that depend on the model (:func:`~zoo.engines.vlm.verl_prompts.prompt_data`):
-  ``data.max_prompt_length`` is the longest exported prompt, image tokens included, counted as verl counts it
-  (:func:`~zoo.engines.vlm.verl_prompts.prompt_tokens`; an upper bound when the model's processor is not on this machine), and verl may not
-  drop a prompt that is longer: its rollout stops with an error instead.
+  ``data.max_prompt_length`` is the recipe's, else the longest exported prompt, image tokens included, counted as verl
+  counts it (:func:`~zoo.engines.vlm.verl_prompts.prompt_limit`; an upper bound when the model's processor is not on
+  this machine), and verl may not drop a prompt that is longer: its rollout stops with an error instead.
 
 Not exported: a loss type's per-sample weight (GUI-G1's ``rate``; verl's policy-loss API receives no
 per-sample metadata), so such a recipe runs in verl with its aggregation (token sum / 64) but weight 1;
@@ -43,7 +43,7 @@ from zoo.algorithms import POLICY_LOSSES
 from zoo.engines.vlm.checks import AlgorithmParts, VLMChecked, check_algorithm, check_verl
 from zoo.engines.vlm.contract import with_contract
 from zoo.engines.vlm.recipe import VerlRecipe
-from zoo.engines.vlm.verl_prompts import ImageSettings, image_settings, prompt_data, prompt_tokens
+from zoo.engines.vlm.verl_prompts import ImageSettings, image_settings, prompt_data, prompt_limit
 from zoo.recipe import RecipeError
 
 logger = logging.getLogger(__name__)
@@ -90,11 +90,10 @@ def export(recipe: VerlRecipe, output_dir: Path, checked: VLMChecked | None = No
         raise RecipeError("the dataset yielded no samples; check data.name / data.kwargs in the recipe")
     model = model_path(recipe, folder, samples)
     images = image_settings(recipe, model)
-    longest = max(prompt_tokens(row, images) for row in rows)
-    logger.info("data.max_prompt_length=%d: the longest of the %d prompts, image tokens included", longest, len(rows))
+    limit = prompt_limit(recipe.data, rows, images)
     write_parquet(rows, folder / "train.parquet", images)
     write_reward_module(recipe, folder / "reward_fn.py", source)
-    args = verl_overrides(recipe, folder, model, images, longest, checked.algorithm)
+    args = verl_overrides(recipe, folder, model, images, limit, checked.algorithm)
     (folder / "verl_args.yaml").write_text(_yaml(args))
     script = folder / "run_verl.sh"
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in _env().items())
@@ -233,7 +232,7 @@ def verl_overrides(
         "data.return_multi_modal_inputs": True,
         "data.seed": tr.seed,
         "data.shuffle": tr.shuffle,
-        **prompt_data(images, max_prompt_length),
+        **prompt_data(images, max_prompt_length, recipe.data.truncation),
         "algorithm.adv_estimator": "zoo_" + alg.adv_estimator.replace("-", "_"),
         "algorithm.norm_adv_by_std_in_grpo": alg.normalize_std,
         "algorithm.use_kl_in_reward": False,

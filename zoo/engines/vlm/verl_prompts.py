@@ -2,8 +2,9 @@
 
 verl 0.9.1 drops a prompt longer than ``data.max_prompt_length`` (default 512 tokens, image tokens included) when
 ``filter_overlong_prompts`` is on, without an error: a GUI screenshot alone can exceed it. The export
-(:mod:`zoo.engines.vlm.verl_engine`) therefore sizes ``max_prompt_length`` from its longest prompt at the recipe's
-pixel limits (:func:`prompt_tokens`), turns the silent filter off and passes the model's patch size and pixel limits
+(:mod:`zoo.engines.vlm.verl_engine`) therefore passes the recipe's own limit, or without one sizes
+``max_prompt_length`` from its longest prompt at the recipe's pixel limits (:func:`prompt_limit`,
+:func:`prompt_tokens`), turns the silent filter off and passes the model's patch size and pixel limits
 (:func:`prompt_data`): the settings below cite the verl==0.9.1 wheel's files.
 """
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from zoo.recipe import RecipeError
 
 if TYPE_CHECKING:
-    from zoo.engines.vlm.recipe import VerlRecipe
+    from zoo.engines.vlm.recipe import PromptDataConfig, VerlRecipe
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,29 @@ def prompt_tokens(row: dict[str, Any], images: ImageSettings) -> int:
     return tokens + len(ids) - ids.count(images.processor.image_token_id)
 
 
+def prompt_limit(data: PromptDataConfig, rows: list[dict[str, Any]], images: ImageSettings) -> int:
+    """verl's ``data.max_prompt_length`` for the exported ``rows``: the recipe's ``data.max_prompt_length`` when set,
+    else the longest prompt (:func:`prompt_tokens`). Under the recipe's limit, a longer prompt is ``data.truncation:
+    error``'s :class:`RecipeError` naming its sample, before verl starts, when the processor counts exactly; counted as
+    upper bounds (no processor here), a warning, and verl's rollout stops on a multimodal prompt that is longer."""
+    counts = [prompt_tokens(row, images) for row in rows]
+    limit = data.max_prompt_length
+    if limit is None:
+        logger.info("data.max_prompt_length=%d: the longest of the %d prompts, image tokens included", max(counts),
+                    len(rows))  # fmt: skip
+        return max(counts)
+    over = [(row["extra_info"]["sample_id"], n) for row, n in zip(rows, counts) if n > limit]
+    if over and images.processor is not None:
+        sample, n = max(over, key=lambda item: item[1])
+        raise RecipeError(f"sample {sample!r}: its prompt is {n} tokens (image tokens included), above "
+                          f"data.max_prompt_length={limit} ({len(over)} prompt(s) are); raise the limit, or lower "
+                          "model.max_pixels")  # fmt: skip
+    if over:
+        logger.warning("%d prompt(s) may exceed data.max_prompt_length=%d (upper bounds: the processor is not on this "
+                       "machine); verl's rollout stops on a longer multimodal prompt", len(over), limit)  # fmt: skip
+    return limit
+
+
 def image_tokens(size: tuple[int, int], images: ImageSettings) -> int:
     """Tokens of one ``(width, height)`` image in verl: qwen-vl-utils resizes it first (vision_process.py:100, 131-138,
     reproduced by :func:`zoo_common.coords.resized_size_for`), then the processor, whose image processor counts the
@@ -134,17 +158,20 @@ def _chatml(messages: list[dict[str, str]], n_images: int) -> str:
     return "".join([*system, *turns, vision, "<|im_start|>assistant\n"])
 
 
-def prompt_data(images: ImageSettings, max_prompt_length: int) -> dict[str, Any]:
+def prompt_data(images: ImageSettings, max_prompt_length: int, truncation: str) -> dict[str, Any]:
     """verl's ``data`` keys that depend on the model and the prompts (the verl==0.9.1 wheel's
     verl/trainer/config/data/legacy_data.yaml defaults in brackets).
 
-    * ``max_prompt_length`` [512]: the longest exported prompt, image tokens included (:func:`prompt_tokens`);
-      the rollout's ``prompt_length`` follows it (trainer/config/rollout/rollout.yaml:35), and a multimodal prompt
-      longer than that stops the rollout with verl's own ``ValueError`` (experimental/agent_loop/agent_loop.py:353);
+    * ``max_prompt_length`` [512]: the recipe's ``data.max_prompt_length``, else the longest exported prompt, image
+      tokens included (:func:`prompt_limit`); the rollout's ``prompt_length`` follows it
+      (trainer/config/rollout/rollout.yaml:35), and a multimodal prompt longer than that stops the rollout with
+      verl's own ``ValueError`` (experimental/agent_loop/agent_loop.py:353);
     * ``filter_overlong_prompts: false`` [false, the export used to set true]: the filter drops a prompt longer than
       ``max_prompt_length`` without an error, and one whose counting raises too (utils/dataset/rl_dataset.py:199-270),
-      so a prompt the sizing got wrong would vanish instead of stopping the run. (``truncation: error`` [error] is
-      read, rl_dataset.py:118, but nothing in 0.9.1's RL data path acts on it, so it is left alone.)
+      so a prompt the sizing got wrong would vanish instead of stopping the run;
+    * ``truncation`` [error]: the recipe's ``data.truncation`` (only ``error`` is accepted). verl reads it
+      (rl_dataset.py:118) but nothing in 0.9.1's RL data path acts on it: the agent loop's error above is what stops a
+      longer multimodal prompt (and a text-only one is cut from the left with a warning, agent_loop.py:437-445);
     * ``image_patch_size`` [14]: the dataset's first resize reads it before the processor's patch
       (rl_dataset.py:113-114), while the rollout uses the processor's (agent_loop.py:299): 16 for Qwen3-VL;
     * ``mm_processor_kwargs.min_pixels/max_pixels`` [{}]: the processor's resize within the recipe's limits, in the
@@ -155,6 +182,7 @@ def prompt_data(images: ImageSettings, max_prompt_length: int) -> dict[str, Any]
     return {
         "data.max_prompt_length": max_prompt_length,
         "data.filter_overlong_prompts": False,
+        "data.truncation": truncation,
         "data.image_patch_size": images.patch_size,
         "++data.mm_processor_kwargs.min_pixels": images.min_pixels,
         "++data.mm_processor_kwargs.max_pixels": images.max_pixels,
