@@ -2,8 +2,10 @@
 
 :mod:`zoo.rl` is pure maths (tensors in, tensors out) and names nothing; this module is where those
 functions get the names a recipe's ``algorithm:`` block uses, and where a domain's paper adds its own
-(a domain's ``algorithms`` module, imported by :func:`zoo.domains.load_algorithms` on a table's first
-miss, so a name any domain registers resolves whatever was imported first). The pattern is verl's
+(a domain's ``algorithms`` module: a miss imports the module of the domain whose descriptor names it,
+:func:`zoo.domains.locate_algorithm`, else of each domain that may add rows to the table,
+:func:`zoo.domains.discover_algorithms`; so a name any domain registers resolves whatever was imported first,
+and a VLM run imports no policy domain's training code). The pattern is verl's
 decorator registries (``verl/trainer/ppo/core_algos.py``: ``register_adv_est``, ``register_policy_loss``),
 kept apart from the functions so that ``zoo.rl`` imports no discovery.
 
@@ -18,15 +20,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo.domains import load_algorithms
+from zoo.domains import discover_algorithms, locate_algorithm
 from zoo.rl import advantages, losses, semi_online
 from zoo.rl.losses import AGG_MODES, TRL_LOSS_TYPES
 from zoo_common.registry import Registry
 
-ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator", discover=load_algorithms)
+ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator", discover=discover_algorithms("advantage estimator"),
+                                         locate=locate_algorithm("advantage estimator"))  # fmt: skip
 """Name -> estimator ``fn(rewards, group_ids, *, mask=None, **options)`` (:mod:`zoo.rl.advantages`)."""
 
-POLICY_LOSSES: Registry = Registry("policy loss", discover=load_algorithms)
+POLICY_LOSSES: Registry = Registry("policy loss", discover=discover_algorithms("policy loss"),
+                                  locate=locate_algorithm("policy loss"))
 """Name -> ``fn(logp, old_logp, advantages, mask, **options) -> (loss, stats)`` (:mod:`zoo.rl.losses`)."""
 
 ADVANTAGE_ESTIMATORS.register("grpo", advantages.grpo)
@@ -85,7 +89,8 @@ class LossType:
         return None if self.loss_scale_factor is None else float(self.loss_scale_factor)
 
 
-LOSS_TYPES: Registry[LossType] = Registry("loss type", discover=load_algorithms)  # + the domains' own rows
+LOSS_TYPES: Registry[LossType] = Registry("loss type", discover=discover_algorithms("loss type"),
+                                         locate=locate_algorithm("loss type"))  # + the domains' own rows
 
 
 def register_loss_type(loss_type: LossType) -> LossType:

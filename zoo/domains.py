@@ -21,15 +21,19 @@ import importlib
 import logging
 import pkgutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rewards.base import REWARDS
 from zoo.import_strings import entry_point_packages
-from zoo_common.registry import Registry
+from zoo_common.registry import Registry, name_key
 
 logger = logging.getLogger(__name__)
+
+#: The kinds of the tables a domain's ``algorithms`` module adds rows to, besides policy methods (whose names
+#: :attr:`Domain.methods` declares): the keys :attr:`Domain.algorithm_names` may use.
+ALGORITHM_TABLES = ("loss type", "advantage estimator", "policy loss", "rollout plug-in")
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,13 @@ class Domain:
         summary: one line for ``zoo domains`` and the README.
         entries: module whose import registers the field's :class:`~zoo.registry.ModelEntry` s.
         rewards: module whose import registers the field's rewards.
-        algorithms: module whose import registers its papers' own loss types or advantage estimators
-            (:mod:`zoo.algorithms`); the engines load it before reading those tables.
+        algorithms: module whose import registers its papers' own loss types, advantage estimators, policy losses
+            and rollout plug-ins (:mod:`zoo.algorithms`), and its policy methods' training code.
+        algorithm_names: what ``algorithms`` registers, table by table: a table's kind (``"loss type"``, one of
+            :data:`ALGORITHM_TABLES`) -> its names there. Looking one of them up imports this domain's
+            ``algorithms`` alone (:func:`locate_algorithm`), and listing a table imports only the domains that
+            name rows in it; ``None`` leaves it undeclared, so every miss of those tables imports the module.
+            ``tests/contract/test_algorithm_names.py`` holds it equal to what the module registers.
         datasets: dataset name -> ``"module:function"`` loader returning :class:`~zoo.data.Sample` s.
         answer_formats: name -> ``"module:function"`` writing a sample's reference answer as the
             assistant text an SFT stage teaches (``vlm-sft`` recipes' ``data.answer_format``).
@@ -63,6 +72,7 @@ class Domain:
     entries: str | None = None
     rewards: str | None = None
     algorithms: str | None = None
+    algorithm_names: Mapping[str, tuple[str, ...]] | None = None
     datasets: Mapping[str, str] = field(default_factory=dict)
     answer_formats: Mapping[str, str] = field(default_factory=dict)
     evaluate: str | None = None
@@ -202,19 +212,63 @@ def load_method_code(name: str) -> None:
         importlib.import_module(found[0].algorithms)
 
 
+def _names_rows(domain: Domain, table: str) -> bool:
+    """``domain``'s ``algorithms`` module may register rows in ``table``: it says so, or it does not say."""
+    return domain.algorithms is not None and (domain.algorithm_names is None or bool(domain.algorithm_names.get(table)))
+
+
+def locate_algorithm(table: str) -> Callable[[str], None]:
+    """The locator of algorithm table ``table`` (:data:`ALGORITHM_TABLES`): it imports the ``algorithms`` module of
+    the domain whose :attr:`Domain.algorithm_names` name the looked-up name there, and no other domain's (nothing
+    when none does: the table's own discovery then looks)."""
+    _check_table(table)
+
+    def locate(name: str) -> None:
+        key = name_key(name)
+        for domain in discover():
+            if domain.algorithms and key in {name_key(n) for n in (domain.algorithm_names or {}).get(table, ())}:
+                _import_part(domain, "algorithms")
+                return
+
+    return locate
+
+
+def discover_algorithms(table: str) -> Callable[[], None]:
+    """The discovery of algorithm table ``table`` (a name no descriptor declares, or a listing): the ``algorithms``
+    modules of the domains that name rows in it or leave :attr:`Domain.algorithm_names` undeclared, so an unknown
+    loss's close-match error never imports a policy domain's training code."""
+    _check_table(table)
+
+    def discover_table() -> None:
+        for domain in discover():
+            if _names_rows(domain, table):
+                _import_part(domain, "algorithms")
+
+    return discover_table
+
+
+def _check_table(table: str) -> None:
+    if table not in ALGORITHM_TABLES:
+        raise ValueError(f"no algorithm table {table!r}; the tables are {ALGORITHM_TABLES}")
+
+
+def _import_part(domain: Domain, part: str) -> None:
+    """Import ``domain``'s ``part`` module; a broken one is logged, so it does not hide the other domains."""
+    module = getattr(domain, part)
+    try:
+        importlib.import_module(module)
+    except Exception:  # one broken module must not hide the other domains
+        logger.exception("could not import %s of domain %r; its %s are unavailable", module, domain.name, part)
+
+
 def _load_once(part: str) -> None:
     with _lock:
         if _loaded[part]:
             return
         _loaded[part] = True
         for domain in discover():
-            module = getattr(domain, part)
-            if module is None:
-                continue
-            try:
-                importlib.import_module(module)
-            except Exception:  # one broken module must not hide the other domains
-                logger.exception("could not import %s of domain %r; its %s are unavailable", module, domain.name, part)
+            if getattr(domain, part) is not None:
+                _import_part(domain, part)
 
 
 # rewards may not import zoo; instead zoo adds the domains' rewards modules to the reward

@@ -9,7 +9,9 @@ A registry finds its own plug-ins: it holds *discovery hooks* (``discover=`` or
 :meth:`Registry.add_discovery`) and runs the pending ones on the first miss, once each, inside
 the lookup. So a name a domain registers resolves whatever the user imported first
 (``import rewards; rewards.get("gui-g1")``, ``DATASETS.get(...)`` straight from ``zoo.data``), and
-no module has to remember to call a ``discover()`` before reading a table.
+no module has to remember to call a ``discover()`` before reading a table. A registry may also hold a
+*locator* (``locate=``): asked first on a miss, it imports the one module that registers that name (the
+plug-in that declares it), so a lookup pays for one plug-in and only a name nobody declares runs discovery.
 
 It lives in the leaf package ``zoo_common`` so that ``rewards``, ``zoo`` and the
 domains share it without ``zoo`` paying for importing the reward code.
@@ -40,7 +42,8 @@ def close_matches(name: str, choices: list[str], n: int = 3) -> list[str]:
     return list(dict.fromkeys(contain + similar))[:n]
 
 
-def _key(name: str) -> str:
+def name_key(name: str) -> str:
+    """The form a registry stores ``name`` under: case and ``_``/``-`` do not matter (``UI_S1`` is ``ui-s1``)."""
     return name.strip().lower().replace("_", "-")
 
 
@@ -53,13 +56,17 @@ class Registry(Generic[T]):
         kind: what the registry holds, in words (error messages say "unknown reward 'x'").
         discover: a hook that registers the plug-ins found elsewhere (e.g. every domain's
             datasets); it runs on the first lookup that misses, or the first listing.
+        locate: ``locate(name)`` registers the plug-in that declares ``name``, if one does (importing its
+            module alone); it runs on every miss, before ``discover``, so a declared name costs one plug-in.
     """
 
-    def __init__(self, kind: str, discover: Callable[[], None] | None = None) -> None:
+    def __init__(self, kind: str, discover: Callable[[], None] | None = None,
+                 locate: Callable[[str], None] | None = None) -> None:  # fmt: skip
         self.kind = kind
         self._items: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
         self._pending: list[Callable[[], None]] = [discover] if discover else []
+        self._locate = locate
         self._lock = threading.RLock()  # a hook may look names up in this registry while it runs
 
     def add_discovery(self, hook: Callable[[], None]) -> None:
@@ -85,7 +92,7 @@ class Registry(Generic[T]):
 
     def register(self, name: str, obj: T, aliases: tuple[str, ...] = ()) -> T:
         """Add ``obj`` under ``name`` (and ``aliases``); re-adding the same object is a no-op."""
-        key = _key(name)
+        key = name_key(name)
         if key in self._aliases:
             raise ValueError(f"{self.kind} name {name!r} is already an alias of {self._aliases[key]!r}")
         if key in self._items and self._items[key] is not obj and self._items[key] != obj:
@@ -95,7 +102,7 @@ class Registry(Generic[T]):
             )
         self._items[key] = obj
         for alias in aliases:
-            akey = _key(alias)
+            akey = name_key(alias)
             if akey in self._items or self._aliases.get(akey, key) != key:
                 raise ValueError(f"alias {alias!r} for {self.kind} {name!r} is already taken")
             self._aliases[akey] = key
@@ -110,14 +117,23 @@ class Registry(Generic[T]):
         return wrap
 
     def _lookup(self, name: str) -> str:
-        key = _key(name)
+        key = name_key(name)
         return self._aliases.get(key, key)
+
+    def _find(self, name: str) -> str:
+        """The key ``name`` refers to after the cheapest search that can register it: the table, then the
+        locator (the one plug-in declaring it), then discovery (every plug-in)."""
+        key = self._lookup(name)
+        if key not in self._items and self._locate is not None:
+            self._locate(name)
+            key = self._lookup(name)
+        if key not in self._items and self._discover():
+            key = self._lookup(name)
+        return key
 
     def canonical(self, name: str) -> str:
         """The registered key that ``name`` (a key or an alias, any case) refers to."""
-        key = self._lookup(name)
-        if key not in self._items and self._discover():
-            key = self._lookup(name)
+        key = self._find(name)
         if key not in self._items:
             choices = list(self._items) + list(self._aliases)
             close = close_matches(key, choices)
@@ -140,11 +156,7 @@ class Registry(Generic[T]):
         return sorted(a for a, k in self._aliases.items() if k == key)
 
     def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str):
-            return False
-        if self._lookup(name) in self._items:
-            return True
-        return self._discover() and self._lookup(name) in self._items
+        return isinstance(name, str) and self._find(name) in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.list())

@@ -10,6 +10,7 @@ DOMAIN = Domain(
     entries="domains.driving.entries",
     rewards="domains.driving.rewards",
     algorithms="domains.driving.carl",
+    algorithm_names={},  # carl registers the policy method only (named by `methods`)
     methods={"carl-ppo": "domains.driving.carl_settings"},
     datasets={
         "driving-synthetic": "domains.driving.data:synthetic_driving",

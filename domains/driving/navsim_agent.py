@@ -21,14 +21,20 @@ Running it (NAVSIM installed from its repository with nuplan-devkit, the zoo imp
         agent._target_=domains.driving.navsim_agent.ZooAgent +agent.model=driving-vla-tiny \\
         experiment_name=zoo_driving_vla_tiny metric_cache_path=$NAVSIM_EXP_ROOT/metric_cache
 
-``agent=constant_velocity_agent`` (the default) supplies ``trajectory_sampling``; the overrides swap its
-class and add the model. PyPI's ``navsim`` is another project (a Unity navigation simulator, 2.10.x):
-install NAVSIM from ``github.com/autonomousvision/navsim``. The driving-vla-tiny checkpoint only knows
+``agent=constant_velocity_agent`` (the default) supplies ``trajectory_sampling`` at 0a380a9; at v1.1 its
+config names the class only, and the agent's own default (4 s at 0.5 s) applies. The overrides swap the class
+and add the model. The agent fits both interfaces: v2's ``AbstractAgent(trajectory_sampling, requires_scene)``
+and v1.1's ``AbstractAgent(requires_scene)`` (tag v1.1, 0811876c), where passing the sampling positionally
+would land in ``requires_scene`` and make NAVSIM ask for ``compute_trajectory(agent_input, scene)``.
+``bench/navsim_interface.py`` runs the agent against NAVSIM's own code at either commit. PyPI's ``navsim``
+is another project (a Unity navigation simulator, 2.10.x): install NAVSIM from
+``github.com/autonomousvision/navsim``. The driving-vla-tiny checkpoint only knows
 the zoo's synthetic bird's-eye scenes, so on NAVSIM's camera images it shows the interface, not a planner.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -68,8 +74,6 @@ def constant_velocity(speed: float, sampling: TrajectorySampling) -> np.ndarray:
 class ZooAgent(AbstractAgent):
     """A zoo driving pipeline (``zoo.load(model)``) answering NAVSIM's ``compute_trajectory`` (module docstring)."""
 
-    requires_scene = False
-
     def __init__(self, model: str, trajectory_sampling: TrajectorySampling | None = None, camera: str = "cam_f0",
                  device: str = "cpu") -> None:  # fmt: skip
         sampling = trajectory_sampling or TrajectorySampling(time_horizon=4, interval_length=0.5)
@@ -78,7 +82,11 @@ class ZooAgent(AbstractAgent):
                              f"for {sampling.num_poses} at {sampling.interval_length} s")  # fmt: skip
         if camera not in CAMERAS:
             raise ValueError(f"camera={camera!r}: NAVSIM's cameras are {', '.join(CAMERAS)}")
-        super().__init__(sampling)
+        if "trajectory_sampling" in inspect.signature(AbstractAgent.__init__).parameters:  # NAVSIM v2 (0a380a9)
+            super().__init__(trajectory_sampling=sampling, requires_scene=False)
+        else:  # v1.1 takes requires_scene only and stores no sampling (0811876c:navsim/agents/abstract_agent.py:13-18)
+            super().__init__(requires_scene=False)
+            self._trajectory_sampling = sampling
         self.model, self.camera, self.device = model, camera, device
         self.pipeline: Any = None
         self.parse_failures = 0

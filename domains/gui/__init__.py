@@ -8,6 +8,7 @@ DOMAIN = Domain(
     entries="domains.gui.entries",
     rewards="domains.gui.rewards",
     algorithms="domains.gui.algorithms",
+    algorithm_names={"loss type": ("gui_g1",)},
     datasets={
         "screenspot": "domains.gui.data:load_screenspot",
         "screenspot-v2": "domains.gui.data:load_screenspot_v2",

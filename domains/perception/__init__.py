@@ -8,6 +8,8 @@ DOMAIN = Domain(
     entries="domains.perception.entries",
     rewards="domains.perception.rewards",
     algorithms="domains.perception.algorithms",
+    algorithm_names={"loss type": ("stable_reinforce",), "advantage estimator": ("stable-reinforce",),
+                     "policy loss": ("stable_reinforce",), "rollout plug-in": ("shuffle-r1", "scs")},
     datasets={
         "refcoco": "domains.perception.data:load_refcoco",
         "ovdeval": "domains.perception.data:load_ovdeval",

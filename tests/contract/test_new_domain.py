@@ -1,4 +1,4 @@
-"""A throwaway domain folder is discovered with its entries, rewards, datasets and recipes, with no other edit."""
+"""A throwaway domain folder is discovered with its entries, rewards, datasets, loss and recipes, with no other edit."""
 
 from __future__ import annotations
 
@@ -19,8 +19,15 @@ FILES = {
             summary="a throwaway test domain",
             entries="domains.{name}.entries",
             rewards="domains.{name}.rewards",
+            algorithms="domains.{name}.algorithms",
+            algorithm_names={{"loss type": ("{name}-loss",)}},
             datasets={{"{name}-data": "domains.{name}.data:load"}},
         )
+    ''',
+    "algorithms.py": '''
+        from zoo.algorithms import LossType, register_loss_type
+
+        register_loss_type(LossType("{name}-loss", "token-mean"))
     ''',
     "entries.py": '''
         from zoo.kinds import VLMSpec
@@ -55,10 +62,12 @@ PROBE = """
 import rewards, zoo
 from zoo.data import load_dataset
 from zoo.domains import get
+from zoo.algorithms import LOSS_TYPES
 from zoo.engines.reading import load_recipe
 d = get("{name}")
 print(zoo.info("{name}-model").domain, "{name}-reward" in (rewards.list() and rewards.REWARDS), len(list(load_dataset("{name}-data"))),
-      [p.name for p in d.recipe_files()], load_recipe(d.recipe_files()[0]).rewards[0].name)
+      [p.name for p in d.recipe_files()], load_recipe(d.recipe_files()[0]).rewards[0].name,
+      LOSS_TYPES.get("{name}-loss").name)
 """
 
 
@@ -73,6 +82,7 @@ def test_new_domain_folder_needs_no_other_edit():
             path.write_text(textwrap.dedent(text.format(name=name)).lstrip())
         out = subprocess.run([sys.executable, "-c", PROBE.format(name=name)], capture_output=True, text=True, cwd=ROOT, check=False)
         assert out.returncode == 0, out.stderr
-        assert out.stdout.split() == [name, "True", "2", f"['{name}-smoke.yaml']", f"{name}-reward"]
+        assert out.stdout.split() == [name, "True", "2", f"['{name}-smoke.yaml']", f"{name}-reward",
+                                      f"{name}-loss"]
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -8,11 +8,15 @@ parts of NAVSIM at commit 0a380a9 that an agent touches, as released:
   ``NotImplementedError``, ``get_training_callbacks`` drops its pytorch-lightning type);
 * ``navsim/common/dataclasses.py``: ``Camera`` (33-44), ``Cameras`` (47-58), ``Lidar`` (103-111),
   ``EgoStatus`` (137-145), ``AgentInput`` (148-154), ``Trajectory`` (279-291), ``SensorConfig`` (782-837);
+* tag v1.1 (0811876c) differs where an agent is built: ``AbstractAgent.__init__(requires_scene=False)``
+  takes no sampling and stores none (``navsim/agents/abstract_agent.py:13-18``, :class:`AbstractAgentV1`);
+  its ``Camera`` and ``Lidar`` also lack ``camera_path`` / ``lidar_path``, which no agent reads;
 * nuplan-devkit's ``TrajectorySampling`` (``motional/nuplan-devkit@3966f55:nuplan/planning/simulation/
   trajectory/trajectory_sampling.py``).
 
 :func:`install` puts them in ``sys.modules`` under NAVSIM's and nuplan's module names, so that
-``domains.driving.navsim_agent`` imports them exactly as it imports the real ones.
+``domains.driving.navsim_agent`` imports them exactly as it imports the real ones. ``bench/navsim_interface.py``
+checks the same adapter against NAVSIM's own code at both commits.
 """
 
 # ruff: noqa: UP007, UP045, SIM114, RUF009  (NAVSIM's and nuplan's code as released: Optional/Union, branches, defaults)
@@ -213,6 +217,21 @@ class AbstractAgent(torch.nn.Module, ABC):
         return []
 
 
+class AbstractAgentV1(AbstractAgent):
+    """``AbstractAgent`` at v1.1 (0811876c:navsim/agents/abstract_agent.py:13-18): no trajectory sampling.
+
+    Its default ``compute_trajectory`` (62-83) returns ``Trajectory(poses)`` at the default sampling; not mirrored,
+    since the zoo's agent overrides ``compute_trajectory``.
+    """
+
+    def __init__(self, requires_scene: bool = False) -> None:
+        torch.nn.Module.__init__(self)
+        self.requires_scene = requires_scene
+
+
+AGENTS = {"v1": AbstractAgentV1, "v2": AbstractAgent}
+"""NAVSIM's ``AbstractAgent`` by version: v1.1 (0811876c) and v2 (0a380a9)."""
+
 MODULES: dict[str, dict[str, Any]] = {
     "nuplan.planning.simulation.trajectory.trajectory_sampling": {"TrajectorySampling": TrajectorySampling},
     "navsim.agents.abstract_agent": {"AbstractAgent": AbstractAgent},
@@ -221,9 +240,10 @@ MODULES: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
-def install(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Put the mirrored modules (and their parent packages) in ``sys.modules`` for one test."""
-    for name, members in MODULES.items():
+def install(monkeypatch: pytest.MonkeyPatch, version: str = "v2") -> None:
+    """Put the mirrored modules of NAVSIM ``version`` (and their parent packages) in ``sys.modules`` for one test."""
+    modules = MODULES | {"navsim.agents.abstract_agent": {"AbstractAgent": AGENTS[version]}}
+    for name, members in modules.items():
         parts = name.split(".")
         for i in range(1, len(parts)):
             parent = ".".join(parts[:i])

@@ -17,7 +17,6 @@ import pytest
 
 from tests.domains.driving import navsim_mirror
 from tests.domains.driving.navsim_mirror import (
-    AbstractAgent,
     AgentInput,
     Camera,
     Cameras,
@@ -31,10 +30,10 @@ from tests.domains.driving.navsim_mirror import (
 MODULE = "domains.driving.navsim_agent"
 
 
-@pytest.fixture
-def navsim_agent(monkeypatch):
-    """``domains.driving.navsim_agent`` imported against the mirrored NAVSIM, for this test only."""
-    navsim_mirror.install(monkeypatch)
+@pytest.fixture(params=["v2", "v1"])
+def navsim_agent(monkeypatch, request):
+    """``domains.driving.navsim_agent`` imported against the mirrored NAVSIM (v2 0a380a9, v1.1 0811876c)."""
+    navsim_mirror.install(monkeypatch, request.param)
     monkeypatch.delitem(sys.modules, MODULE, raising=False)
     module = importlib.import_module(MODULE)
     monkeypatch.setitem(sys.modules, MODULE, module)  # removed again after the test
@@ -80,7 +79,9 @@ def test_without_navsim_the_import_fails_with_one_sentence(monkeypatch):
 def test_the_adapter_is_a_navsim_agent_built_as_hydra_builds_it(navsim_agent):
     sampling = TrajectorySampling(time_horizon=4, interval_length=0.5)
     agent = navsim_agent.ZooAgent(model="driving-vla-tiny", trajectory_sampling=sampling)
-    assert isinstance(agent, AbstractAgent) and agent.name() == "zoo-driving-vla-tiny" and not agent.requires_scene
+    assert isinstance(agent, sys.modules["navsim.agents.abstract_agent"].AbstractAgent)
+    assert agent.name() == "zoo-driving-vla-tiny" and agent.requires_scene is False  # not the sampling (v1.1)
+    assert agent._trajectory_sampling is sampling and navsim_agent.ZooAgent("m")._trajectory_sampling == sampling
     config = agent.get_sensor_config()
     assert isinstance(config, SensorConfig) and config.get_sensors_at_iteration(3) == ["cam_f0"]
     assert navsim_agent.ZooAgent("m", camera="cam_b0").get_sensor_config().get_sensors_at_iteration(0) == ["cam_b0"]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from zoo.domains import load_algorithms
+from zoo.domains import discover_algorithms, locate_algorithm
 from zoo_common.registry import Registry
 
 Messages = list[dict[str, Any]]
@@ -107,7 +107,9 @@ class RolloutPlugin:
         return type(self).before_rewards is not RolloutPlugin.before_rewards
 
 
-ROLLOUT_PLUGINS: Registry[type[RolloutPlugin]] = Registry("rollout plug-in", discover=load_algorithms)
+ROLLOUT_PLUGINS: Registry[type[RolloutPlugin]] = Registry(
+    "rollout plug-in", discover=discover_algorithms("rollout plug-in"), locate=locate_algorithm("rollout plug-in")
+)
 """Name -> :class:`RolloutPlugin` subclass; domains register theirs from their ``algorithms`` module."""
 
 
