@@ -157,7 +157,7 @@ def load_chartmimic(path: str | Path, limit: int | None = None, chartmimic_set: 
     return samples[:limit]
 
 
-def _iter_rows(path: str | Path) -> Iterator[Mapping[str, Any]]:
+def iter_rows(path: str | Path) -> Iterator[Mapping[str, Any]]:
     """The rows of a parquet or JSON-lines file, read in batches so a large table of images is not
     decoded whole."""
     file = Path(path)
@@ -177,10 +177,10 @@ def _iter_rows(path: str | Path) -> Iterator[Mapping[str, Any]]:
 
 
 def _rows(path: str | Path) -> list[Mapping[str, Any]]:
-    return list(_iter_rows(path))
+    return list(iter_rows(path))
 
 
-def _need(row: Mapping[str, Any], keys: Iterable[str], where: str) -> None:
+def need_fields(row: Mapping[str, Any], keys: Iterable[str], where: str) -> None:
     missing = [k for k in keys if k not in row]
     if missing:
         raise DataFormatError(f"{where}: row lacks {missing}; it has {sorted(row)}")
@@ -214,7 +214,7 @@ def load_plot2code(path: str | Path, limit: int | None = None, with_instruction:
     ends with a newline, then the question) leaves a blank line between the two."""
     samples = []
     for i, row in enumerate(_rows(path)[:limit]):
-        _need(row, ("image", "code"), f"Plot2Code row {i}")
+        need_fields(row, ("image", "code"), f"Plot2Code row {i}")
         question = f"\n{row['instruction']}" if with_instruction and row.get("instruction") else ""
         image = _image(row["image"], Path(path).parent)
         samples.append(Sample(f"plot2code-{i}", (image,), question,
@@ -282,9 +282,9 @@ def load_vincicoder_rl(path: str | Path, languages: Iterable[str] = ("python",),
     samples: list[Sample] = []
     for file in _vincicoder_files(Path(path)):
         base = Path(image_dir) if image_dir is not None else file.parent
-        for i, row in enumerate(_iter_rows(file)):
+        for i, row in enumerate(iter_rows(file)):
             where = f"VinciCoder RL {file.name} row {i}"
-            _need(row, ("problem", "answer", "images"), where)
+            need_fields(row, ("problem", "answer", "images"), where)
             language = vincicoder_language(row["problem"])
             if language not in wanted:
                 continue
@@ -318,7 +318,7 @@ def load_svg_stack(path: str | Path, limit: int | None = None, size: int = 224, 
     """
     rows = _rows(path)[:limit]
     for i, row in enumerate(rows):
-        _need(row, ("Filename", "Svg"), f"SVG-Stack row {i}")
+        need_fields(row, ("Filename", "Svg"), f"SVG-Stack row {i}")
     from rewards.rendering import render_many
 
     samples = []
@@ -350,7 +350,7 @@ def load_text2cad(path: str | Path, level: str = "expert", code_dir: str | Path 
         rows = list(csv.DictReader(handle))
     samples, missing = [], 0
     for i, row in enumerate(rows[:limit]):
-        _need(row, ("uid", level), f"Text2CAD row {i}")
+        need_fields(row, ("uid", level), f"Text2CAD row {i}")
         script = Path(code_dir) / f"{row['uid'].replace('/', '_')}.py" if code_dir else None
         target = {"language": "cadquery", "description": row[level]}
         if script is not None:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from domains.visual_code.data import DataFormatError, _iter_rows, _need
+from domains.visual_code.data import DataFormatError, iter_rows, need_fields
 from domains.visual_code.prompts import parse_svg
 from domains.visual_code.svg_bench_metrics import DINO_MODEL, NOT_COMPUTED, l2, load_dino_score, ssim
 from zoo.eval_results import write_results
@@ -90,8 +90,8 @@ def load_svg_bench(data: str, path: str | Path, limit: int | None = None) -> lis
     """``(sample id, reference SVG)`` per row of the test split, in file order."""
     rows: list[tuple[str, str]] = []
     for file in bench_files(path):
-        for i, row in enumerate(_iter_rows(file)):
-            _need(row, ("Filename", "Svg"), f"{data} {file.name} row {i}")
+        for i, row in enumerate(iter_rows(file)):
+            need_fields(row, ("Filename", "Svg"), f"{data} {file.name} row {i}")
             rows.append((str(row["Filename"]).split(".")[0], str(row["Svg"])))
             if limit is not None and len(rows) >= limit:
                 return rows

@@ -92,8 +92,9 @@ class DiffusionPipeline:
         return ImageOutput(images=images, prompts=prompts, settings={**settings, "seed": seed})
 
 
-def absent_components(directory: str | Path) -> dict[str, None]:
-    """``{name: None}`` for the components ``model_index.json`` records as ``[null, null]``.
+def absent_components(directory: str | Path, skipped: tuple[str, ...] = ()) -> dict[str, None]:
+    """``{name: None}`` for the components ``model_index.json`` records as ``[null, null]``, and for those of
+    ``skipped`` it lists (components the caller never calls, so they are not loaded).
 
     diffusers saves a pipeline built without a component (an SD3 pipeline without its T5 encoder) that
     way, but refuses to load it back unless each such component is passed as ``None``.
@@ -102,7 +103,7 @@ def absent_components(directory: str | Path) -> dict[str, None]:
     if not index.is_file():
         return {}
     entries = read_json(index)
-    return {name: None for name, value in entries.items() if value == [None, None]}
+    return {name: None for name, value in entries.items() if value == [None, None] or name in skipped}
 
 
 def load_diffusion_pipeline(

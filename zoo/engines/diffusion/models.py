@@ -245,18 +245,10 @@ class PipelinePromptEncoder:
 
 
 #: Pipeline components the training loop never calls: it decodes with the VAE and scores with the recipe's rewards.
+#: zoo: RLCM's authors load LCM_Dreamshaper_v7 whole and move it to the GPU in float16, safety checker included
+#: (Owen-Oertell/rlcm@b8330ed:scripts/main.py:61-69), though their loop never calls it; the zoo leaves these out, and
+#: the memory plan (:mod:`zoo.workload`) counts only what the engine holds.
 NEVER_CALLED = ("safety_checker", "feature_extractor")
-
-
-def _never_called(directory: str | Path) -> dict[str, None]:
-    """``{name: None}`` for the :data:`NEVER_CALLED` components ``model_index.json`` lists, so they are not loaded.
-
-    zoo: RLCM's authors load LCM_Dreamshaper_v7 whole and move it to the GPU in float16, safety checker included
-    (Owen-Oertell/rlcm@b8330ed:scripts/main.py:61-69), though their loop never calls it; the zoo leaves it out, and
-    the memory plan (:mod:`zoo.workload`) counts only what the engine holds."""
-    index = Path(directory) / "model_index.json"
-    listed = json.loads(index.read_text()) if index.is_file() else {}
-    return {name: None for name in NEVER_CALLED if name in listed}
 
 
 def load_pipeline(
@@ -281,7 +273,7 @@ def load_pipeline(
 
     dtypes = {"default": dtype, "transformer": torch.float32, "unet": torch.float32}
     pipe = DiffusionPipeline.from_pretrained(str(directory), dtype=dtypes, use_safetensors=True,
-                                             **{**absent_components(directory), **_never_called(directory)})  # fmt: skip
+                                             **absent_components(directory, NEVER_CALLED))  # fmt: skip
     pipe.set_progress_bar_config(disable=True)
     denoiser = getattr(pipe, "transformer", None) or getattr(pipe, "unet", None)
     if denoiser is None or getattr(pipe, "vae", None) is None or not hasattr(pipe, "encode_prompt"):
