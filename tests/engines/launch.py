@@ -70,14 +70,9 @@ def torchrun(recipe: str | Path, output_dir: Path, settings: list[str], *extra: 
     return _finish(_start(command, output_dir))
 
 
-def one_process(recipe: str | Path, output_dir: Path, settings: list[str], *extra: str) -> subprocess.CompletedProcess:
-    """The same run as one plain process (``python -m zoo.cli train``)."""
-    return _finish(_start([sys.executable, *train_args(recipe, output_dir, settings, *extra)], output_dir))
-
-
 def in_this_process(recipe: str | Path, output_dir: Path, settings: list[str], *extra: str) -> None:
-    """The same run in the test's own process (:func:`zoo.cli.main`), checked to exit 0: for a reference run whose
-    launch is not what a test checks. A fresh interpreter spends about 8 CPU-seconds importing torch and
+    """The same run in the test's own process (:func:`zoo.cli.main`), checked to exit 0: for a reference run, or a
+    resumption in one process, whose launch is not what a test checks. A fresh interpreter spends about 8 CPU-seconds importing torch and
     transformers before its first step, which the test process has already paid."""
     from zoo.cli import main
 

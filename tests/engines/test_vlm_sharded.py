@@ -29,7 +29,6 @@ from tests.engines.launch import (
     in_this_process,
     killed_after,
     needs_torchrun,
-    one_process,
     torchrun,
 )
 from tests.engines.run_dirs import assert_same_final, metric_rows
@@ -123,7 +122,7 @@ def test_a_sharded_sft_checkpoint_resumes_in_one_process(sft: dict[str, Path], t
 
     copy = tmp_path / "copy"
     shutil.copytree(sft["fsdp"], copy, ignore=shutil.ignore_patterns("final", "checkpoint-4"))
-    one_process(SFT, copy, SFT_SETTINGS, "--resume")
+    in_this_process(SFT, copy, SFT_SETTINGS, "--resume")  # one process: this test's own
     assert losses(copy) == pytest.approx(losses(sft["fsdp"]), rel=1e-5)
     a, b = (load_file(run / "final" / "model.safetensors") for run in (copy, sft["fsdp"]))
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5

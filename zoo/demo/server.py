@@ -37,6 +37,12 @@ PAGES = {
     "policy": ("zoo.demo.policy", "Run episodes"),
     "clip": ("zoo.demo.clip", "Classify an image"),
 }
+#: Seconds between the looks of an idle Gradio queue for work, and between its looks for progress to send: Gradio's
+#: own intervals on Windows (gradio 6.31: gradio/queueing.py:149-152). zoo: its Linux ones, 1 and 10 ms, held an idle
+#: page at 9% of a core on the 2-core machine (3% with these); a click waits at most 50 ms more for its turn, next to
+#: seconds of inference, and a progress bar moves ten times a second.
+IDLE_QUEUE_POLL_S = 0.05
+PROGRESS_POLL_S = 0.1
 #: Largest upload accepted (zoo: a screenshot is a few MB; larger files are refused before they are read).
 MAX_UPLOAD = "20mb"
 
@@ -93,8 +99,21 @@ def launch(name: str, *, host: str = "127.0.0.1", port: int | None = None, share
     with private_outputs():
         app = build_app(name, device=device, trust_remote_code=trust_remote_code)
         app.queue(default_concurrency_limit=1)  # one model, one request at a time: CPU pages stay responsive
+        poll_idle_queue_less(app)
         app.launch(server_name=host, server_port=port, share=share, max_file_size=MAX_UPLOAD,
                    allowed_paths=[str(EXAMPLES_DIR)], show_error=False, inbrowser=False)  # fmt: skip
+
+
+def poll_idle_queue_less(app: gr.Blocks) -> None:
+    """Let ``app``'s queue look for work every :data:`IDLE_QUEUE_POLL_S` when it has none, and for progress to send
+    every :data:`PROGRESS_POLL_S`. Gradio has no public setting for either; should a Gradio release rename them, the
+    page keeps Gradio's own intervals and the log says so."""
+    queue = getattr(app, "_queue", None)
+    if not all(hasattr(queue, name) for name in ("sleep_when_free", "progress_update_sleep_when_free")):
+        logger.info("this Gradio's queue has other attributes: an idle page polls at Gradio's own intervals")
+        return
+    queue.sleep_when_free = IDLE_QUEUE_POLL_S
+    queue.progress_update_sleep_when_free = PROGRESS_POLL_S
 
 
 #: Addresses that keep the page to this machine.
