@@ -34,8 +34,8 @@
 #
 # Without CUDA (or with --cpu-smoke) the same steps run in a reduced mode: tiny shapes, one step each,
 # the hf backend only, one pytest file, the 1.5B grpo step skipped, the sharded steps at the smoke recipes' tiny
-# models in two processes over gloo; tests/bench/test_gpu_suite.py runs it in the normal suite, so the script
-# cannot rot between GPU machines.
+# models under the GPU mode's launcher (one process, over gloo); tests/bench/test_gpu_suite.py runs it in the
+# normal suite, so the script cannot rot between GPU machines.
 #
 # Usage:
 #   bench/gpu_suite.sh                    GPU mode when torch sees CUDA, else the reduced mode
@@ -216,10 +216,11 @@ benches() {
         semi_online=(--steps 1)
         sharded_diffusion=(--shape tiny --rounds 1 --group 2 --micro-batch 2)
     fi
-    # a launcher's processes, as a sharded run is started: one per GPU (a group of one still shards), else two over
-    # gloo, which accelerate (the diffusion engine's) joins into one group only when told it runs on the CPU
-    launcher=("$PY" -m torch.distributed.run --standalone --nproc_per_node)
-    if [[ $MODE == gpu ]]; then launcher+=(1); else launcher=(env ACCELERATE_USE_CPU=1 "${launcher[@]}" 2); fi
+    # the launcher, as a sharded run is started: one process per GPU (a group of one still shards), and in the reduced
+    # mode the same one process over gloo, accelerate (the diffusion engine's) told that it runs on the CPU. Sharding
+    # over two processes is what tests/engines/test_{vlm,diffusion}_sharded.py check; here the GPU path is what counts
+    launcher=("$PY" -m torch.distributed.run --standalone --nproc_per_node 1)
+    if [[ $MODE != gpu ]]; then launcher=(env ACCELERATE_USE_CPU=1 "${launcher[@]}"); fi
     if wanted rollout; then
         run_step rollout 150 rollout.log "$PY" bench/rollout.py "${rollout[@]}" --out "$PARTS/rollout" \
             --json "$PARTS/rollout.json"
