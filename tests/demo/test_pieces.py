@@ -91,7 +91,8 @@ def test_a_servers_outputs_stay_in_its_own_private_folder_and_go_with_it(monkeyp
 
 def test_an_idle_queue_looks_for_work_as_gradio_does_on_windows_not_every_millisecond(caplog) -> None:
     """Gradio's queue looks for work every millisecond while it has none: 9% of a core for a page nobody uses. The
-    attribute is Gradio's private one, so the pinned Gradio must still have it (a rename fails here, not silently)."""
+    attributes are Gradio's private ones, so the pinned Gradio must still have them (a rename fails here, not
+    silently)."""
     import logging
     from types import SimpleNamespace
 

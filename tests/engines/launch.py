@@ -72,8 +72,8 @@ def torchrun(recipe: str | Path, output_dir: Path, settings: list[str], *extra: 
 
 def in_this_process(recipe: str | Path, output_dir: Path, settings: list[str], *extra: str) -> None:
     """The same run in the test's own process (:func:`zoo.cli.main`), checked to exit 0: for a reference run, or a
-    resumption in one process, whose launch is not what a test checks. A fresh interpreter spends about 8 CPU-seconds importing torch and
-    transformers before its first step, which the test process has already paid."""
+    resumption in one process, whose launch is not what a test checks. A fresh interpreter spends about 8 CPU-seconds
+    importing torch and transformers before its first step, which the test process has already paid."""
     from zoo.cli import main
 
     assert main(train_args(ROOT / recipe, output_dir, settings, *extra)[2:]) == 0
