@@ -36,22 +36,30 @@ pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_skip_without_renderer)
 #: unit of ``--dist loadfile``, so the fixture is built on one worker only. ``tests/demo``: five ``zoo demo``
 #: servers and a chromium (measured on 2 cores: 145 CPU-s when its files were spread over both workers, 74 on one).
 ONE_WORKER_FOLDERS = ("tests/demo/",)
-#: The costliest units of ``--dist loadfile``, costliest first (CPU-seconds of each alone, measured on 2 cores): files
-#: whose tests launch training jobs of their own (torchrun ranks, verl's venv, demo servers, a site build). They are
-#: handed out first, so the many short files keep the other worker busy meanwhile and the run does not end on one of
-#: them with a worker idle; pytest-xdist's own order (most tests first) would hand these few-test files out last.
+#: The costliest units of ``--dist loadfile``, costliest first (CPU-seconds of each within a whole 2-core run, its
+#: own and its subprocesses', measured): files whose tests launch jobs of their own (torchrun ranks, the GPU suite's
+#: reduced mode, verl's venv, demo servers, a site build) or train in-process for long. They are handed out first, so
+#: the many short files keep the other worker busy meanwhile and the run does not end on one of them with a worker
+#: idle (it did: the GPU suite's two serial minutes, handed out late, were the last 20 s of a run with one core idle);
+#: pytest-xdist's own order (most tests first) would hand these few-test files out last.
 FIRST_UNITS = (
-    "tests/engines/test_vlm_sharded.py",  # 158
-    "tests/engines/test_diffusion_sharded.py",  # 126
-    "tests/engines/test_semi_online_multiprocess.py",  # 80
-    "tests/demo/",  # 74
-    "tests/engines/test_trl_multiprocess.py",  # 74
-    "tests/engines/test_sft_multiprocess.py",  # 65
-    "tests/engines/test_diffusion_multiprocess.py",  # 64
-    "tests/docs/test_site.py",  # 51
-    "tests/verl/test_verl_reads_export.py",  # 49
-    "tests/contract/test_import_order.py",  # 39
-    "tests/contract/test_readme_examples.py",  # 38
+    "tests/engines/test_vlm_sharded.py",  # 168
+    "tests/bench/test_gpu_suite.py",  # 118
+    "tests/engines/test_diffusion_sharded.py",  # 114
+    "tests/demo/",  # 100
+    "tests/engines/test_sft_multiprocess.py",  # 67
+    "tests/engines/test_semi_online_multiprocess.py",  # 65
+    "tests/engines/test_trl_multiprocess.py",  # 59
+    "tests/docs/test_site.py",  # 50
+    "tests/engines/test_diffusion_multiprocess.py",  # 48
+    "tests/verl/test_verl_reads_export.py",  # 43
+    "tests/contract/test_domains.py",  # 36
+    "tests/zoo/test_load.py",  # 35
+    "tests/zoo/test_memory_plan_tensors.py",  # 33
+    "tests/contract/test_import_order.py",  # 26
+    "tests/contract/test_readme_examples.py",  # 24
+    "tests/engines/test_master_weights.py",  # 24
+    "tests/rewards/adversarial/test_unprivileged.py",  # 16
 )
 
 
