@@ -43,12 +43,11 @@ ONE_WORKER_FOLDERS = ("tests/demo/",)
 #: idle (it did: the GPU suite's two serial minutes, handed out late, were the last 20 s of a run with one core idle);
 #: pytest-xdist's own order (most tests first) would hand these few-test files out last.
 FIRST_UNITS = (
-    "tests/engines/test_vlm_sharded.py",  # 168
+    "tests/engines/test_vlm_sharded.py",  # ~205 (168, and 37 of the replicated semi-online tests)
     "tests/bench/test_gpu_suite.py",  # 118
     "tests/engines/test_diffusion_sharded.py",  # 114
     "tests/demo/",  # 100
     "tests/engines/test_sft_multiprocess.py",  # 67
-    "tests/engines/test_semi_online_multiprocess.py",  # 65
     "tests/engines/test_trl_multiprocess.py",  # 59
     "tests/docs/test_site.py",  # 50
     "tests/engines/test_diffusion_multiprocess.py",  # 48

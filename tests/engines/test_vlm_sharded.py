@@ -1,14 +1,20 @@
-"""The zoo's own VLM loops sharded with FSDP2 as their recipe's ``launch:`` names it (``zoo.sharding``), 2 processes
-over gloo on the CPU, launched as users launch them.
+"""The zoo's own VLM loops over 2 processes, replicated (``launch: ddp``) and sharded with FSDP2 as their recipe's
+``launch:`` names it (``zoo.sharding``), over gloo on the CPU, launched as users launch them.
 
 accelerate's FSDP plugin is ignored on a CPU, so these runs test the sharding the zoo does itself: ``fully_shard`` per
 decoder layer and vision block, float32 shards, gradients reduce-scattered as sums, the rollout on the gathered model.
 What must hold:
 
-* ``vlm-semi-online``: a sharded run (CPU offload, the config UI-S1's 7B recipe names) equals the replicated
-  (``ddp``) run of the same 2 processes, every metric and every final weight, in float32; in bf16 compute their
-  first step's loss agrees to bf16 rounding (the rollouts then part: sampling follows the logits' last bits); a
-  sharded job killed with ``kill -9`` after a checkpoint resumes to the run that never stopped;
+* ``vlm-semi-online`` replicated (``ddp``): each rank rolls out its share of a step's episodes with its own episode
+  sampler and sampling RNG (an episode's copies, its future-reward filter and its UI-S1 advantages stay whole on one
+  rank) and each mini-batch's gradients are summed over the ranks, so the ranks end on bit-identical weights,
+  ``metrics.csv`` has one row per step counting both ranks' turns, and a job killed with ``kill -9`` after a
+  checkpoint resumes to the run that never stopped (each rank's RNG and sampler come back from the checkpoint). It
+  cannot equal a one-process run: the second rank samples other episodes (the point of seeding it apart);
+* ``vlm-semi-online`` sharded: a sharded run (CPU offload, the config UI-S1's 7B recipe names) equals the replicated
+  run of the same 2 processes, every metric and every final weight, in float32; in bf16 compute their first step's
+  loss agrees to bf16 rounding (the rollouts then part: sampling follows the logits' last bits); a sharded job killed
+  with ``kill -9`` after a checkpoint resumes to the run that never stopped;
 * ``vlm-sft``: 2 sharded processes with half the batch each equal one process with the whole batch (to float
   rounding), and the sharded checkpoint resumes with one process (the checkpoint holds the whole state by name);
 * ``final/`` of a sharded run is a plain Hugging Face folder ``zoo.load`` reads, in float32 (the masters).
@@ -31,7 +37,12 @@ from tests.engines.launch import (
     needs_torchrun,
     torchrun,
 )
-from tests.engines.run_dirs import assert_same_final, metric_rows
+from tests.engines.run_dirs import assert_same_final, assert_same_tensors, metric_rows
+from zoo.distributed import weights_digest
+from zoo.engines.reading import load_recipe
+from zoo.engines.vlm import semi_online_engine
+from zoo.recipe import RecipeError
+from zoo.runs import read_state
 
 pytestmark = needs_torchrun
 
@@ -48,17 +59,58 @@ SFT_SETTINGS = [*TINY_SFT_SETTINGS, "training.steps=4", "training.warmup_steps=2
 
 
 @pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def agent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
+    """The replicated and the sharded run of the agent (``ddp``, ``fsdp``) and what the replicated one logged."""
     root = tmp_path_factory.mktemp("agent-sharded")
-    runs = {"ddp": root / "ddp", "fsdp": root / "fsdp"}
-    torchrun(AGENT, runs["ddp"], [*AGENT_SETTINGS, "launch=ddp"])
+    runs: dict[str, Path | str] = {"ddp": root / "ddp", "fsdp": root / "fsdp"}
+    runs["ddp_log"] = torchrun(AGENT, runs["ddp"], [*AGENT_SETTINGS, "launch=ddp"]).stderr
     done = torchrun(AGENT, runs["fsdp"], [*AGENT_SETTINGS, "launch=fsdp-qwen2.5-vl-offload"])
     assert "FSDP2 over 2 ranks (launch fsdp-qwen2.5-vl-offload)" in done.stderr
     assert "offloaded to the CPU" in done.stderr
     return runs
 
 
-def test_sharded_semi_online_equals_the_replicated_run(agent: dict[str, Path]) -> None:
+def test_replicated_semi_online_writes_one_row_per_step_counting_both_ranks_turns(agent: dict) -> None:
+    rows = metric_rows(agent["ddp"])
+    assert [r["step"] for r in rows] == ["1", "2", "3"]
+    # one rank's episode a step: 4 copies of at most 4 turns (data max_steps: 4); a row over 16 counts both ranks
+    assert all(float(r["turns"]) > 4 * 4 for r in rows)  # measured: 20, 24, 20
+
+
+def test_replicated_ranks_end_on_bit_identical_weights_having_drawn_their_own_episodes(agent: dict) -> None:
+    """Each rank hashes its weights at the end and the hashes are compared over the group; the digest logged is that
+    of the weights rank 0 saved."""
+    import zoo
+
+    log = agent["ddp_log"]
+    assert "weights identical on all 2 ranks" in log
+    logged = log.split("weights identical on all 2 ranks (sha256 ")[1][:16]
+    assert weights_digest(zoo.load(str(agent["ddp"] / "final")).model).startswith(logged)
+    ranks = read_state(agent["ddp"] / "checkpoint-2" / semi_online_engine.STATE_FILE)["ranks"]
+    assert len(ranks) == 2 and ranks[0]["sampler"] != ranks[1]["sampler"]
+
+
+def test_a_two_process_checkpoint_refuses_a_one_process_resume(agent: dict, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(agent["ddp"], copy)
+    shutil.rmtree(copy / "final")
+    with pytest.raises(RecipeError, match=r"written by 2 process\(es\).*resume it with 2 \(got 1\)"):
+        semi_online_engine.train(load_recipe(AGENT, [*AGENT_SETTINGS, "launch=ddp", "training.steps=4"]), copy,
+                                 resume=True)  # fmt: skip
+
+
+def test_a_killed_replicated_job_resumes_with_two_processes_to_the_same_run(agent: dict, tmp_path: Path) -> None:
+    settings = [*AGENT_SETTINGS, "launch=ddp"]
+    killed = tmp_path / "killed"
+    killed_after(AGENT, killed, settings, 1)
+    torchrun(AGENT, killed, settings, "--resume")
+    assert metric_rows(killed) == metric_rows(agent["ddp"])
+    assert_same_tensors(agent["ddp"] / "final" / "model.safetensors", killed / "final" / "model.safetensors")
+
+
+def test_sharded_semi_online_equals_the_replicated_run(agent: dict) -> None:
     rows = metric_rows(agent["fsdp"])
     assert [r["step"] for r in rows] == ["1", "2", "3"] and any(float(r["loss"]) != 0 for r in rows)
     assert rows == metric_rows(agent["ddp"])  # measured: equal to the last digit
@@ -67,7 +119,7 @@ def test_sharded_semi_online_equals_the_replicated_run(agent: dict[str, Path]) -
     assert max(float((ddp[k] - fsdp[k]).abs().max()) for k in ddp) < 1e-6  # measured: 0.0
 
 
-def test_a_sharded_final_folder_is_a_plain_float32_checkpoint(agent: dict[str, Path]) -> None:
+def test_a_sharded_final_folder_is_a_plain_float32_checkpoint(agent: dict) -> None:
     import zoo
 
     model = zoo.load(str(agent["fsdp"] / "final")).model
@@ -76,7 +128,7 @@ def test_a_sharded_final_folder_is_a_plain_float32_checkpoint(agent: dict[str, P
     assert sorted(load_file(agent["fsdp"] / "final" / "model.safetensors")) == sorted(shipped)  # names as shipped
 
 
-def test_a_killed_sharded_job_resumes_to_the_same_run(agent: dict[str, Path], tmp_path: Path) -> None:
+def test_a_killed_sharded_job_resumes_to_the_same_run(agent: dict, tmp_path: Path) -> None:
     settings = [*AGENT_SETTINGS, "launch=fsdp-qwen2.5-vl-offload"]
     killed = tmp_path / "killed"
     killed_after(AGENT, killed, settings, 1)
