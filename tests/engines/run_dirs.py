@@ -42,6 +42,12 @@ def metric_rows(run_dir: Path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k != "cpu_minutes"} for row in csv.DictReader(f)]
 
 
+def logged_digest(log: str) -> str:
+    """The 16 hex digits of the weights digest a data-parallel job logged once its ranks compared their weights
+    (:meth:`~zoo.distributed.DataParallel.check_same_weights`): a prefix of the digest of the weights rank 0 saved."""
+    return log.split("weights identical on all 2 ranks (sha256 ")[1][:16]
+
+
 def assert_same_tensors(a: Path, b: Path) -> None:
     """Two safetensors files hold the same names and bit-equal tensors."""
     first, second = load_file(str(a)), load_file(str(b))

@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 
 from tests.engines.launch import needs_torchrun
 from tests.engines.launch import torchrun as launch
-from tests.engines.run_dirs import assert_same_tensors, interrupted_copy, metric_rows
+from tests.engines.run_dirs import assert_same_tensors, interrupted_copy, logged_digest, metric_rows
 from tests.engines.test_diffusion_engine import SMOKE, TINY
 from zoo.distributed import weights_digest
 from zoo.engines.diffusion.checkpoint import STATE
@@ -48,7 +48,7 @@ def test_the_ranks_end_with_bit_identical_trained_weights(launched: tuple[Path, 
     raises) and the digest logged is that of the tensors rank 0 saved."""
     out, log = launched
     assert "weights identical on all 2 ranks" in log
-    logged = log.split("weights identical on all 2 ranks (sha256 ")[1][:16]
+    logged = logged_digest(log)
     saved = load_file(str(out / "final" / "trained.safetensors"))
     assert weights_digest(saved).startswith(logged)
 

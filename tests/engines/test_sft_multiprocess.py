@@ -22,7 +22,7 @@ from tests.engines.launch import (
     torchrun,
     two_nodes,
 )
-from tests.engines.run_dirs import assert_same_tensors, metric_rows
+from tests.engines.run_dirs import assert_same_tensors, logged_digest, metric_rows
 from zoo.distributed import weights_digest
 
 pytestmark = needs_torchrun
@@ -60,7 +60,7 @@ def test_the_ranks_end_with_bit_identical_weights(runs: dict) -> None:
     import zoo
 
     assert "weights identical on all 2 ranks" in runs["log"]
-    logged = runs["log"].split("weights identical on all 2 ranks (sha256 ")[1][:16]
+    logged = logged_digest(runs["log"])
     model = zoo.load(str(runs["double"] / "final")).model
     assert weights_digest(model).startswith(logged)
 

@@ -20,7 +20,7 @@ import json
 import pytest
 
 from tests.engines.launch import killed_after, needs_torchrun, torchrun
-from tests.engines.run_dirs import assert_same_tensors, metric_rows
+from tests.engines.run_dirs import assert_same_tensors, logged_digest, metric_rows
 from zoo.distributed import weights_digest
 from zoo.runs import COMPLETE_MARKER
 
@@ -72,7 +72,7 @@ def test_the_ranks_end_with_bit_identical_weights_that_moved(straight: dict) -> 
     rows = training_rows(straight["dir"])
     assert any(float(r["grad_norm"]) > 0 for r in rows), "no step had a gradient: the check would be vacuous"
     assert "weights identical on all 2 ranks" in straight["log"]
-    logged = straight["log"].split("weights identical on all 2 ranks (sha256 ")[1][:16]
+    logged = logged_digest(straight["log"])
     assert weights_digest(zoo.load(str(straight["dir"] / "final")).model).startswith(logged)
 
 

@@ -37,7 +37,7 @@ from tests.engines.launch import (
     needs_torchrun,
     torchrun,
 )
-from tests.engines.run_dirs import assert_same_final, metric_rows
+from tests.engines.run_dirs import assert_same_final, logged_digest, metric_rows
 from zoo.distributed import weights_digest
 from zoo.engines.reading import load_recipe
 from zoo.engines.vlm import semi_online_engine
@@ -84,7 +84,7 @@ def test_replicated_ranks_end_on_bit_identical_weights_having_drawn_their_own_ep
 
     log = agent["ddp_log"]
     assert "weights identical on all 2 ranks" in log
-    logged = log.split("weights identical on all 2 ranks (sha256 ")[1][:16]
+    logged = logged_digest(log)
     assert weights_digest(zoo.load(str(agent["ddp"] / "final")).model).startswith(logged)
     ranks = read_state(agent["ddp"] / "checkpoint-2" / semi_online_engine.STATE_FILE)["ranks"]
     assert len(ranks) == 2 and ranks[0]["sampler"] != ranks[1]["sampler"]
