@@ -43,21 +43,21 @@ ONE_WORKER_FOLDERS = ("tests/demo/",)
 #: idle (it did: the GPU suite's two serial minutes, handed out late, were the last 20 s of a run with one core idle);
 #: pytest-xdist's own order (most tests first) would hand these few-test files out last.
 FIRST_UNITS = (
-    "tests/engines/test_vlm_sharded.py",  # ~205 (168, and 37 of the replicated semi-online tests)
+    "tests/engines/test_vlm_sharded.py",  # ~234 (9 two-rank launches)
+    "tests/engines/test_diffusion_sharded.py",  # ~145 (6 two-rank launches)
     "tests/bench/test_gpu_suite.py",  # 118
-    "tests/engines/test_diffusion_sharded.py",  # 114
-    "tests/demo/",  # 100
-    "tests/engines/test_sft_multiprocess.py",  # 67
-    "tests/engines/test_trl_multiprocess.py",  # 59
-    "tests/docs/test_site.py",  # 50
-    "tests/engines/test_diffusion_multiprocess.py",  # 48
-    "tests/verl/test_verl_reads_export.py",  # 43
-    "tests/contract/test_domains.py",  # 36
-    "tests/zoo/test_load.py",  # 35
-    "tests/zoo/test_memory_plan_tensors.py",  # 33
-    "tests/contract/test_import_order.py",  # 26
-    "tests/contract/test_readme_examples.py",  # 24
-    "tests/engines/test_master_weights.py",  # 24
+    "tests/demo/",  # 90
+    "tests/engines/test_sft_multiprocess.py",  # 62
+    "tests/engines/test_trl_multiprocess.py",  # 61
+    "tests/docs/test_site.py",  # 59
+    "tests/verl/test_verl_reads_export.py",  # 50
+    "tests/contract/test_domains.py",  # 34
+    "tests/zoo/test_memory_plan_tensors.py",  # 31
+    "tests/engines/test_master_weights.py",  # 31
+    "tests/contract/test_readme_examples.py",  # 29
+    "tests/zoo/test_card_snippets.py",  # 28
+    "tests/contract/test_import_order.py",  # 28
+    "tests/zoo/test_load.py",  # 27
     "tests/rewards/adversarial/test_unprivileged.py",  # 16
 )
 

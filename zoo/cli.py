@@ -7,6 +7,7 @@ Heavy imports (torch, transformers, TRL) happen inside the command that needs th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -592,7 +593,7 @@ def _handled_interrupt() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from zoo.job import die_with_launcher
+    from zoo.job import die_with_launcher, insistent_interrupts
 
     die_with_launcher()  # a rank of a torchrun job stops when its launcher is killed, never trains on as an orphan
     parser = build_parser()
@@ -605,7 +606,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # one log per job: the other ranks of a multi-process run say only what goes wrong
     logging.basicConfig(level=level if is_main_process() else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return args.func(args)
+        # a Ctrl-C lost in a finalizer would leave the run training: repeated until it stops the command
+        with insistent_interrupts() if args.command == "train" else contextlib.nullcontext():
+            return args.func(args)
     except KeyboardInterrupt:
         _handled_interrupt()
         if is_main_process():

@@ -1,5 +1,6 @@
-"""The diffusion engine's FSDP2 sharding (``launch: fsdp-sd3``: one shard unit per JointTransformerBlock of the tiny
-SD3 transformer), two processes under ``torchrun`` with gloo on the CPU, against the replicated (DDP) run.
+"""Two-process diffusion runs (``torchrun --nproc_per_node 2``, gloo on the CPU), as a user launches them: replicated
+(DDP), and sharded with FSDP2 (``launch: fsdp-sd3``: one shard unit per JointTransformerBlock of the tiny SD3
+transformer) against the replicated run.
 
 Every weight trains, with an EMA, rewarded by ``prompt-colour``, which scores no image of the training prompt
 "a square" (it names no colour): a rank that drew it keeps no transition after the zero-advantage filter while the
@@ -7,6 +8,13 @@ other keeps all of its own, so both runs go through rounds in which the ranks ho
 and the rank short of rows runs zero-weighted fillers in lockstep (before, such a DDP run stopped in the first such
 round, its ranks waiting in different collectives). The sharded run keeps its EMA in CPU memory
 (``training.ema_device: cpu``), the replicated one beside the weights.
+
+The replicated run, one writer and whole-run rows: ``metrics.csv`` holds every step once, with values gathered over
+both ranks (a reward term's mean too, over the images that term scored on either rank); the ranks end on
+bit-identical weights. Resume (review 2.3): the run as a kill after ``checkpoint-2`` leaves it, resumed with two
+processes, equals the uninterrupted run (every metrics cell but ``cpu_minutes``, ``final/`` bit for bit), and each
+rank gets its own sampling generator back, so the ranks still draw different noise. Review 2.4: the killed run left a
+half-written ``checkpoint-4`` (of 300 files, to widen the window), which the main process alone deletes.
 
 In one process: a LoRA recipe or an offload config under FSDP is refused at ``--dry-run``; the EMA kept on the CPU is
 the one kept beside the weights; ``model.dtype`` is the text encoders' and the VAE's, the denoiser stays float32.
@@ -22,19 +30,20 @@ from safetensors.torch import load_file
 
 from tests.engines.launch import killed_after, needs_torchrun
 from tests.engines.launch import torchrun as launch
-from tests.engines.run_dirs import assert_same_tensors, metric_rows
-from tests.engines.test_diffusion_engine import SMOKE, recipe
-from tests.engines.test_diffusion_multiprocess import SETTINGS
+from tests.engines.run_dirs import assert_same_tensors, interrupted_copy, logged_digest, metric_rows
+from tests.engines.test_diffusion_engine import SMOKE, TINY, recipe
 from tests.engines.test_diffusion_pipeline_model import sd_pipeline_dir  # noqa: F401  (a fixture)
+from zoo.distributed import weights_digest
 from zoo.engines import ENGINES
 from zoo.engines.diffusion.checkpoint import STATE
 from zoo.engines.diffusion.ema import ShardEMA
 from zoo.engines.diffusion.models import load_model
 from zoo.engines.diffusion.setup import build_run
 from zoo.engines.diffusion.trainer import train_round
-from zoo.runs import read_state
+from zoo.runs import is_complete, read_state
 from zoo.sharding import ShardingError
 
+SETTINGS = [*TINY, "training.steps=4", "training.save_steps=2", "training.eval_every=2", "training.num_threads=1"]
 COMMON = [*SETTINGS, "training.ema_decay=0.9", "prompts.train=[a red square, a square]", "rewards=[prompt-colour]"]
 SHARDED = [*COMMON, "launch=fsdp-sd3", "training.ema_device=cpu"]
 
@@ -51,10 +60,63 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 @pytest.fixture(scope="module")
-def replicated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def launched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The replicated run and what it logged."""
     out = tmp_path_factory.mktemp("replicated") / "run"
-    torchrun(out, COMMON)
-    return out
+    return out, torchrun(out, COMMON).stderr
+
+
+@pytest.fixture(scope="module")
+def replicated(launched: tuple[Path, str]) -> Path:
+    return launched[0]
+
+
+@needs_torchrun
+def test_the_replicated_ranks_end_with_bit_identical_trained_weights(launched: tuple[Path, str]) -> None:
+    """Each rank hashes its trained tensors (the EMA's, which ``final/`` holds) at the end; the hashes are compared
+    over the group (a difference raises) and the digest logged is that of the tensors rank 0 saved."""
+    out, log = launched
+    assert "weights identical on all 2 ranks" in log
+    logged = logged_digest(log)
+    saved = load_file(str(out / "final" / "trained.safetensors"))
+    assert weights_digest(saved).startswith(logged)
+
+
+@needs_torchrun
+def test_two_processes_write_one_row_per_step_with_whole_run_values(replicated: Path) -> None:
+    rows = metric_rows(replicated)
+    assert [r["step"] for r in rows] == ["0", "1", "2", "3", "4"]
+    per_process = 4 * 3  # group_size x num_steps images' denoiser calls of one process's one prompt
+    assert all(int(r["sample_evals"]) == 2 * per_process for r in rows[1:])  # counted over both ranks
+    # the reward is prompt-colour's alone, and both are means over every image the term scored on either rank: equal
+    # in every round, those in which one rank drew "a square" (none of its images scored: half the round's) among them,
+    # and both NaN where both ranks drew it
+    assert "0.5" in {r["reward_missing"] for r in rows[1:]}, "no round in which one rank's images went unscored"
+    for row in rows[1:]:
+        term = float(row["rewards/prompt-colour/mean"])
+        assert float(row["reward"]) == pytest.approx(term, abs=1e-6, nan_ok=True), row
+    grids = sorted(p.name for p in (replicated / "samples").iterdir())
+    assert grids == ["step-00000.png", "step-00002.png", "step-00004.png"]
+    assert (replicated / "final" / "trained.safetensors").is_file() and (replicated / "reward_curve.png").is_file()
+
+
+@needs_torchrun
+def test_two_process_resume_equals_the_uninterrupted_run_with_distinct_noise(replicated: Path, tmp_path: Path) -> None:
+    resumed = interrupted_copy(replicated, tmp_path / "resumed", 2, half_written=300)
+    assert not is_complete(resumed / "checkpoint-4")
+    done = torchrun(resumed, COMMON, "--resume")
+    assert "resumed from" in done.stderr and "checkpoint-2 (round 2)" in done.stderr
+    assert metric_rows(resumed) == metric_rows(replicated)
+    assert_same_tensors(replicated / "final" / "trained.safetensors", resumed / "final" / "trained.safetensors")
+    assert not list((resumed / "checkpoint-4").glob("part-*"))  # the half-written one was replaced
+
+    restored = read_state(resumed / "checkpoint-2" / STATE)["ranks"]
+    after = read_state(resumed / "checkpoint-4" / STATE)["ranks"]
+    expected = read_state(replicated / "checkpoint-4" / STATE)["ranks"]
+    assert not torch.equal(restored[0]["generator"], restored[1]["generator"])
+    for rank in (0, 1):  # each rank continued its own generator: the draws of the run that never stopped
+        assert torch.equal(after[rank]["generator"], expected[rank]["generator"])
+    assert not torch.equal(after[0]["generator"], after[1]["generator"])
 
 
 def assert_close_tensors(a: Path, b: Path) -> None:

@@ -4,7 +4,7 @@ Every method and option of the engine (EMA, the stat trackers, LoRA, TreeGRPO, F
 Adv-GRPO's discriminator) writes a checkpoint that :func:`zoo.runs.read_state` reads (``weights_only``), and
 a resume from it reproduces the run that never stopped; a state file carrying a pickled payload is refused
 before anything of it runs; a checkpoint from before per-rank states, or from another number of processes,
-still resumes. The multi-process side is ``test_diffusion_multiprocess.py``.
+still resumes. The multi-process side is ``test_diffusion_sharded.py``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ The state file holds tensors and plain containers only and is read back with
 :func:`zoo.runs.read_state` (``weights_only``): a run directory someone hands over cannot run code
 through ``--resume``. With the same recipe and number of processes, a resumed run is bit-identical
 on CPU to one that never stopped (``tests/engines/test_diffusion_engine.py``,
-``tests/engines/test_diffusion_multiprocess.py``, ``tests/engines/test_diffusion_sharded.py``).
+``tests/engines/test_diffusion_sharded.py``).
 """
 
 from __future__ import annotations

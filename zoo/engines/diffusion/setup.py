@@ -126,7 +126,12 @@ class Run:
 
     # --- rewards ----------------------------------------------------------------------------
     def score(self, latents: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dict[str, float]]:
-        """(N,) rewards of the decoded images (NaN where a reward could not be computed) and per-term means."""
+        """(N,) rewards of the decoded images (NaN where a reward could not be computed) and per-term means.
+
+        A term's mean is over every process's images (gathered: a collective, every rank scores in lockstep), as the
+        round's ``reward`` is: the mean of the ranks' own means would be NaN in a round where one rank's images all
+        went unscored by that term (a prompt it cannot judge) and would weigh the ranks alike when they scored
+        different numbers of images."""
         images = self.model.decode(latents).cpu()
         self.extra["last_scored"] = (images, prompts)
         samples = [RewardSample(target={"prompt": p, **self.targets.get(p, {})}) for p in prompts]
@@ -134,7 +139,7 @@ class Run:
         rewards = torch.tensor([math_nan(r.score) for r in results], dtype=torch.float32)
         metrics = {"reward_missing": float(torch.isnan(rewards).float().mean())}
         for label, _, _ in getattr(self.reward, "parts", []):
-            values = torch.tensor([math_nan(r.components.get(label)) for r in results])
+            values = gather_all(torch.tensor([math_nan(r.components.get(label)) for r in results]))
             metrics[f"rewards/{label}/mean"] = float(torch.nanmean(values))
         return rewards, metrics
 
@@ -157,7 +162,7 @@ class Run:
         Counts (``*_evals``: compute) are summed over the processes; the rest are averaged, which is the
         mean over all images since every process samples as many (per-batch means such as
         ``train/loss`` weigh each process's batches alike). Values already equal everywhere (the
-        gathered ``reward``, the evaluation) pass unchanged."""
+        gathered ``reward`` and reward terms' means, the evaluation) pass unchanged."""
         from accelerate.utils import gather_object
 
         if self.accelerator.num_processes == 1:
