@@ -1,16 +1,19 @@
 """CadQuery kinds and the CAD-RL-style reward: hand-checked IoU, Chamfer, failures, hostile code."""
 
+import importlib.util
 
 import numpy as np
 import pytest
-
-pytest.importorskip("cadquery")
 
 from rewards.base import RewardSample
 from rewards.cad import CadGeometryReward
 from rewards.rendering import RenderPool
 from rewards.rendering.cad import cad_source, chamfer
 from rewards.rendering.chart_facts import decode_facts
+
+# found, not imported: CadQuery runs in the render pool's worker, and importing it here (OCP, VTK) cost each pytest
+# worker 4 CPU-s at collection
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("cadquery") is None, reason="needs the `cad` extra (cadquery)")
 
 BOX = "import cadquery as cq\nresult = cq.Workplane('XY').box(20, {y}, 5)\n"
 
