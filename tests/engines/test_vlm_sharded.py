@@ -23,6 +23,7 @@ What must hold:
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -58,69 +59,76 @@ SFT = TINY_SFT
 SFT_SETTINGS = [*TINY_SFT_SETTINGS, "training.steps=4", "training.warmup_steps=2", "training.save_total_limit=null"]
 
 
+@dataclass(frozen=True)
+class AgentRuns:
+    """The agent's replicated (``launch: ddp``) and sharded run folders, and what the replicated job logged."""
+
+    ddp: Path
+    fsdp: Path
+    ddp_log: str
+
+
 @pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
-    """The replicated and the sharded run of the agent (``ddp``, ``fsdp``) and what the replicated one logged."""
+def agent(tmp_path_factory: pytest.TempPathFactory) -> AgentRuns:
     root = tmp_path_factory.mktemp("agent-sharded")
-    runs: dict[str, Path | str] = {"ddp": root / "ddp", "fsdp": root / "fsdp"}
-    runs["ddp_log"] = torchrun(AGENT, runs["ddp"], [*AGENT_SETTINGS, "launch=ddp"]).stderr
-    done = torchrun(AGENT, runs["fsdp"], [*AGENT_SETTINGS, "launch=fsdp-qwen2.5-vl-offload"])
+    ddp_log = torchrun(AGENT, root / "ddp", [*AGENT_SETTINGS, "launch=ddp"]).stderr
+    done = torchrun(AGENT, root / "fsdp", [*AGENT_SETTINGS, "launch=fsdp-qwen2.5-vl-offload"])
     assert "FSDP2 over 2 ranks (launch fsdp-qwen2.5-vl-offload)" in done.stderr
     assert "offloaded to the CPU" in done.stderr
-    return runs
+    return AgentRuns(root / "ddp", root / "fsdp", ddp_log)
 
 
-def test_replicated_semi_online_writes_one_row_per_step_counting_both_ranks_turns(agent: dict) -> None:
-    rows = metric_rows(agent["ddp"])
+def test_replicated_semi_online_writes_one_row_per_step_counting_both_ranks_turns(agent: AgentRuns) -> None:
+    rows = metric_rows(agent.ddp)
     assert [r["step"] for r in rows] == ["1", "2", "3"]
     # one rank's episode a step: 4 copies of at most 4 turns (data max_steps: 4); a row over 16 counts both ranks
     assert all(float(r["turns"]) > 4 * 4 for r in rows)  # measured: 20, 24, 20
 
 
-def test_replicated_ranks_end_on_bit_identical_weights_having_drawn_their_own_episodes(agent: dict) -> None:
+def test_replicated_ranks_end_on_bit_identical_weights_having_drawn_their_own_episodes(agent: AgentRuns) -> None:
     """Each rank hashes its weights at the end and the hashes are compared over the group; the digest logged is that
     of the weights rank 0 saved."""
     import zoo
 
-    log = agent["ddp_log"]
+    log = agent.ddp_log
     assert "weights identical on all 2 ranks" in log
     logged = logged_digest(log)
-    assert weights_digest(zoo.load(str(agent["ddp"] / "final")).model).startswith(logged)
-    ranks = read_state(agent["ddp"] / "checkpoint-2" / semi_online_engine.STATE_FILE)["ranks"]
+    assert weights_digest(zoo.load(str(agent.ddp / "final")).model).startswith(logged)
+    ranks = read_state(agent.ddp / "checkpoint-2" / semi_online_engine.STATE_FILE)["ranks"]
     assert len(ranks) == 2 and ranks[0]["sampler"] != ranks[1]["sampler"]
 
 
-def test_a_two_process_checkpoint_refuses_a_one_process_resume(agent: dict, tmp_path: Path) -> None:
+def test_a_two_process_checkpoint_refuses_a_one_process_resume(agent: AgentRuns, tmp_path: Path) -> None:
     import shutil
 
     copy = tmp_path / "copy"
-    shutil.copytree(agent["ddp"], copy)
+    shutil.copytree(agent.ddp, copy)
     shutil.rmtree(copy / "final")
     with pytest.raises(RecipeError, match=r"written by 2 process\(es\).*resume it with 2 \(got 1\)"):
         semi_online_engine.train(load_recipe(AGENT, [*AGENT_SETTINGS, "launch=ddp", "training.steps=4"]), copy,
                                  resume=True)  # fmt: skip
 
 
-def test_sharded_semi_online_equals_the_replicated_run(agent: dict) -> None:
-    rows = metric_rows(agent["fsdp"])
+def test_sharded_semi_online_equals_the_replicated_run(agent: AgentRuns) -> None:
+    rows = metric_rows(agent.fsdp)
     assert [r["step"] for r in rows] == ["1", "2", "3"] and any(float(r["loss"]) != 0 for r in rows)
-    assert rows == metric_rows(agent["ddp"])  # measured: equal to the last digit
-    ddp, fsdp = (load_file(agent[k] / "final" / "model.safetensors") for k in ("ddp", "fsdp"))
+    assert rows == metric_rows(agent.ddp)  # measured: equal to the last digit
+    ddp, fsdp = (load_file(run / "final" / "model.safetensors") for run in (agent.ddp, agent.fsdp))
     assert ddp.keys() == fsdp.keys()
     assert max(float((ddp[k] - fsdp[k]).abs().max()) for k in ddp) < 1e-6  # measured: 0.0
 
 
-def test_a_sharded_final_folder_is_a_plain_float32_checkpoint(agent: dict) -> None:
+def test_a_sharded_final_folder_is_a_plain_float32_checkpoint(agent: AgentRuns) -> None:
     import zoo
 
-    model = zoo.load(str(agent["fsdp"] / "final")).model
+    model = zoo.load(str(agent.fsdp / "final")).model
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     shipped = load_file("checkpoints/gui-agent-tiny/model.safetensors")
-    assert sorted(load_file(agent["fsdp"] / "final" / "model.safetensors")) == sorted(shipped)  # names as shipped
+    assert sorted(load_file(agent.fsdp / "final" / "model.safetensors")) == sorted(shipped)  # names as shipped
 
 
 @pytest.mark.parametrize(("run", "launch"), [("ddp", "ddp"), ("fsdp", "fsdp-qwen2.5-vl-offload")])
-def test_a_killed_job_resumes_with_two_processes_to_the_same_run(agent: dict, tmp_path: Path, run: str,
+def test_a_killed_job_resumes_with_two_processes_to_the_same_run(agent: AgentRuns, tmp_path: Path, run: str,
                                                                  launch: str) -> None:  # fmt: skip
     """``kill -9`` of the whole job once ``checkpoint-1`` is complete, then ``--resume`` with two processes: every
     metric and every file of ``final/`` equal the uninterrupted run's."""
@@ -128,8 +136,8 @@ def test_a_killed_job_resumes_with_two_processes_to_the_same_run(agent: dict, tm
     killed = tmp_path / "killed"
     killed_after(AGENT, killed, settings, 1)
     torchrun(AGENT, killed, settings, "--resume")
-    assert metric_rows(killed) == metric_rows(agent[run])
-    assert_same_final(agent[run], killed)
+    assert metric_rows(killed) == metric_rows(getattr(agent, run))
+    assert_same_final(getattr(agent, run), killed)
 
 
 def test_bf16_compute_sharded_and_replicated_agree_on_the_first_step(tmp_path: Path) -> None:
