@@ -111,6 +111,22 @@ def test_unscored_images_get_zero_advantage(tmp_path: Path) -> None:
     assert (per_image[1::2] == 0).all() and (per_image[0::2] != 0).any()
 
 
+def test_each_reward_terms_mean_is_logged_under_its_own_name(tmp_path: Path) -> None:
+    """Terms are gathered as one (images, terms) table: the half-scored term's mean is over its scored images, the
+    constant's is its constant, and neither lands under the other's name."""
+    for name, reward in (("test-half-missing", _HalfMissing()), ("test-constant", _Constant())):
+        if name not in REWARDS:
+            register(name, reward)
+    run = build_run(recipe("rewards=[test-half-missing, test-constant]"), tmp_path)
+    prompts = run.draw_prompts()[:1] * 4
+    latents = torch.randn(4, *run.model.latent_shape, generator=torch.Generator().manual_seed(0))
+    rewards, metrics = run.score(latents, prompts)
+    scored = _HalfMissing()(list(run.model.decode(latents).cpu()), [None] * 4)
+    assert metrics["rewards/test-half-missing/mean"] == pytest.approx((scored[0].score + scored[2].score) / 2)
+    assert metrics["rewards/test-constant/mean"] == 0.5
+    assert torch.isnan(rewards[1::2]).all() and metrics["reward_missing"] == 0.5
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [

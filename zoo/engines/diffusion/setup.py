@@ -128,19 +128,22 @@ class Run:
     def score(self, latents: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dict[str, float]]:
         """(N,) rewards of the decoded images (NaN where a reward could not be computed) and per-term means.
 
-        A term's mean is over every process's images (gathered: a collective, every rank scores in lockstep), as the
-        round's ``reward`` is: the mean of the ranks' own means would be NaN in a round where one rank's images all
-        went unscored by that term (a prompt it cannot judge) and would weigh the ranks alike when they scored
-        different numbers of images."""
+        A term's mean is over every process's images (gathered, every term in one collective: every rank scores in
+        lockstep), as the round's ``reward`` is: the mean of the ranks' own means would be NaN in a round where one
+        rank's images all went unscored by that term (a prompt it cannot judge) and would weigh the ranks alike when
+        they scored different numbers of images."""
         images = self.model.decode(latents).cpu()
         self.extra["last_scored"] = (images, prompts)
         samples = [RewardSample(target={"prompt": p, **self.targets.get(p, {})}) for p in prompts]
         results = self.reward(list(images), samples)
         rewards = torch.tensor([math_nan(r.score) for r in results], dtype=torch.float32)
         metrics = {"reward_missing": float(torch.isnan(rewards).float().mean())}
-        for label, _, _ in getattr(self.reward, "parts", []):
-            values = gather_all(torch.tensor([math_nan(r.components.get(label)) for r in results]))
-            metrics[f"rewards/{label}/mean"] = float(torch.nanmean(values))
+        labels = [label for label, _, _ in getattr(self.reward, "parts", [])]
+        if labels:  # one gather for every term: an (N, T) table of this rank's images by term
+            table = torch.tensor([[math_nan(r.components.get(label)) for label in labels] for r in results],
+                                 dtype=torch.float32).reshape(len(results), len(labels))  # fmt: skip
+            means = torch.nanmean(gather_all(table).reshape(-1, len(labels)), dim=0)
+            metrics.update({f"rewards/{label}/mean": float(mean) for label, mean in zip(labels, means, strict=True)})
         return rewards, metrics
 
     def advantages(
