@@ -21,8 +21,8 @@ install: $(STAMP)
 demo: install
 	$(PY) -m domains.gui.demo
 
-# one worker per core (pytest-xdist), each test file on one worker so its module fixtures are built once:
-# 7m46s against 14m01s in one process on this project's 2-core machine
+# one worker per core (pytest-xdist; the suite is CPU-bound), each test file on one worker so its module fixtures
+# are built once; tests/conftest.py hands the longest files out first so that neither worker finishes alone
 # (tests/conftest.py sends the whole of tests/demo to one worker: its five demo servers start once, not twice)
 test: install
 	$(PY) -m pytest -q -n auto --dist loadfile

@@ -114,16 +114,16 @@ def test_unscored_images_get_zero_advantage(tmp_path: Path) -> None:
 def test_each_reward_terms_mean_is_logged_under_its_own_name(tmp_path: Path) -> None:
     """Terms are gathered as one (images, terms) table: the half-scored term's mean is over its scored images, the
     constant's is its constant, and neither lands under the other's name."""
-    for name, reward in (("test-half-missing", _HalfMissing()), ("test-constant", _Constant())):
+    for name, reward in (("test-half-missing", _HalfMissing()), ("test-constant-half", _Constant())):
         if name not in REWARDS:
             register(name, reward)
-    run = build_run(recipe("rewards=[test-half-missing, test-constant]"), tmp_path)
+    run = build_run(recipe("rewards=[test-half-missing, test-constant-half]"), tmp_path)
     prompts = run.draw_prompts()[:1] * 4
     latents = torch.randn(4, *run.model.latent_shape, generator=torch.Generator().manual_seed(0))
     rewards, metrics = run.score(latents, prompts)
     scored = _HalfMissing()(list(run.model.decode(latents).cpu()), [None] * 4)
     assert metrics["rewards/test-half-missing/mean"] == pytest.approx((scored[0].score + scored[2].score) / 2)
-    assert metrics["rewards/test-constant/mean"] == 0.5
+    assert metrics["rewards/test-constant-half/mean"] == 0.5
     assert torch.isnan(rewards[1::2]).all() and metrics["reward_missing"] == 0.5
 
 
@@ -261,16 +261,16 @@ def test_a_fresh_run_into_an_old_directory_starts_a_fresh_log(tmp_path: Path) ->
 class _Constant:
     """Scores every image 0.5: every group ties."""
 
-    name = "test-constant"
+    name = "test-constant-half"
 
     def __call__(self, predictions, samples):
         return [RewardResult(0.5) for _ in predictions]
 
 
 def test_tied_groups_are_filtered_and_leave_the_weights(tmp_path: Path) -> None:
-    if "test-constant" not in REWARDS:
-        register("test-constant", _Constant())
-    run = build_run(recipe("rewards=[test-constant]"), tmp_path)
+    if "test-constant-half" not in REWARDS:
+        register("test-constant-half", _Constant())
+    run = build_run(recipe("rewards=[test-constant-half]"), tmp_path)
     before = [p.detach().clone() for p in run.trainable]
     metrics = train_round(run, 0)
     assert metrics["kept_fraction"] == 0.0 and metrics["zero_std_ratio"] == 1.0 and "train/loss" not in metrics
