@@ -140,9 +140,8 @@ class Run:
         metrics = {"reward_missing": float(torch.isnan(rewards).float().mean())}
         labels = [label for label, _, _ in getattr(self.reward, "parts", [])]
         if labels:  # one gather for every term: an (N, T) table of this rank's images by term
-            table = torch.tensor([[math_nan(r.components.get(label)) for label in labels] for r in results],
-                                 dtype=torch.float32).reshape(len(results), len(labels))  # fmt: skip
-            means = torch.nanmean(gather_all(table).reshape(-1, len(labels)), dim=0)
+            table = torch.tensor([[math_nan(r.components.get(label)) for label in labels] for r in results])
+            means = torch.nanmean(gather_all(table).reshape(-1, len(labels)), dim=0)  # an empty gather comes back flat
             metrics.update({f"rewards/{label}/mean": float(mean) for label, mean in zip(labels, means, strict=True)})
         return rewards, metrics
 
